@@ -1,0 +1,75 @@
+"""mcp-interceptors core: SEP-2624 types, wire models and authoring API. Never imports an MCP SDK."""
+
+from .codec import canonical, dumps, loads
+from .enums import Direction, InterceptorType, Mode, Phase, Severity
+from .errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    InterceptorRpcError,
+    WireError,
+)
+from .events import KNOWN_EVENTS, WILDCARD, hooks_match, is_context_operation, pattern_matches
+from .outcomes import Mutation, Verdict
+from .priority import Priority
+from .registry import Invocation, RegisteredInterceptor, Registry
+from .wire import (
+    Compat,
+    Hook,
+    InterceptorInfo,
+    InvocationContext,
+    InvokeParams,
+    InvokeResult,
+    MutationResult,
+    Principal,
+    Suggestion,
+    ValidationMessage,
+    ValidationResult,
+    result_from_wire,
+)
+
+CAPABILITY = "io.modelcontextprotocol/interceptors"
+LIST_METHOD = "interceptors/list"
+INVOKE_METHOD = "interceptor/invoke"
+
+__all__ = [
+    "CAPABILITY",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVOKE_METHOD",
+    "KNOWN_EVENTS",
+    "LIST_METHOD",
+    "METHOD_NOT_FOUND",
+    "WILDCARD",
+    "Compat",
+    "Direction",
+    "Hook",
+    "InterceptorInfo",
+    "InterceptorRpcError",
+    "InterceptorType",
+    "Invocation",
+    "InvocationContext",
+    "InvokeParams",
+    "InvokeResult",
+    "Mode",
+    "Mutation",
+    "MutationResult",
+    "Phase",
+    "Principal",
+    "Priority",
+    "RegisteredInterceptor",
+    "Registry",
+    "Severity",
+    "Suggestion",
+    "ValidationMessage",
+    "ValidationResult",
+    "Verdict",
+    "WireError",
+    "canonical",
+    "dumps",
+    "hooks_match",
+    "is_context_operation",
+    "loads",
+    "pattern_matches",
+    "result_from_wire",
+]

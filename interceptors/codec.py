@@ -1,0 +1,85 @@
+"""JSON on the hot path (orjson) and RFC 8785 canonical JSON for comparisons and hashing."""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from typing import Any
+
+import orjson
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON bytes; non-string keys and non-JSON values are a TypeError."""
+    return orjson.dumps(value)
+
+
+def dumps_str(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def loads(data: bytes | str) -> Any:
+    return orjson.loads(data)
+
+
+def _canonical_string(text: str) -> str:
+    out = ['"']
+    for char in text:
+        code = ord(char)
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif code < 0x20 or 0xD800 <= code <= 0xDFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(char)
+    out.append('"')
+    return "".join(out)
+
+
+def _canonical_number(value: int | float) -> str:
+    """ECMAScript Number-to-String: shortest round-trip digits, exponent outside [1e-7, 1e21)."""
+    if isinstance(value, int):
+        if abs(value) < 10**21:
+            return str(value)
+        value = float(value)
+    if math.isnan(value) or math.isinf(value):
+        raise ValueError("NaN and Infinity have no JSON form")
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    sign_bit, digit_tuple, exponent = Decimal(repr(abs(value))).normalize().as_tuple()
+    digits = "".join(map(str, digit_tuple))
+    assert isinstance(exponent, int)
+    k = len(digits)
+    n = k + exponent  # position of the decimal point relative to the digit string
+    if k <= n <= 21:
+        return sign + digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return sign + digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return sign + "0." + "0" * (-n) + digits
+    e = n - 1
+    mantissa = digits if k == 1 else digits[0] + "." + digits[1:]
+    return f"{sign}{mantissa}e{'+' if e > 0 else '-'}{abs(e)}"
+
+
+def canonical(value: Any) -> str:
+    """RFC 8785 (JCS): sorted keys by UTF-16 code units, no whitespace, ECMAScript numbers."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return _canonical_string(value)
+    if isinstance(value, int | float):
+        return _canonical_number(value)
+    if isinstance(value, dict):
+        keys = sorted(value, key=lambda k: k.encode("utf-16-be", "surrogatepass"))
+        return "{" + ",".join(_canonical_string(k) + ":" + canonical(value[k]) for k in keys) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(canonical(item) for item in value) + "]"
+    raise TypeError(f"{type(value).__name__} has no JSON form")

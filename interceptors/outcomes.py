@@ -1,0 +1,118 @@
+"""What handlers return, and how each return value becomes a flat SEP-2624 result."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .enums import Phase, Severity
+from .wire import MutationResult, Suggestion, ValidationMessage, ValidationResult
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A validator's answer. Use `Verdict.allow()`, `Verdict.deny(...)` or `Verdict.warn(...)`."""
+
+    valid: bool
+    severity: str | None = None
+    messages: tuple[ValidationMessage, ...] | None = None
+    suggestions: tuple[Suggestion, ...] | None = None
+    info: Mapping[str, Any] | None = None
+
+    @classmethod
+    def allow(cls, info: Mapping[str, Any] | None = None) -> Verdict:
+        return cls(True, info=info)
+
+    @classmethod
+    def deny(
+        cls,
+        message: str,
+        *,
+        severity: Severity | str = Severity.ERROR,
+        path: str | None = None,
+        suggestions: Sequence[Suggestion] | None = None,
+        info: Mapping[str, Any] | None = None,
+    ) -> Verdict:
+        sev = str(severity.value if isinstance(severity, Severity) else severity)
+        return cls(
+            False,
+            sev,
+            (ValidationMessage(message, sev, path),),
+            None if suggestions is None else tuple(suggestions),
+            info,
+        )
+
+    @classmethod
+    def warn(cls, message: str, *, path: str | None = None, info: Mapping[str, Any] | None = None) -> Verdict:
+        """An invalid result that never blocks."""
+        return cls.deny(message, severity=Severity.WARN, path=path, info=info)
+
+
+@dataclass(frozen=True, slots=True)
+class Mutation:
+    """A mutator's answer: the new payload. `modified=None` means "compare with the input"."""
+
+    payload: Any
+    modified: bool | None = None
+    info: Mapping[str, Any] | None = None
+
+    @classmethod
+    def unchanged(cls, info: Mapping[str, Any] | None = None) -> Mutation:
+        return cls(_UNCHANGED, False, info)
+
+
+class _Unchanged:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+
+_UNCHANGED: Any = _Unchanged()
+
+
+class MalformedHandlerResult(TypeError):
+    """A handler returned something that cannot be turned into a result (a bug in the handler)."""
+
+
+def to_validation_result(raw: Any, interceptor: str, phase: Phase) -> ValidationResult:
+    """Accept a Verdict, a ValidationResult, a bool, or None (= valid)."""
+    if raw is None or raw is True:
+        return ValidationResult(interceptor, phase, True)
+    if raw is False:
+        return ValidationResult(
+            interceptor, phase, False, "error", (ValidationMessage("rejected", "error"),)
+        )
+    if isinstance(raw, Verdict):
+        if raw.valid:
+            return ValidationResult(interceptor, phase, True, None, raw.messages, raw.suggestions, None, raw.info)
+        return ValidationResult(
+            interceptor, phase, False, raw.severity or "error", raw.messages, raw.suggestions, None, raw.info
+        )
+    if isinstance(raw, ValidationResult):
+        return ValidationResult(
+            interceptor, phase, raw.valid, raw.severity, raw.messages, raw.suggestions, None, raw.info
+        )
+    raise MalformedHandlerResult(f"validator returned {type(raw).__name__}")
+
+
+def to_mutation_result(raw: Any, interceptor: str, phase: Phase, payload: Any) -> MutationResult:
+    """Accept a Mutation, a MutationResult, None (= unchanged) or a bare new payload."""
+    info: Mapping[str, Any] | None = None
+    modified: bool | None = None
+    if raw is None:
+        new = _UNCHANGED
+    elif isinstance(raw, Mutation):
+        new, modified, info = raw.payload, raw.modified, raw.info
+    elif isinstance(raw, MutationResult):
+        new, modified, info = raw.payload, raw.modified, raw.info
+    else:
+        new = raw
+    if new is _UNCHANGED:
+        return MutationResult(interceptor, phase, False, payload, None, info)
+    if modified is None:
+        modified = new != payload
+    if not modified and new != payload:
+        raise MalformedHandlerResult("mutator said modified=false but changed the payload")
+    return MutationResult(interceptor, phase, modified, new if modified else payload, None, info)

@@ -1,0 +1,208 @@
+"""Authoring: a registry of interceptors declared with `@validator` / `@mutator` decorators."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from .enums import InterceptorType, Mode, Phase
+from .priority import Priority
+from .wire import Compat, Hook, InterceptorInfo, InvocationContext
+
+PhaseSpec = Phase | Literal["request", "response", "both"]
+Handler = Callable[["Invocation"], Any] | Callable[["Invocation"], Awaitable[Any]]
+H = TypeVar("H", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """What a handler receives. Read-only: validators run concurrently on the same payload."""
+
+    interceptor: str
+    event: str
+    phase: Phase
+    payload: Any
+    config: Mapping[str, Any] | None = None
+    context: InvocationContext | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RegisteredInterceptor:
+    """A descriptor and the handler that implements it."""
+
+    info: InterceptorInfo
+    handler: Handler
+    is_async: bool
+    inline: bool = False
+    """Run a sync handler on the event loop instead of a worker thread (only for trivial, non-blocking code)."""
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+
+def expand_phases(phase: PhaseSpec | Sequence[PhaseSpec]) -> tuple[Phase, ...]:
+    """`both` is sugar for a request hook and a response hook, request first."""
+    specs = [phase] if isinstance(phase, str) else list(phase)
+    out: list[Phase] = []
+    for spec in specs:
+        if spec == "both":
+            out.extend((Phase.REQUEST, Phase.RESPONSE))
+        else:
+            try:
+                out.append(Phase(spec))
+            except ValueError:
+                raise ValueError(f"phase must be 'request', 'response' or 'both', not {spec!r}") from None
+    return tuple(dict.fromkeys(out))
+
+
+def _check_events(events: str | Sequence[str]) -> tuple[str, ...]:
+    names = (events,) if isinstance(events, str) else tuple(events)
+    if not names:
+        raise ValueError("an interceptor needs at least one event")
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise ValueError("events must be non-empty strings")
+        if "*" in name and name != "*" and not (name.endswith("/*") and name.count("*") == 1):
+            raise ValueError(f"event pattern {name!r} must be '*' or 'namespace/*'")
+    return names
+
+
+class Registry:
+    """An ordered set of interceptors with unique names. Hosts serve registries over MCP."""
+
+    def __init__(self, *interceptors: RegisteredInterceptor) -> None:
+        self._entries: dict[str, RegisteredInterceptor] = {}
+        self._version = 0
+        for entry in interceptors:
+            self.add(entry)
+
+    def add(self, entry: RegisteredInterceptor) -> RegisteredInterceptor:
+        if entry.name in self._entries:
+            raise ValueError(f"an interceptor named {entry.name!r} is already registered")
+        self._entries[entry.name] = entry
+        self._version += 1
+        return entry
+
+    def register(
+        self,
+        handler: Handler,
+        *,
+        name: str,
+        type: InterceptorType | str,
+        events: str | Sequence[str],
+        phase: PhaseSpec | Sequence[PhaseSpec] = "request",
+        priority: int | Priority | Mapping[str, int] | None = None,
+        mode: Mode | str = Mode.ACTIVE,
+        fail_open: bool = False,
+        config_schema: Mapping[str, Any] | None = None,
+        description: str | None = None,
+        version: str | None = None,
+        compat: Compat | None = None,
+        inline: bool = False,
+    ) -> RegisteredInterceptor:
+        """Register a handler imperatively; the decorators call this."""
+        if not isinstance(name, str) or not name:
+            raise ValueError("an interceptor needs a non-empty name")
+        if config_schema is not None:
+            _check_schema(config_schema)
+        names = _check_events(events)
+        info = InterceptorInfo(
+            name=name,
+            type=InterceptorType(type),
+            hooks=tuple(Hook(names, p) for p in expand_phases(phase)),
+            version=version,
+            description=description,
+            priority_hint=Priority.of(priority),
+            compat=compat,
+            config_schema=config_schema,
+            mode=Mode.parse(mode),
+            fail_open=bool(fail_open),
+        )
+        is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+            getattr(handler, "__call__", None)  # noqa: B004 - callable objects with async __call__
+        )
+        return self.add(RegisteredInterceptor(info, handler, is_async, inline))
+
+    def validator(
+        self,
+        name: str,
+        *,
+        events: str | Sequence[str],
+        phase: PhaseSpec | Sequence[PhaseSpec] = "request",
+        priority: int | Priority | Mapping[str, int] | None = None,
+        mode: Mode | str = Mode.ACTIVE,
+        fail_open: bool = False,
+        config_schema: Mapping[str, Any] | None = None,
+        description: str | None = None,
+        version: str | None = None,
+        compat: Compat | None = None,
+        inline: bool = False,
+    ) -> Callable[[H], H]:
+        """Decorate `def check(inv: Invocation) -> Verdict | bool | None` (sync or async)."""
+
+        def decorate(handler: H) -> H:
+            self.register(
+                handler, name=name, type=InterceptorType.VALIDATION, events=events, phase=phase,
+                priority=priority, mode=mode, fail_open=fail_open, config_schema=config_schema,
+                description=description, version=version, compat=compat, inline=inline,
+            )  # fmt: skip
+            return handler
+
+        return decorate
+
+    def mutator(
+        self,
+        name: str,
+        *,
+        events: str | Sequence[str],
+        phase: PhaseSpec | Sequence[PhaseSpec] = "request",
+        priority: int | Priority | Mapping[str, int] | None = None,
+        mode: Mode | str = Mode.ACTIVE,
+        fail_open: bool = False,
+        config_schema: Mapping[str, Any] | None = None,
+        description: str | None = None,
+        version: str | None = None,
+        compat: Compat | None = None,
+        inline: bool = False,
+    ) -> Callable[[H], H]:
+        """Decorate `def rewrite(inv: Invocation) -> Mutation | new_payload | None` (sync or async)."""
+
+        def decorate(handler: H) -> H:
+            self.register(
+                handler, name=name, type=InterceptorType.MUTATION, events=events, phase=phase,
+                priority=priority, mode=mode, fail_open=fail_open, config_schema=config_schema,
+                description=description, version=version, compat=compat, inline=inline,
+            )  # fmt: skip
+            return handler
+
+        return decorate
+
+    def get(self, name: str) -> RegisteredInterceptor | None:
+        return self._entries.get(name)
+
+    def __iter__(self) -> Iterator[RegisteredInterceptor]:
+        return iter(self._entries.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    @property
+    def version(self) -> int:
+        """Bumped on every change, so hosts can cache what they derive from the registry."""
+        return self._version
+
+    def infos(self) -> list[InterceptorInfo]:
+        return [entry.info for entry in self._entries.values()]
+
+
+def _check_schema(schema: Mapping[str, Any]) -> None:
+    if not isinstance(schema, Mapping):
+        raise ValueError("config_schema must be a JSON Schema object")
+    if schema.get("type", "object") != "object":
+        raise ValueError("config_schema must describe an object (type: object)")

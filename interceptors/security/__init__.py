@@ -1,0 +1,17 @@
+"""Session-scoped security interceptors: the cross-boundary guard and the secretless redactor."""
+
+from .guard import CrossBoundaryGuard
+from .redactor import SecretlessRedactor, secret_handle
+from .secrets import SECRET_FORMATS, SecretFormat, find_secrets
+from .server_of import DEFAULT_ROSTER, server_of
+
+__all__ = [
+    "DEFAULT_ROSTER",
+    "SECRET_FORMATS",
+    "CrossBoundaryGuard",
+    "SecretFormat",
+    "SecretlessRedactor",
+    "find_secrets",
+    "secret_handle",
+    "server_of",
+]

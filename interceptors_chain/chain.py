@@ -1,0 +1,397 @@
+"""The chain engine (the invoker): discovers interceptors on MCP servers and runs them around operations.
+
+Sending side: mutate, then validate what leaves. Receiving side: validate what arrived, then mutate.
+Validators run concurrently and all complete; mutators run one at a time and atomically; audit never
+blocks and is never applied; failures block unless the interceptor is audit or failOpen.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError
+
+from interceptors import (
+    INVOKE_METHOD,
+    LIST_METHOD,
+    Direction,
+    InterceptorInfo,
+    InterceptorType,
+    InvocationContext,
+    Mode,
+    MutationResult,
+    Phase,
+    ValidationResult,
+    WireError,
+)
+
+from .connection import Connection, SessionConnection, is_timeout_code
+from .plan import Plan, PlanEntry, ServerEntry, compile_plan
+from .policy import ExecutionHandler, HandlerOutcome, InterceptorOverride, InvokeCall
+from .result import AbortInfo, AbortKind, ExecutionResult, InvocationRecord, Status, ValidationSummary
+
+logger = logging.getLogger("interceptors.chain")
+
+_MAX_CACHED_PLANS = 4096
+
+
+class DiscoveryError(RuntimeError):
+    """An interceptor server could not be listed."""
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """The outcome of one invoke, before the chain decides what it means."""
+
+    result: ValidationResult | MutationResult | None
+    wire: dict[str, Any] | None
+    error: str | None
+    kind: AbortKind | None
+    mode: Mode
+    duration_ms: float
+
+
+def _phase_of(value: Phase | str) -> Phase:
+    if isinstance(value, Phase):
+        return value
+    if value == "request":
+        return Phase.REQUEST
+    if value == "response":
+        return Phase.RESPONSE
+    raise ValueError(f"unknown phase {value!r}: must be 'request' or 'response'")
+
+
+class Chain:
+    """An invoker over any number of interceptor servers, each reached through its own connection."""
+
+    def __init__(
+        self,
+        *,
+        overrides: Mapping[str, InterceptorOverride] | None = None,
+        execution_handler: ExecutionHandler | None = None,
+        default_timeout_ms: int | None = None,
+        deadline_ms: int | None = None,
+        protocol_version: str | None = None,
+    ) -> None:
+        self._servers: list[ServerEntry] = []
+        self._overrides: dict[str, InterceptorOverride] = dict(overrides or {})
+        self.execution_handler = execution_handler
+        self.default_timeout_ms = default_timeout_ms
+        self.deadline_ms = deadline_ms
+        self.protocol_version = protocol_version
+        self._plans: dict[tuple[str, Phase, Direction], Plan] = {}
+
+    # Discovery --------------------------------------------------------------------------------
+    async def add_session(
+        self, session: ClientSession, name: str | None = None, *, timeout_ms: int | None = None
+    ) -> ServerEntry:
+        return await self.add_connection(SessionConnection(session), name, timeout_ms=timeout_ms)
+
+    async def add_connection(
+        self, connection: Connection, name: str | None = None, *, timeout_ms: int | None = None
+    ) -> ServerEntry:
+        """Register a server in configured order and list its interceptors once."""
+        name = name or f"server-{len(self._servers)}"
+        if any(server.name == name for server in self._servers):
+            raise ValueError(f"a server named {name!r} is already in the chain")
+        entry = ServerEntry(name, len(self._servers), connection, timeout_ms=timeout_ms)
+        entry.interceptors = await self._discover(entry)
+        self._servers.append(entry)
+        self._check_overrides()
+        self._plans.clear()
+        return entry
+
+    async def refresh(self, name: str | None = None) -> None:
+        """List again (all servers, or one): the descriptors and every cached plan are replaced."""
+        for server in self._servers:
+            if name is None or server.name == name:
+                server.interceptors = await self._discover(server)
+        self._check_overrides()
+        self._plans.clear()
+
+    async def _discover(self, server: ServerEntry) -> tuple[InterceptorInfo, ...]:
+        try:
+            listed = await server.connection.request(LIST_METHOD, {}, None)
+        except MCPError as exc:
+            raise DiscoveryError(f"interceptors/list failed on {server.name!r}: error {exc.error.code}") from None
+        except Exception as exc:
+            raise DiscoveryError(f"interceptors/list failed on {server.name!r}: {type(exc).__name__}") from None
+        raw = listed.get("interceptors")
+        if not isinstance(raw, list):
+            raise DiscoveryError(f"interceptors/list on {server.name!r} returned no interceptors array")
+        infos: dict[str, InterceptorInfo] = {}
+        for index, item in enumerate(raw):
+            try:
+                info = InterceptorInfo.from_wire(item, f"interceptors[{index}]")
+            except WireError as exc:
+                logger.warning("skipping an interceptor of %r: %s", server.name, exc)
+                continue
+            if info.name in infos:
+                logger.warning("skipping a duplicate interceptor name on %r", server.name)
+                continue
+            infos[info.name] = info
+        return tuple(infos.values())
+
+    @property
+    def servers(self) -> tuple[ServerEntry, ...]:
+        return tuple(self._servers)
+
+    def interceptors(self) -> list[tuple[str, InterceptorInfo]]:
+        """Every discovered (server name, descriptor), in configured server order."""
+        return [(server.name, info) for server in self._servers for info in server.interceptors]
+
+    # Policy -----------------------------------------------------------------------------------
+    def set_override(self, name: str, override: InterceptorOverride | None) -> None:
+        """Override one interceptor by `name` or `server:name`; None removes the override."""
+        if override is None:
+            self._overrides.pop(name, None)
+        else:
+            self._overrides[name] = override
+        self._check_overrides()
+        self._plans.clear()
+
+    def _check_overrides(self) -> None:
+        for server in self._servers:
+            for info in server.interceptors:
+                for key in (info.name, f"{server.name}:{info.name}"):
+                    override = self._overrides.get(key)
+                    if override is not None:
+                        override.check_narrows(info)
+
+    def plan(self, event: str, phase: Phase | str, direction: Direction | str) -> Plan:
+        """The compiled plan, cached until servers or overrides change."""
+        phase = _phase_of(phase)
+        direction = Direction(direction)
+        key = (event, phase, direction)
+        plan = self._plans.get(key)
+        if plan is None:
+            if len(self._plans) >= _MAX_CACHED_PLANS:
+                self._plans.clear()
+            plan = self._plans[key] = compile_plan(
+                self._servers, self._overrides, event, phase, direction, self.protocol_version
+            )
+        return plan
+
+    # Execution --------------------------------------------------------------------------------
+    async def execute(
+        self,
+        event: str,
+        phase: Phase | str,
+        payload: Any,
+        *,
+        direction: Direction | str,
+        context: InvocationContext | None = None,
+        deadline_ms: int | None = None,
+    ) -> ExecutionResult:
+        """Run every matching interceptor around one operation. The caller blocks iff `result.blocked`."""
+        phase = _phase_of(phase)
+        direction = Direction(direction)
+        plan = self.plan(event, phase, direction)
+        if plan.empty:
+            return ExecutionResult(Status.SUCCESS, event, phase, direction)
+        started = time.perf_counter()
+        budget = deadline_ms if deadline_ms is not None else self.deadline_ms
+        deadline = None if budget is None else started + budget / 1000
+        run = _Run(self, event, phase, None if context is None else context.to_wire(), deadline)
+        result = ExecutionResult(Status.SUCCESS, event, phase, direction)
+        current = payload
+        stages = ("mutate", "validate") if plan.mutate_first else ("validate", "mutate")
+        for stage in stages:
+            if stage == "validate":
+                await run.validate(plan.validators, current, result)
+            else:
+                current = await run.mutate(plan.mutators, current, payload, result)
+            if result.aborted_at:
+                break
+        if result.aborted_at:
+            first = result.aborted_at[0]
+            if first.kind is AbortKind.TIMEOUT:
+                result.status = Status.TIMEOUT
+            elif first.type is InterceptorType.VALIDATION:
+                result.status = Status.VALIDATION_FAILED
+            else:
+                result.status = Status.MUTATION_FAILED
+            result.final_payload, result.modified = None, False
+        result.total_duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        return result
+
+    async def invoke(
+        self, entry: PlanEntry, event: str, phase: Phase, payload: Any, context: dict[str, Any] | None,
+        deadline: float | None,
+    ) -> _Attempt:  # fmt: skip
+        """One invoke with every failure turned into an `_Attempt` (never raised)."""
+        started = time.perf_counter()
+        mode = entry.mode
+        timeout_ms = entry.timeout_ms or self.default_timeout_ms
+        limit = None if timeout_ms is None else timeout_ms / 1000
+        if deadline is not None:
+            remaining = deadline - started
+            if remaining <= 0:
+                return _Attempt(None, None, "deadline exceeded before invocation", AbortKind.TIMEOUT, mode, 0.0)
+            limit = remaining if limit is None else min(limit, remaining)
+        params: dict[str, Any] = {"name": entry.info.name, "event": event, "phase": phase.value, "payload": payload}
+        if timeout_ms is not None:
+            params["timeoutMs"] = int(timeout_ms)
+        if entry.config is not None:
+            params["config"] = dict(entry.config)
+        if context is not None:
+            params["context"] = context
+        server = entry.server
+        try:
+            with anyio.fail_after(limit) if limit is not None else nullcontext():
+                if self.execution_handler is None:
+                    wire = await server.connection.request(INVOKE_METHOD, params, limit)
+                else:
+                    call = InvokeCall(server.name, entry.info, mode, entry.fail_open, params)
+
+                    async def next_invoke(rewritten: dict[str, Any]) -> dict[str, Any]:
+                        return await server.connection.request(INVOKE_METHOD, rewritten, limit)
+
+                    outcome = await self.execution_handler(call, next_invoke)
+                    if isinstance(outcome, HandlerOutcome):
+                        wire, mode = outcome.result, outcome.mode or mode
+                    else:
+                        wire = outcome
+        except TimeoutError:
+            return _Attempt(None, None, "timeout", AbortKind.TIMEOUT, mode, _since(started))
+        except MCPError as exc:
+            data = exc.error.data
+            timed_out = is_timeout_code(exc.error.code) or (isinstance(data, dict) and data.get("reason") == "timeout")
+            if timed_out:
+                return _Attempt(None, None, "timeout", AbortKind.TIMEOUT, mode, _since(started))
+            reason = f"server {server.name!r} returned error {exc.error.code}"
+            return _Attempt(None, None, reason, AbortKind.FAILED, mode, _since(started))
+        except Exception as exc:
+            reason = f"server {server.name!r} failed: {type(exc).__name__}"
+            return _Attempt(None, None, reason, AbortKind.FAILED, mode, _since(started))
+        return _checked(entry, phase, payload, wire, mode, _since(started))
+
+
+def _since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def _checked(
+    entry: PlanEntry, phase: Phase, payload: Any, wire: Any, mode: Mode, duration: float
+) -> _Attempt:
+    """Apply M1 (the result must echo interceptor, type and phase) and the `modified: false` rule."""
+    try:
+        if not isinstance(wire, dict):
+            raise WireError("result", "must be an object")
+        if entry.info.type is InterceptorType.VALIDATION:
+            result: ValidationResult | MutationResult = ValidationResult.from_wire(wire)
+        else:
+            result = MutationResult.from_wire(wire)
+            if not result.modified and result.payload != payload:
+                raise WireError("result.payload", "differs from the input although modified is false")
+        if result.interceptor != entry.info.name:
+            raise WireError("result.interceptor", "does not echo the invoked interceptor")
+        if result.phase is not phase:
+            raise WireError("result.phase", "does not echo the invoked phase")
+    except WireError as exc:
+        return _Attempt(None, None, f"malformed result: {exc}", AbortKind.FAILED, mode, duration)
+    return _Attempt(result, wire, None, None, mode, duration)
+
+
+class _Run:
+    """The state of one execution: event, phase, context and the aggregate deadline."""
+
+    __slots__ = ("chain", "context", "deadline", "event", "phase")
+
+    def __init__(
+        self, chain: Chain, event: str, phase: Phase, context: dict[str, Any] | None, deadline: float | None
+    ) -> None:
+        self.chain = chain
+        self.event = event
+        self.phase = phase
+        self.context = context
+        self.deadline = deadline
+
+    async def _attempt(self, entry: PlanEntry, payload: Any) -> _Attempt:
+        return await self.chain.invoke(entry, self.event, self.phase, payload, self.context, self.deadline)
+
+    async def validate(self, entries: tuple[PlanEntry, ...], payload: Any, out: ExecutionResult) -> None:
+        """Every validator runs to completion, concurrently; outcomes are judged in plan order."""
+        if not entries:
+            return
+        attempts: list[_Attempt | None] = [None] * len(entries)
+        if len(entries) == 1:
+            attempts[0] = await self._attempt(entries[0], payload)
+        else:
+
+            async def run_one(index: int) -> None:
+                attempts[index] = await self._attempt(entries[index], payload)
+
+            async with anyio.create_task_group() as group:
+                for index in range(len(entries)):
+                    group.start_soon(run_one, index)
+        summary = out.validation_summary
+        for entry, attempt in zip(entries, attempts, strict=True):
+            assert attempt is not None
+            out.results.append(_record(entry, attempt))
+            if attempt.error is not None:
+                if attempt.mode is Mode.ACTIVE and not entry.fail_open:
+                    out.aborted_at.append(_abort(entry, self.phase, attempt.kind or AbortKind.FAILED, attempt.error))
+                continue
+            result = attempt.result
+            assert isinstance(result, ValidationResult)
+            for message in result.messages or ():
+                if message.severity == "warn":
+                    summary.warnings += 1
+                elif message.severity == "info":
+                    summary.infos += 1
+                else:
+                    summary.errors += 1
+            if result.blocks and attempt.mode is Mode.ACTIVE:
+                texts = tuple(m.message for m in result.messages or ())
+                out.aborted_at.append(
+                    _abort(entry, self.phase, AbortKind.REJECTED, "rejected by validator", texts)
+                )
+
+    async def mutate(
+        self, entries: tuple[PlanEntry, ...], payload: Any, original: Any, out: ExecutionResult
+    ) -> Any:
+        """Mutators in order; a blocking failure stops the pass and releases nothing partial."""
+        current = payload
+        for entry in entries:
+            attempt = await self._attempt(entry, current)
+            applied = False
+            if attempt.error is None and attempt.mode is Mode.ACTIVE:
+                result = attempt.result
+                assert isinstance(result, MutationResult)
+                if result.modified:
+                    current = result.payload
+                    out.final_payload, out.modified = current, True
+                    applied = True
+            out.results.append(_record(entry, attempt, applied))
+            if attempt.error is not None and attempt.mode is Mode.ACTIVE and not entry.fail_open:
+                out.aborted_at.append(_abort(entry, self.phase, attempt.kind or AbortKind.FAILED, attempt.error))
+                return original
+        return current
+
+
+def _record(entry: PlanEntry, attempt: _Attempt, applied: bool = False) -> InvocationRecord:
+    return InvocationRecord(
+        interceptor=entry.info.name,
+        server=entry.server.name,
+        type=entry.info.type,
+        mode=attempt.mode,
+        result=attempt.wire,
+        error=attempt.error,
+        error_kind=attempt.kind,
+        applied=applied,
+        duration_ms=attempt.duration_ms,
+    )
+
+
+def _abort(
+    entry: PlanEntry, phase: Phase, kind: AbortKind, reason: str, messages: tuple[str, ...] = ()
+) -> AbortInfo:
+    return AbortInfo(entry.info.name, entry.server.name, entry.info.type, phase, kind, reason, messages)

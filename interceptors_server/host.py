@@ -1,0 +1,211 @@
+"""The interceptor host: answers `interceptors/list` and `interceptor/invoke` from registries.
+
+Transport-free: takes and returns plain dicts and raises `InterceptorRpcError` exactly as the SEP-2624
+error table says. `install` binds it to an MCP server.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from interceptors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    InterceptorInfo,
+    InterceptorRpcError,
+    InterceptorType,
+    Invocation,
+    InvokeParams,
+    RegisteredInterceptor,
+    Registry,
+    WireError,
+    hooks_match,
+)
+from interceptors.events import is_pattern
+from interceptors.outcomes import MalformedHandlerResult, to_mutation_result, to_validation_result
+
+logger = logging.getLogger("interceptors.host")
+
+DEFAULT_MAX_PAYLOAD_BYTES = 4 * 1024 * 1024
+
+
+class _Compiled:
+    """Per-interceptor data derived once: the config validator and the hooks as wire JSON."""
+
+    __slots__ = ("advertised_hooks", "config_validator", "entry")
+
+    def __init__(self, entry: RegisteredInterceptor) -> None:
+        self.entry = entry
+        self.advertised_hooks = [hook.to_wire() for hook in entry.info.hooks]
+        self.config_validator: Any = None
+        if entry.info.config_schema is not None:
+            from jsonschema import validators
+
+            cls = validators.validator_for(entry.info.config_schema)
+            cls.check_schema(entry.info.config_schema)
+            self.config_validator = cls(entry.info.config_schema)
+
+
+class InterceptorHost:
+    """Serves one or more registries; names must be unique across all of them."""
+
+    def __init__(self, *registries: Registry, max_payload_bytes: int | None = DEFAULT_MAX_PAYLOAD_BYTES) -> None:
+        self._registries: list[Registry] = []
+        self._compiled: dict[str, _Compiled] = {}
+        self._seen_versions: tuple[int, ...] = ()
+        self.max_payload_bytes = max_payload_bytes
+        for registry in registries:
+            self.add_registry(registry)
+
+    def add_registry(self, registry: Registry) -> None:
+        self._registries.append(registry)
+        self._recompile()
+
+    def _recompile(self) -> None:
+        compiled: dict[str, _Compiled] = {}
+        for registry in self._registries:
+            for entry in registry:
+                if entry.name in compiled:
+                    raise ValueError(f"interceptor name {entry.name!r} is registered twice on one host")
+                compiled[entry.name] = _Compiled(entry)
+        self._compiled = compiled
+        self._seen_versions = tuple(r.version for r in self._registries)
+
+    def _entries(self) -> dict[str, _Compiled]:
+        if tuple(r.version for r in self._registries) != self._seen_versions:
+            self._recompile()
+        return self._compiled
+
+    def infos(self) -> list[InterceptorInfo]:
+        return [c.entry.info for c in self._entries().values()]
+
+    def supported_events(self) -> list[str]:
+        """The sorted union of hooked events: a deterministic capability hint."""
+        return sorted({event for info in self.infos() for event in info.events})
+
+    def capability(self) -> dict[str, Any]:
+        return {"supportedEvents": self.supported_events()}
+
+    # interceptors/list -------------------------------------------------------------------------
+    def list(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        event = None if params is None else params.get("event")
+        if event is not None:
+            if not isinstance(event, str):
+                raise InterceptorRpcError(INVALID_PARAMS, "event must be a string", {"field": "event"})
+            if is_pattern(event):
+                raise InterceptorRpcError(
+                    INVALID_PARAMS,
+                    "event filter must be one concrete event name, not a wildcard or pattern",
+                    {"field": "event", "event": event},
+                )
+        infos = self.infos()
+        if event:
+            infos = [info for info in infos if hooks_match(info.hooks, event)]
+        return {"interceptors": [info.to_wire() for info in infos]}
+
+    # interceptor/invoke ------------------------------------------------------------------------
+    def _parse_invoke(self, params: Mapping[str, Any] | None) -> tuple[InvokeParams, _Compiled]:
+        raw = {} if params is None else params
+        name = raw.get("name") if isinstance(raw, Mapping) else None
+        if isinstance(name, str) and name:
+            compiled = self._entries().get(name)
+            if compiled is None:
+                raise InterceptorRpcError(INVALID_PARAMS, f"unknown interceptor {name!r}", {"name": name})
+        try:
+            invoke = InvokeParams.from_wire(raw)
+        except WireError as exc:
+            raise InterceptorRpcError(
+                INVALID_PARAMS, f"invalid interceptor/invoke params: {exc.path}: {exc.problem}", {"field": exc.path}
+            ) from None
+        compiled = self._entries()[invoke.name]
+        info = compiled.entry.info
+        if not hooks_match(info.hooks, invoke.event, invoke.phase):
+            raise InterceptorRpcError(
+                INVALID_PARAMS,
+                f"interceptor {invoke.name!r} does not hook {invoke.event} on the {invoke.phase} phase",
+                {
+                    "name": invoke.name,
+                    "event": invoke.event,
+                    "phase": invoke.phase.value,
+                    "advertisedHooks": compiled.advertised_hooks,
+                },
+            )
+        if compiled.config_validator is not None and invoke.config is not None:
+            error = next(iter(compiled.config_validator.iter_errors(invoke.config)), None)
+            if error is not None:
+                where = "/".join(str(part) for part in error.absolute_path) or "(root)"
+                raise InterceptorRpcError(
+                    INVALID_PARAMS,
+                    f"config does not satisfy the configSchema of {invoke.name!r} at {where}",
+                    {"name": invoke.name, "field": f"config/{where}", "rule": error.validator},
+                )
+        return invoke, compiled
+
+    def check_payload_size(self, size: int) -> None:
+        """Refuse an oversized payload before any handler runs (the transport measured it)."""
+        if self.max_payload_bytes is not None and size > self.max_payload_bytes:
+            raise InterceptorRpcError(
+                INVALID_PARAMS,
+                "payload exceeds the host's maximum size",
+                {"field": "payload", "size": size, "maxBytes": self.max_payload_bytes},
+            )
+
+    async def invoke(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Run one interceptor. Every failure is an InterceptorRpcError, never a "successful" result."""
+        invoke, compiled = self._parse_invoke(params)
+        entry = compiled.entry
+        invocation = Invocation(entry.name, invoke.event, invoke.phase, invoke.payload, invoke.config, invoke.context)
+        started = time.perf_counter()
+        try:
+            if invoke.timeout_ms is None:
+                raw = await _call(entry, invocation)
+            else:
+                with anyio.fail_after(invoke.timeout_ms / 1000):
+                    raw = await _call(entry, invocation)
+        except TimeoutError:
+            raise InterceptorRpcError(
+                INTERNAL_ERROR,
+                f"interceptor {entry.name!r} timed out",
+                {"interceptor": entry.name, "reason": "timeout", "timeoutMs": invoke.timeout_ms,
+                 "phase": invoke.phase.value},
+            ) from None  # fmt: skip
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            # The exception text may quote the payload: log the type only, never the message.
+            logger.warning("interceptor %r failed: %s", entry.name, type(exc).__name__)
+            raise InterceptorRpcError(
+                INTERNAL_ERROR,
+                f"interceptor {entry.name!r} failed",
+                {"interceptor": entry.name, "reason": f"handler raised {type(exc).__name__}"},
+            ) from None
+        try:
+            if entry.info.type is InterceptorType.VALIDATION:
+                result = to_validation_result(raw, entry.name, invoke.phase).to_wire()
+            else:
+                result = to_mutation_result(raw, entry.name, invoke.phase, invoke.payload).to_wire()
+        except MalformedHandlerResult as exc:
+            raise InterceptorRpcError(
+                INTERNAL_ERROR,
+                f"interceptor {entry.name!r} returned a malformed result",
+                {"interceptor": entry.name, "reason": f"malformed result: {exc}"},
+            ) from None
+        result["durationMs"] = round((time.perf_counter() - started) * 1000, 3)
+        return result
+
+
+async def _call(entry: RegisteredInterceptor, invocation: Invocation) -> Any:
+    if entry.is_async:
+        return await entry.handler(invocation)
+    if entry.inline:
+        return entry.handler(invocation)
+    # A sync handler may block or ignore cancellation: run it in a worker thread we can abandon on timeout.
+    return await anyio.to_thread.run_sync(entry.handler, invocation, abandon_on_cancel=True)
+
+

@@ -1,0 +1,114 @@
+"""Bind an InterceptorHost onto an `mcp` 2.x server: the two methods and the capability, in both eras."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp import types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from pydantic import ConfigDict
+
+from interceptors import CAPABILITY, INVOKE_METHOD, LIST_METHOD, InterceptorRpcError, Registry
+
+from .host import InterceptorHost
+
+_HOST_ATTRIBUTE = "_mcp_interceptors_host"
+
+
+class OpenParams(types.RequestParams):
+    """Accept any params: the host validates them itself so errors can name the bad field."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def _params_dict(params: OpenParams) -> dict[str, Any]:
+    return params.model_extra or {}
+
+
+def lowlevel_server(server: Server[Any] | MCPServer) -> Server[Any]:
+    if isinstance(server, MCPServer):
+        return server._lowlevel_server
+    return server
+
+
+def to_mcp_error(error: InterceptorRpcError) -> MCPError:
+    return MCPError(code=error.code, message=error.message, data=error.data)
+
+
+def install(
+    server: Server[Any] | MCPServer,
+    *registries: Registry,
+    host: InterceptorHost | None = None,
+) -> InterceptorHost:
+    """Serve `interceptors/list` and `interceptor/invoke` on `server` next to its tools, resources, prompts.
+
+    Installing twice on one server adds the registries to the host already there.
+    """
+    low = lowlevel_server(server)
+    existing: InterceptorHost | None = getattr(low, _HOST_ATTRIBUTE, None)
+    if existing is not None:
+        for registry in registries:
+            existing.add_registry(registry)
+        return existing
+    host = host or InterceptorHost()
+    for registry in registries:
+        host.add_registry(registry)
+
+    async def on_list(ctx: ServerRequestContext[Any], params: OpenParams) -> dict[str, Any]:
+        try:
+            return host.list(_params_dict(params))
+        except InterceptorRpcError as exc:
+            raise to_mcp_error(exc) from None
+
+    async def on_invoke(ctx: ServerRequestContext[Any], params: OpenParams) -> dict[str, Any]:
+        try:
+            return await host.invoke(_params_dict(params))
+        except InterceptorRpcError as exc:
+            raise to_mcp_error(exc) from None
+
+    low.add_request_handler(LIST_METHOD, OpenParams, on_list)
+    low.add_request_handler(INVOKE_METHOD, OpenParams, on_invoke)
+    _advertise(low, host)
+    setattr(low, _HOST_ATTRIBUTE, host)
+    return host
+
+
+def _advertise(low: Server[Any], host: InterceptorHost) -> None:
+    """Advertise under `extensions` (2026 era, SEP-correct) and mirror under `experimental` (2025 era).
+
+    The override wraps the instance's `get_capabilities`, which both `initialize` and `server/discover`
+    consult, and computes the capability at call time so later registrations are seen.
+    """
+    original = low.get_capabilities
+
+    def get_capabilities(
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        *,
+        protocol_version: str | None = None,
+    ) -> types.ServerCapabilities:
+        capability = host.capability()
+        experimental = {**(experimental_capabilities or {}), CAPABILITY: capability}
+        merged_extensions = {**(extensions if extensions is not None else low.extensions), CAPABILITY: capability}
+        return original(
+            notification_options, experimental, merged_extensions, protocol_version=protocol_version
+        )
+
+    low.get_capabilities = get_capabilities  # type: ignore[method-assign]
+
+
+def host_of(server: Server[Any] | MCPServer) -> InterceptorHost | None:
+    """The host installed on `server`, if any."""
+    found: InterceptorHost | None = getattr(lowlevel_server(server), _HOST_ATTRIBUTE, None)
+    return found
+
+
+def interceptor_server(*registries: Registry, name: str = "mcp-interceptors", version: str = "") -> Server[Any]:
+    """A fresh low-level server that only hosts interceptors."""
+    server: Server[Any] = Server(name, version=version)
+    install(server, *registries)
+    return server
