@@ -49,7 +49,7 @@ def _canonical_number(value: int | float) -> str:
     if value == 0:
         return "0"
     sign = "-" if value < 0 else ""
-    sign_bit, digit_tuple, exponent = Decimal(repr(abs(value))).normalize().as_tuple()
+    _, digit_tuple, exponent = Decimal(repr(abs(value))).normalize().as_tuple()
     digits = "".join(map(str, digit_tuple))
     assert isinstance(exponent, int)
     k = len(digits)

@@ -81,12 +81,12 @@ def to_validation_result(raw: Any, interceptor: str, phase: Phase) -> Validation
     if raw is None or raw is True:
         return ValidationResult(interceptor, phase, True)
     if raw is False:
-        return ValidationResult(
-            interceptor, phase, False, "error", (ValidationMessage("rejected", "error"),)
-        )
+        return ValidationResult(interceptor, phase, False, "error", (ValidationMessage("rejected", "error"),))
     if isinstance(raw, Verdict):
         if raw.valid:
-            return ValidationResult(interceptor, phase, True, None, raw.messages, raw.suggestions, None, raw.info)
+            return ValidationResult(
+                interceptor, phase, True, None, raw.messages, raw.suggestions, None, raw.info
+            )
         return ValidationResult(
             interceptor, phase, False, raw.severity or "error", raw.messages, raw.suggestions, None, raw.info
         )
@@ -103,9 +103,7 @@ def to_mutation_result(raw: Any, interceptor: str, phase: Phase, payload: Any) -
     modified: bool | None = None
     if raw is None:
         new = _UNCHANGED
-    elif isinstance(raw, Mutation):
-        new, modified, info = raw.payload, raw.modified, raw.info
-    elif isinstance(raw, MutationResult):
+    elif isinstance(raw, Mutation | MutationResult):
         new, modified, info = raw.payload, raw.modified, raw.info
     else:
         new = raw

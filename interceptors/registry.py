@@ -36,7 +36,7 @@ class RegisteredInterceptor:
     handler: Handler
     is_async: bool
     inline: bool = False
-    """Run a sync handler on the event loop instead of a worker thread (only for trivial, non-blocking code)."""
+    """Run a sync handler on the event loop, not in a worker thread (only for trivial, non-blocking code)."""
 
     @property
     def name(self) -> str:

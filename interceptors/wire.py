@@ -141,7 +141,7 @@ class InterceptorInfo:
         data = _obj(value, path)
         name = _str(data.get("name"), f"{path}.name")
         try:
-            kind = InterceptorType(data.get("type"))
+            kind = InterceptorType(str(data.get("type")))
         except ValueError:
             raise WireError(f"{path}.type", "unknown interceptor type") from None
         raw_hooks = data.get("hooks")
@@ -322,7 +322,7 @@ class ValidationResult:
 
     @property
     def blocks(self) -> bool:
-        """`valid: false` blocks unless its severity is explicitly warn or info (missing or unknown = error)."""
+        """`valid: false` blocks unless its severity is warn or info (missing or unknown means error)."""
         return not self.valid and self.severity not in ("warn", "info")
 
     def to_wire(self) -> dict[str, Any]:
@@ -368,10 +368,14 @@ class ValidationResult:
             severity=severity,
             messages=None
             if messages is None
-            else tuple(ValidationMessage.from_wire(m, f"{path}.messages[{i}]") for i, m in enumerate(messages)),
+            else tuple(
+                ValidationMessage.from_wire(m, f"{path}.messages[{i}]") for i, m in enumerate(messages)
+            ),
             suggestions=None
             if suggestions is None
-            else tuple(Suggestion.from_wire(s, f"{path}.suggestions[{i}]") for i, s in enumerate(suggestions)),
+            else tuple(
+                Suggestion.from_wire(s, f"{path}.suggestions[{i}]") for i, s in enumerate(suggestions)
+            ),
             duration_ms=_duration(data),
             info=_info(data),
         )
@@ -474,7 +478,9 @@ class InvokeParams:
         if "payload" not in data:
             raise WireError(f"{path}.payload", "is required")
         timeout = data.get("timeoutMs")
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0):
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0
+        ):
             raise WireError(f"{path}.timeoutMs", "must be a positive integer")
         config = data.get("config")
         if config is not None:

@@ -35,4 +35,5 @@ __all__ = [
     "ValidationSummary",
     "abort_to_error",
     "compile_plan",
+    "strip_envelope",
 ]

@@ -35,7 +35,7 @@ from interceptors import (
 from .connection import Connection, SessionConnection, is_timeout_code
 from .plan import Plan, PlanEntry, ServerEntry, compile_plan
 from .policy import ExecutionHandler, HandlerOutcome, InterceptorOverride, InvokeCall
-from .result import AbortInfo, AbortKind, ExecutionResult, InvocationRecord, Status, ValidationSummary
+from .result import AbortInfo, AbortKind, ExecutionResult, InvocationRecord, Status
 
 logger = logging.getLogger("interceptors.chain")
 
@@ -120,9 +120,13 @@ class Chain:
         try:
             listed = await server.connection.request(LIST_METHOD, {}, None)
         except MCPError as exc:
-            raise DiscoveryError(f"interceptors/list failed on {server.name!r}: error {exc.error.code}") from None
+            raise DiscoveryError(
+                f"interceptors/list failed on {server.name!r}: error {exc.error.code}"
+            ) from None
         except Exception as exc:
-            raise DiscoveryError(f"interceptors/list failed on {server.name!r}: {type(exc).__name__}") from None
+            raise DiscoveryError(
+                f"interceptors/list failed on {server.name!r}: {type(exc).__name__}"
+            ) from None
         raw = listed.get("interceptors")
         if not isinstance(raw, list):
             raise DiscoveryError(f"interceptors/list on {server.name!r} returned no interceptors array")
@@ -234,9 +238,16 @@ class Chain:
         if deadline is not None:
             remaining = deadline - started
             if remaining <= 0:
-                return _Attempt(None, None, "deadline exceeded before invocation", AbortKind.TIMEOUT, mode, 0.0)
+                return _Attempt(
+                    None, None, "deadline exceeded before invocation", AbortKind.TIMEOUT, mode, 0.0
+                )
             limit = remaining if limit is None else min(limit, remaining)
-        params: dict[str, Any] = {"name": entry.info.name, "event": event, "phase": phase.value, "payload": payload}
+        params: dict[str, Any] = {
+            "name": entry.info.name,
+            "event": event,
+            "phase": phase.value,
+            "payload": payload,
+        }
         if timeout_ms is not None:
             params["timeoutMs"] = int(timeout_ms)
         if entry.config is not None:
@@ -263,7 +274,9 @@ class Chain:
             return _Attempt(None, None, "timeout", AbortKind.TIMEOUT, mode, _since(started))
         except MCPError as exc:
             data = exc.error.data
-            timed_out = is_timeout_code(exc.error.code) or (isinstance(data, dict) and data.get("reason") == "timeout")
+            timed_out = is_timeout_code(exc.error.code) or (
+                isinstance(data, dict) and data.get("reason") == "timeout"
+            )
             if timed_out:
                 return _Attempt(None, None, "timeout", AbortKind.TIMEOUT, mode, _since(started))
             reason = f"server {server.name!r} returned error {exc.error.code}"
@@ -338,7 +351,9 @@ class _Run:
             out.results.append(_record(entry, attempt))
             if attempt.error is not None:
                 if attempt.mode is Mode.ACTIVE and not entry.fail_open:
-                    out.aborted_at.append(_abort(entry, self.phase, attempt.kind or AbortKind.FAILED, attempt.error))
+                    out.aborted_at.append(
+                        _abort(entry, self.phase, attempt.kind or AbortKind.FAILED, attempt.error)
+                    )
                 continue
             result = attempt.result
             assert isinstance(result, ValidationResult)
@@ -372,7 +387,9 @@ class _Run:
                     applied = True
             out.results.append(_record(entry, attempt, applied))
             if attempt.error is not None and attempt.mode is Mode.ACTIVE and not entry.fail_open:
-                out.aborted_at.append(_abort(entry, self.phase, attempt.kind or AbortKind.FAILED, attempt.error))
+                out.aborted_at.append(
+                    _abort(entry, self.phase, attempt.kind or AbortKind.FAILED, attempt.error)
+                )
                 return original
         return current
 

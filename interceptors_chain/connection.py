@@ -20,7 +20,9 @@ class Connection(Protocol):
     connections) or any other exception for transport failures.
     """
 
-    async def request(self, method: str, params: dict[str, Any], timeout_s: float | None) -> dict[str, Any]: ...
+    async def request(
+        self, method: str, params: dict[str, Any], timeout_s: float | None
+    ) -> dict[str, Any]: ...
 
 
 class _CustomRequest(types.Request[dict[str, Any], str]):
@@ -39,8 +41,11 @@ class SessionConnection:
         self.session = session
 
     async def request(self, method: str, params: dict[str, Any], timeout_s: float | None) -> dict[str, Any]:
+        # A dict TypeAdapter skips building a model per result (the SDK TypeVar bound is too strict).
         result = await self.session.send_request(
-            _CustomRequest(method=method, params=params), _ANY_RESULT, request_read_timeout_seconds=timeout_s
+            _CustomRequest(method=method, params=params),
+            _ANY_RESULT,  # type: ignore[type-var]
+            request_read_timeout_seconds=timeout_s,
         )
         return strip_envelope(result)
 

@@ -55,7 +55,9 @@ class _Compiled:
 class InterceptorHost:
     """Serves one or more registries; names must be unique across all of them."""
 
-    def __init__(self, *registries: Registry, max_payload_bytes: int | None = DEFAULT_MAX_PAYLOAD_BYTES) -> None:
+    def __init__(
+        self, *registries: Registry, max_payload_bytes: int | None = DEFAULT_MAX_PAYLOAD_BYTES
+    ) -> None:
         self._registries: list[Registry] = []
         self._compiled: dict[str, _Compiled] = {}
         self._seen_versions: tuple[int, ...] = ()
@@ -121,7 +123,9 @@ class InterceptorHost:
             invoke = InvokeParams.from_wire(raw)
         except WireError as exc:
             raise InterceptorRpcError(
-                INVALID_PARAMS, f"invalid interceptor/invoke params: {exc.path}: {exc.problem}", {"field": exc.path}
+                INVALID_PARAMS,
+                f"invalid interceptor/invoke params: {exc.path}: {exc.problem}",
+                {"field": exc.path},
             ) from None
         compiled = self._entries()[invoke.name]
         info = compiled.entry.info
@@ -160,7 +164,9 @@ class InterceptorHost:
         """Run one interceptor. Every failure is an InterceptorRpcError, never a "successful" result."""
         invoke, compiled = self._parse_invoke(params)
         entry = compiled.entry
-        invocation = Invocation(entry.name, invoke.event, invoke.phase, invoke.payload, invoke.config, invoke.context)
+        invocation = Invocation(
+            entry.name, invoke.event, invoke.phase, invoke.payload, invoke.config, invoke.context
+        )
         started = time.perf_counter()
         try:
             if invoke.timeout_ms is None:
@@ -207,5 +213,3 @@ async def _call(entry: RegisteredInterceptor, invocation: Invocation) -> Any:
         return entry.handler(invocation)
     # A sync handler may block or ignore cancellation: run it in a worker thread we can abandon on timeout.
     return await anyio.to_thread.run_sync(entry.handler, invocation, abandon_on_cancel=True)
-
-

@@ -93,7 +93,10 @@ def _advertise(low: Server[Any], host: InterceptorHost) -> None:
     ) -> types.ServerCapabilities:
         capability = host.capability()
         experimental = {**(experimental_capabilities or {}), CAPABILITY: capability}
-        merged_extensions = {**(extensions if extensions is not None else low.extensions), CAPABILITY: capability}
+        merged_extensions = {
+            **(extensions if extensions is not None else low.extensions),
+            CAPABILITY: capability,
+        }
         return original(
             notification_options, experimental, merged_extensions, protocol_version=protocol_version
         )
@@ -107,7 +110,9 @@ def host_of(server: Server[Any] | MCPServer) -> InterceptorHost | None:
     return found
 
 
-def interceptor_server(*registries: Registry, name: str = "mcp-interceptors", version: str = "") -> Server[Any]:
+def interceptor_server(
+    *registries: Registry, name: str = "mcp-interceptors", version: str = ""
+) -> Server[Any]:
     """A fresh low-level server that only hosts interceptors."""
     server: Server[Any] = Server(name, version=version)
     install(server, *registries)

@@ -61,7 +61,9 @@ class CrossBoundaryGuard:
                     )
             state.in_flight_server = target
             return Verdict.allow({"target": target, "tainted": len(state.taint)})
-        origin_server = state.in_flight_server or server_of(invocation.event, invocation.payload, self._roster)
+        origin_server = state.in_flight_server or server_of(
+            invocation.event, invocation.payload, self._roster
+        )
         ingested = 0
         for format_id, secret in hits:
             if secret not in state.taint:

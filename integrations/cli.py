@@ -1,0 +1,80 @@
+"""The `mcp-interceptors` command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+import anyio
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return anyio.run(run_demo, sys.stdout)
+
+
+def _conformance(args: argparse.Namespace) -> int:
+    from interceptors_server.conformance import run_conformance
+
+    async def main() -> tuple[int, int]:
+        return await run_conformance(args.paths, mode=args.mode, verbose=args.verbose)
+
+    try:
+        passed, failed = anyio.run(main)
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 1 if failed or not passed else 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    try:
+        from bench.runner import main as bench_main
+    except ImportError:
+        print("error: the benchmark package is not installed", file=sys.stderr)
+        return 2
+    code: int = bench_main(args)
+    return code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mcp-interceptors", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level to stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", help="run the embedded demo: a tool server behind two interceptors")
+    demo.set_defaults(func=_demo)
+
+    conformance = sub.add_parser("conformance", help="replay SEP-2624 conformance fixtures")
+    conformance.add_argument("paths", nargs="+", help="fixture files or folders (searched recursively)")
+    conformance.add_argument(
+        "--mode",
+        choices=("auto", "legacy"),
+        default="auto",
+        help="protocol era of the in-memory session (default: auto = 2026-07-28)",
+    )
+    conformance.set_defaults(func=_conformance)
+
+    bench = sub.add_parser("bench", help="measure the chain against baselines taken in the same run")
+    bench.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    bench.add_argument("--quick", action="store_true", help="fewer iterations (a smoke run)")
+    bench.set_defaults(func=_bench)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.ERROR,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
