@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from mcp import types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import methods as spec_methods
@@ -90,7 +91,7 @@ class InterceptorMiddleware:
     def _blocked(self, method: str, outcome: ExecutionResult) -> HandlerResult:
         error = abort_to_error(outcome, expose_messages=self.expose_messages)
         if self.tool_errors_as_results and method == "tools/call":
-            return {"content": [{"type": "text", "text": error.message}], "isError": True}
+            return types.CallToolResult(content=[types.TextContent(type="text", text=error.message)], is_error=True)
         raise MCPError(error.code, error.message, error.data)
 
 
