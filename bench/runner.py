@@ -1,1 +1,163 @@
-"""Placeholder replaced below."""
+"""`mcp-interceptors bench`: the chain's cost, each number next to a baseline measured in the same run.
+
+Scenarios run interleaved in rounds and report the median round, so machine noise hits every scenario
+alike. Ratios, not absolute numbers, are the claims.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from mcp import Client, types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+
+from integrations import InterceptorMiddleware
+from interceptors import Invocation, Mutation, Registry, Verdict
+from interceptors_chain import SessionConnection
+from interceptors_server import LocalChain
+from interceptors_server.install import OpenParams
+
+Call = Callable[[], Awaitable[Any]]
+
+
+@dataclass
+class Measurement:
+    name: str
+    per_call_us: float
+    calls_per_s: float
+
+
+def echo_tool_server(name: str = "bench-tools") -> Server[Any]:
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(type="text", text="ok")])
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[types.Tool(name="echo", input_schema={"type": "object"})])
+
+    server: Server[Any] = Server(name, on_call_tool=call_tool, on_list_tools=list_tools)
+
+    async def custom(ctx: ServerRequestContext[Any], params: OpenParams) -> dict[str, Any]:
+        # Echo the payload: the same bytes each way as an interceptor invoke whose mutator changes nothing.
+        return {"ok": True, "payload": (params.model_extra or {}).get("payload")}
+
+    server.add_request_handler("bench/echo", OpenParams, custom)
+    return server
+
+
+def noop_registry(events: str, validators: int, mutators: int) -> Registry:
+    registry = Registry()
+
+    async def allow(invocation: Invocation) -> Verdict:
+        return Verdict.allow()
+
+    async def unchanged(invocation: Invocation) -> Mutation:
+        return Mutation.unchanged()
+
+    for index in range(validators):
+        registry.register(allow, name=f"bench/validator-{index}", type="validation", events=events)
+    for index in range(mutators):
+        registry.register(unchanged, name=f"bench/mutator-{index}", type="mutation", events=events)
+    return registry
+
+
+async def _time(call: Call, iterations: int) -> float:
+    started = time.perf_counter()
+    for _ in range(iterations):
+        await call()
+    return (time.perf_counter() - started) / iterations
+
+
+async def measure(scenarios: dict[str, Call], iterations: int, rounds: int) -> dict[str, Measurement]:
+    for call in scenarios.values():  # warm-up: plans compiled, caches filled, code paths hot
+        await _time(call, max(20, iterations // 10))
+    samples: dict[str, list[float]] = {name: [] for name in scenarios}
+    for _ in range(rounds):
+        for name, call in scenarios.items():
+            samples[name].append(await _time(call, iterations))
+    out = {}
+    for name, values in samples.items():
+        median = statistics.median(values)
+        out[name] = Measurement(name, round(median * 1e6, 1), round(1 / median, 1))
+    return out
+
+
+async def chain_benchmarks(iterations: int, rounds: int) -> tuple[dict[str, Measurement], dict[str, float]]:
+    """Bare in-memory tools/call vs the same call with a non-matching chain and with 2+2 no-op interceptors."""
+    arguments = {"text": "hello", "count": 3}
+    invoke_like = {
+        "name": "bench/validator-0",
+        "event": "tools/call",
+        "phase": "request",
+        "payload": {"method": "tools/call", "params": {"name": "echo", "arguments": arguments}},
+    }
+    async with AsyncExitStack() as stack:
+        bare = echo_tool_server()
+        idle = echo_tool_server()
+        busy = echo_tool_server()
+        idle_chain = await stack.enter_async_context(LocalChain(noop_registry("prompts/get", 2, 2)))
+        idle.middleware.append(InterceptorMiddleware(idle_chain))
+        busy_chain = await stack.enter_async_context(LocalChain(noop_registry("tools/call", 2, 2)))
+        busy.middleware.append(InterceptorMiddleware(busy_chain))
+        bare_client = await stack.enter_async_context(Client(bare))
+        idle_client = await stack.enter_async_context(Client(idle))
+        busy_client = await stack.enter_async_context(Client(busy))
+        custom = SessionConnection(bare_client.session)
+        scenarios: dict[str, Call] = {
+            "tools/call bare (in-memory)": lambda: bare_client.session.call_tool("echo", arguments),
+            "tools/call, chain with no match": lambda: idle_client.session.call_tool("echo", arguments),
+            "tools/call, 2 validators + 2 mutators": lambda: busy_client.session.call_tool("echo", arguments),
+            "custom method round trip (bare SDK)": lambda: custom.request("bench/echo", invoke_like, None),
+        }
+        results = await measure(scenarios, iterations, rounds)
+    bare_us = results["tools/call bare (in-memory)"].per_call_us
+    idle_us = results["tools/call, chain with no match"].per_call_us
+    busy_us = results["tools/call, 2 validators + 2 mutators"].per_call_us
+    custom_us = results["custom method round trip (bare SDK)"].per_call_us
+    # The 2 validators run concurrently: one wave, plus 2 sequential mutators = 4 invokes.
+    per_invoke = (busy_us - bare_us) / 4
+    ratios = {
+        "no-match chain overhead (x bare tools/call)": round(idle_us / bare_us, 3),
+        "LocalChain per-invoke cost (x bare custom method)": round(per_invoke / custom_us, 3),
+    }
+    return results, ratios
+
+
+def _print_table(results: dict[str, Measurement], ratios: dict[str, float]) -> None:
+    width = max(len(name) for name in [*results, *ratios]) + 2
+    print(f"{'scenario':<{width}}{'us/call':>10}{'calls/s':>12}")
+    for measurement in results.values():
+        print(f"{measurement.name:<{width}}{measurement.per_call_us:>10.1f}{measurement.calls_per_s:>12.0f}")
+    print()
+    for name, value in ratios.items():
+        print(f"{name:<{width}}{value:>10.3f}")
+
+
+def main(args: argparse.Namespace) -> int:
+    iterations, rounds = (200, 3) if args.quick else (1000, 7)
+
+    async def run() -> tuple[dict[str, Measurement], dict[str, float]]:
+        return await chain_benchmarks(iterations, rounds)
+
+    results, ratios = anyio.run(run)
+    if args.json:
+        payload = {
+            "iterations": iterations,
+            "rounds": rounds,
+            "python": sys.version.split()[0],
+            "results": {name: vars(m) for name, m in results.items()},
+            "ratios": ratios,
+        }
+        print(json.dumps(payload, indent=2))
+    else:
+        _print_table(results, ratios)
+    return 0

@@ -33,7 +33,9 @@ def _conformance(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     try:
         from bench.runner import main as bench_main
-    except ImportError:
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("bench", "bench.runner"):
+            raise
         print("error: the benchmark package is not installed", file=sys.stderr)
         return 2
     code: int = bench_main(args)
@@ -62,6 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", action="store_true", help="print JSON instead of a table")
     bench.add_argument("--quick", action="store_true", help="fewer iterations (a smoke run)")
     bench.set_defaults(func=_bench)
+
+    from .inspect_cli import add_commands
+
+    add_commands(sub)
     return parser
 
 

@@ -58,9 +58,7 @@ def demo_tool_server() -> Server[Any]:
             ]
         )
 
-    async def call_tool(
-        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         text = (params.arguments or {}).get("text", "")
         if params.name == "lookup_owner":
             reply = f"{text} is owned by Ada Lovelace <ada@example.com>"
@@ -88,7 +86,5 @@ async def run_demo(out: TextIO) -> int:
                 print("call delete_repository -> NOT BLOCKED (unexpected)", file=out)
                 return 1
             except MCPError as exc:
-                print(
-                    f"call delete_repository -> blocked: error {exc.error.code} {exc.error.message}", file=out
-                )
+                print(f"call delete_repository -> blocked: error {exc.error.code} {exc.error.message}", file=out)
     return 0

@@ -78,9 +78,7 @@ class InterceptorMiddleware:
         if response_plan.empty:
             return result
         wire = _as_dict(result)
-        outcome = await chain.execute(
-            method, Phase.RESPONSE, wire, direction=Direction.SENDING, context=context
-        )
+        outcome = await chain.execute(method, Phase.RESPONSE, wire, direction=Direction.SENDING, context=context)
         if outcome.blocked:
             return self._blocked(method, outcome)
         if not outcome.modified:

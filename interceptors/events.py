@@ -55,6 +55,5 @@ def pattern_matches(pattern: str, event: str) -> bool:
 def hooks_match(hooks: Iterable[Hook], event: str, phase: str | None = None) -> bool:
     """Whether any hook covers `event` (in `phase`, when one is given)."""
     return any(
-        (phase is None or hook.phase == phase) and any(pattern_matches(p, event) for p in hook.events)
-        for hook in hooks
+        (phase is None or hook.phase == phase) and any(pattern_matches(p, event) for p in hook.events) for hook in hooks
     )

@@ -84,9 +84,7 @@ def to_validation_result(raw: Any, interceptor: str, phase: Phase) -> Validation
         return ValidationResult(interceptor, phase, False, "error", (ValidationMessage("rejected", "error"),))
     if isinstance(raw, Verdict):
         if raw.valid:
-            return ValidationResult(
-                interceptor, phase, True, None, raw.messages, raw.suggestions, None, raw.info
-            )
+            return ValidationResult(interceptor, phase, True, None, raw.messages, raw.suggestions, None, raw.info)
         return ValidationResult(
             interceptor, phase, False, raw.severity or "error", raw.messages, raw.suggestions, None, raw.info
         )

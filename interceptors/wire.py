@@ -18,6 +18,8 @@ PRINCIPAL_TYPES = frozenset({"user", "service", "anonymous"})
 
 
 def _obj(value: Any, path: str) -> Mapping[str, Any]:
+    if type(value) is dict:  # the common case, without the slower ABC check
+        return value
     if not isinstance(value, Mapping):
         raise WireError(path, "must be an object")
     return value
@@ -368,14 +370,10 @@ class ValidationResult:
             severity=severity,
             messages=None
             if messages is None
-            else tuple(
-                ValidationMessage.from_wire(m, f"{path}.messages[{i}]") for i, m in enumerate(messages)
-            ),
+            else tuple(ValidationMessage.from_wire(m, f"{path}.messages[{i}]") for i, m in enumerate(messages)),
             suggestions=None
             if suggestions is None
-            else tuple(
-                Suggestion.from_wire(s, f"{path}.suggestions[{i}]") for i, s in enumerate(suggestions)
-            ),
+            else tuple(Suggestion.from_wire(s, f"{path}.suggestions[{i}]") for i, s in enumerate(suggestions)),
             duration_ms=_duration(data),
             info=_info(data),
         )
@@ -478,9 +476,7 @@ class InvokeParams:
         if "payload" not in data:
             raise WireError(f"{path}.payload", "is required")
         timeout = data.get("timeoutMs")
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0
-        ):
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0):
             raise WireError(f"{path}.timeoutMs", "must be a positive integer")
         config = data.get("config")
         if config is not None:

@@ -7,6 +7,7 @@ blocks and is never applied; failures block unless the interceptor is audit or f
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Mapping
@@ -32,6 +33,7 @@ from interceptors import (
     WireError,
 )
 
+from .concurrency import gather
 from .connection import Connection, SessionConnection, is_timeout_code
 from .plan import Plan, PlanEntry, ServerEntry, compile_plan
 from .policy import ExecutionHandler, HandlerOutcome, InterceptorOverride, InvokeCall
@@ -120,13 +122,9 @@ class Chain:
         try:
             listed = await server.connection.request(LIST_METHOD, {}, None)
         except MCPError as exc:
-            raise DiscoveryError(
-                f"interceptors/list failed on {server.name!r}: error {exc.error.code}"
-            ) from None
+            raise DiscoveryError(f"interceptors/list failed on {server.name!r}: error {exc.error.code}") from None
         except Exception as exc:
-            raise DiscoveryError(
-                f"interceptors/list failed on {server.name!r}: {type(exc).__name__}"
-            ) from None
+            raise DiscoveryError(f"interceptors/list failed on {server.name!r}: {type(exc).__name__}") from None
         raw = listed.get("interceptors")
         if not isinstance(raw, list):
             raise DiscoveryError(f"interceptors/list on {server.name!r} returned no interceptors array")
@@ -172,7 +170,8 @@ class Chain:
     def plan(self, event: str, phase: Phase | str, direction: Direction | str) -> Plan:
         """The compiled plan, cached until servers or overrides change."""
         phase = _phase_of(phase)
-        direction = Direction(direction)
+        if not isinstance(direction, Direction):
+            direction = Direction(direction)
         key = (event, phase, direction)
         plan = self._plans.get(key)
         if plan is None:
@@ -196,7 +195,8 @@ class Chain:
     ) -> ExecutionResult:
         """Run every matching interceptor around one operation. The caller blocks iff `result.blocked`."""
         phase = _phase_of(phase)
-        direction = Direction(direction)
+        if not isinstance(direction, Direction):
+            direction = Direction(direction)
         plan = self.plan(event, phase, direction)
         if plan.empty:
             return ExecutionResult(Status.SUCCESS, event, phase, direction)
@@ -238,9 +238,7 @@ class Chain:
         if deadline is not None:
             remaining = deadline - started
             if remaining <= 0:
-                return _Attempt(
-                    None, None, "deadline exceeded before invocation", AbortKind.TIMEOUT, mode, 0.0
-                )
+                return _Attempt(None, None, "deadline exceeded before invocation", AbortKind.TIMEOUT, mode, 0.0)
             limit = remaining if limit is None else min(limit, remaining)
         params: dict[str, Any] = {
             "name": entry.info.name,
@@ -274,9 +272,7 @@ class Chain:
             return _Attempt(None, None, "timeout", AbortKind.TIMEOUT, mode, _since(started))
         except MCPError as exc:
             data = exc.error.data
-            timed_out = is_timeout_code(exc.error.code) or (
-                isinstance(data, dict) and data.get("reason") == "timeout"
-            )
+            timed_out = is_timeout_code(exc.error.code) or (isinstance(data, dict) and data.get("reason") == "timeout")
             if timed_out:
                 return _Attempt(None, None, "timeout", AbortKind.TIMEOUT, mode, _since(started))
             reason = f"server {server.name!r} returned error {exc.error.code}"
@@ -291,9 +287,7 @@ def _since(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
 
 
-def _checked(
-    entry: PlanEntry, phase: Phase, payload: Any, wire: Any, mode: Mode, duration: float
-) -> _Attempt:
+def _checked(entry: PlanEntry, phase: Phase, payload: Any, wire: Any, mode: Mode, duration: float) -> _Attempt:
     """Apply M1 (the result must echo interceptor, type and phase) and the `modified: false` rule."""
     try:
         if not isinstance(wire, dict):
@@ -334,26 +328,13 @@ class _Run:
         """Every validator runs to completion, concurrently; outcomes are judged in plan order."""
         if not entries:
             return
-        attempts: list[_Attempt | None] = [None] * len(entries)
-        if len(entries) == 1:
-            attempts[0] = await self._attempt(entries[0], payload)
-        else:
-
-            async def run_one(index: int) -> None:
-                attempts[index] = await self._attempt(entries[index], payload)
-
-            async with anyio.create_task_group() as group:
-                for index in range(len(entries)):
-                    group.start_soon(run_one, index)
+        attempts = await gather([functools.partial(self._attempt, entry, payload) for entry in entries])
         summary = out.validation_summary
         for entry, attempt in zip(entries, attempts, strict=True):
-            assert attempt is not None
             out.results.append(_record(entry, attempt))
             if attempt.error is not None:
                 if attempt.mode is Mode.ACTIVE and not entry.fail_open:
-                    out.aborted_at.append(
-                        _abort(entry, self.phase, attempt.kind or AbortKind.FAILED, attempt.error)
-                    )
+                    out.aborted_at.append(_abort(entry, self.phase, attempt.kind or AbortKind.FAILED, attempt.error))
                 continue
             result = attempt.result
             assert isinstance(result, ValidationResult)
@@ -366,13 +347,9 @@ class _Run:
                     summary.errors += 1
             if result.blocks and attempt.mode is Mode.ACTIVE:
                 texts = tuple(m.message for m in result.messages or ())
-                out.aborted_at.append(
-                    _abort(entry, self.phase, AbortKind.REJECTED, "rejected by validator", texts)
-                )
+                out.aborted_at.append(_abort(entry, self.phase, AbortKind.REJECTED, "rejected by validator", texts))
 
-    async def mutate(
-        self, entries: tuple[PlanEntry, ...], payload: Any, original: Any, out: ExecutionResult
-    ) -> Any:
+    async def mutate(self, entries: tuple[PlanEntry, ...], payload: Any, original: Any, out: ExecutionResult) -> Any:
         """Mutators in order; a blocking failure stops the pass and releases nothing partial."""
         current = payload
         for entry in entries:
@@ -387,9 +364,7 @@ class _Run:
                     applied = True
             out.results.append(_record(entry, attempt, applied))
             if attempt.error is not None and attempt.mode is Mode.ACTIVE and not entry.fail_open:
-                out.aborted_at.append(
-                    _abort(entry, self.phase, attempt.kind or AbortKind.FAILED, attempt.error)
-                )
+                out.aborted_at.append(_abort(entry, self.phase, attempt.kind or AbortKind.FAILED, attempt.error))
                 return original
         return current
 
@@ -408,7 +383,5 @@ def _record(entry: PlanEntry, attempt: _Attempt, applied: bool = False) -> Invoc
     )
 
 
-def _abort(
-    entry: PlanEntry, phase: Phase, kind: AbortKind, reason: str, messages: tuple[str, ...] = ()
-) -> AbortInfo:
+def _abort(entry: PlanEntry, phase: Phase, kind: AbortKind, reason: str, messages: tuple[str, ...] = ()) -> AbortInfo:
     return AbortInfo(entry.info.name, entry.server.name, entry.info.type, phase, kind, reason, messages)

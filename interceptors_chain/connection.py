@@ -20,9 +20,7 @@ class Connection(Protocol):
     connections) or any other exception for transport failures.
     """
 
-    async def request(
-        self, method: str, params: dict[str, Any], timeout_s: float | None
-    ) -> dict[str, Any]: ...
+    async def request(self, method: str, params: dict[str, Any], timeout_s: float | None) -> dict[str, Any]: ...
 
 
 class _CustomRequest(types.Request[dict[str, Any], str]):

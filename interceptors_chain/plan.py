@@ -51,9 +51,7 @@ class Plan:
         return not self.validators and not self.mutators
 
 
-def _override_for(
-    overrides: Mapping[str, InterceptorOverride], server: str, name: str
-) -> InterceptorOverride | None:
+def _override_for(overrides: Mapping[str, InterceptorOverride], server: str, name: str) -> InterceptorOverride | None:
     return overrides.get(f"{server}:{name}") or overrides.get(name)
 
 
@@ -84,18 +82,12 @@ def compile_plan(
                 info=info,
                 mode=override.mode if override is not None and override.mode is not None else info.mode,
                 fail_open=(
-                    override.fail_open
-                    if override is not None and override.fail_open is not None
-                    else info.fail_open
+                    override.fail_open if override is not None and override.fail_open is not None else info.fail_open
                 ),
                 priority=(
-                    override.priority
-                    if override is not None and override.priority is not None
-                    else info.priority_hint
+                    override.priority if override is not None and override.priority is not None else info.priority_hint
                 ).resolve(phase),
-                timeout_ms=override.timeout_ms
-                if override is not None and override.timeout_ms
-                else server.timeout_ms,
+                timeout_ms=override.timeout_ms if override is not None and override.timeout_ms else server.timeout_ms,
                 config=override.config if override is not None else None,
             )
             (validators if info.type is InterceptorType.VALIDATION else mutators).append(entry)

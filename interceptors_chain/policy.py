@@ -52,13 +52,11 @@ class InterceptorOverride:
         for hook in self.hooks:
             for event in hook.events:
                 if not any(
-                    advertised.phase == hook.phase
-                    and any(_covers(pattern, event) for pattern in advertised.events)
+                    advertised.phase == hook.phase and any(_covers(pattern, event) for pattern in advertised.events)
                     for advertised in info.hooks
                 ):
                     raise ValueError(
-                        f"override for {info.name!r} widens its hooks: "
-                        f"{event} on {hook.phase} is not advertised"
+                        f"override for {info.name!r} widens its hooks: {event} on {hook.phase} is not advertised"
                     )
 
 

@@ -25,6 +25,7 @@ from interceptors import (
     RegisteredInterceptor,
     Registry,
     WireError,
+    dumps,
     hooks_match,
 )
 from interceptors.events import is_pattern
@@ -38,10 +39,11 @@ DEFAULT_MAX_PAYLOAD_BYTES = 4 * 1024 * 1024
 class _Compiled:
     """Per-interceptor data derived once: the config validator and the hooks as wire JSON."""
 
-    __slots__ = ("advertised_hooks", "config_validator", "entry")
+    __slots__ = ("_covers", "advertised_hooks", "config_validator", "entry")
 
     def __init__(self, entry: RegisteredInterceptor) -> None:
         self.entry = entry
+        self._covers: dict[tuple[str, str], bool] = {}
         self.advertised_hooks = [hook.to_wire() for hook in entry.info.hooks]
         self.config_validator: Any = None
         if entry.info.config_schema is not None:
@@ -51,13 +53,21 @@ class _Compiled:
             cls.check_schema(entry.info.config_schema)
             self.config_validator = cls(entry.info.config_schema)
 
+    def covers(self, event: str, phase: str) -> bool:
+        """Hook coverage, memoised per (event, phase); bounded because events come from callers."""
+        key = (event, phase)
+        found = self._covers.get(key)
+        if found is None:
+            if len(self._covers) > 256:
+                self._covers.clear()
+            found = self._covers[key] = hooks_match(self.entry.info.hooks, event, phase)
+        return found
+
 
 class InterceptorHost:
     """Serves one or more registries; names must be unique across all of them."""
 
-    def __init__(
-        self, *registries: Registry, max_payload_bytes: int | None = DEFAULT_MAX_PAYLOAD_BYTES
-    ) -> None:
+    def __init__(self, *registries: Registry, max_payload_bytes: int | None = DEFAULT_MAX_PAYLOAD_BYTES) -> None:
         self._registries: list[Registry] = []
         self._compiled: dict[str, _Compiled] = {}
         self._seen_versions: tuple[int, ...] = ()
@@ -80,8 +90,11 @@ class InterceptorHost:
         self._seen_versions = tuple(r.version for r in self._registries)
 
     def _entries(self) -> dict[str, _Compiled]:
-        if tuple(r.version for r in self._registries) != self._seen_versions:
-            self._recompile()
+        """The compiled entries, rebuilt when any registry changed since the last look."""
+        for registry, seen in zip(self._registries, self._seen_versions, strict=True):
+            if registry.version != seen:
+                self._recompile()
+                break
         return self._compiled
 
     def infos(self) -> list[InterceptorInfo]:
@@ -115,10 +128,8 @@ class InterceptorHost:
     def _parse_invoke(self, params: Mapping[str, Any] | None) -> tuple[InvokeParams, _Compiled]:
         raw = {} if params is None else params
         name = raw.get("name") if isinstance(raw, Mapping) else None
-        if isinstance(name, str) and name:
-            compiled = self._entries().get(name)
-            if compiled is None:
-                raise InterceptorRpcError(INVALID_PARAMS, f"unknown interceptor {name!r}", {"name": name})
+        if isinstance(name, str) and name and name not in self._entries():
+            raise InterceptorRpcError(INVALID_PARAMS, f"unknown interceptor {name!r}", {"name": name})
         try:
             invoke = InvokeParams.from_wire(raw)
         except WireError as exc:
@@ -128,8 +139,7 @@ class InterceptorHost:
                 {"field": exc.path},
             ) from None
         compiled = self._entries()[invoke.name]
-        info = compiled.entry.info
-        if not hooks_match(info.hooks, invoke.event, invoke.phase):
+        if not compiled.covers(invoke.event, invoke.phase):
             raise InterceptorRpcError(
                 INVALID_PARAMS,
                 f"interceptor {invoke.name!r} does not hook {invoke.event} on the {invoke.phase} phase",
@@ -151,9 +161,19 @@ class InterceptorHost:
                 )
         return invoke, compiled
 
-    def check_payload_size(self, size: int) -> None:
-        """Refuse an oversized payload before any handler runs (the transport measured it)."""
-        if self.max_payload_bytes is not None and size > self.max_payload_bytes:
+    def _check_payload_size(self, payload: Any) -> None:
+        """Refuse an oversized payload before any handler runs."""
+        if self.max_payload_bytes is None:
+            return
+        try:
+            size = len(dumps(payload))
+        except TypeError:
+            raise InterceptorRpcError(
+                INVALID_PARAMS,
+                "payload cannot be encoded as JSON (integers beyond 64 bits?)",
+                {"field": "payload"},
+            ) from None
+        if size > self.max_payload_bytes:
             raise InterceptorRpcError(
                 INVALID_PARAMS,
                 "payload exceeds the host's maximum size",
@@ -163,10 +183,9 @@ class InterceptorHost:
     async def invoke(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
         """Run one interceptor. Every failure is an InterceptorRpcError, never a "successful" result."""
         invoke, compiled = self._parse_invoke(params)
+        self._check_payload_size(invoke.payload)
         entry = compiled.entry
-        invocation = Invocation(
-            entry.name, invoke.event, invoke.phase, invoke.payload, invoke.config, invoke.context
-        )
+        invocation = Invocation(entry.name, invoke.event, invoke.phase, invoke.payload, invoke.config, invoke.context)
         started = time.perf_counter()
         try:
             if invoke.timeout_ms is None:

@@ -97,9 +97,7 @@ def _advertise(low: Server[Any], host: InterceptorHost) -> None:
             **(extensions if extensions is not None else low.extensions),
             CAPABILITY: capability,
         }
-        return original(
-            notification_options, experimental, merged_extensions, protocol_version=protocol_version
-        )
+        return original(notification_options, experimental, merged_extensions, protocol_version=protocol_version)
 
     low.get_capabilities = get_capabilities  # type: ignore[method-assign]
 
@@ -110,9 +108,7 @@ def host_of(server: Server[Any] | MCPServer) -> InterceptorHost | None:
     return found
 
 
-def interceptor_server(
-    *registries: Registry, name: str = "mcp-interceptors", version: str = ""
-) -> Server[Any]:
+def interceptor_server(*registries: Registry, name: str = "mcp-interceptors", version: str = "") -> Server[Any]:
     """A fresh low-level server that only hosts interceptors."""
     server: Server[Any] = Server(name, version=version)
     install(server, *registries)

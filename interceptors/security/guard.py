@@ -56,14 +56,11 @@ class CrossBoundaryGuard:
                 origin = state.taint.get(secret)
                 if origin is not None and origin[1] != target:
                     return Verdict.deny(
-                        f"cross-boundary secret flow: {format_id} read from '{origin[1]}' "
-                        f"may not be sent to '{target}'"
+                        f"cross-boundary secret flow: {format_id} read from '{origin[1]}' may not be sent to '{target}'"
                     )
             state.in_flight_server = target
             return Verdict.allow({"target": target, "tainted": len(state.taint)})
-        origin_server = state.in_flight_server or server_of(
-            invocation.event, invocation.payload, self._roster
-        )
+        origin_server = state.in_flight_server or server_of(invocation.event, invocation.payload, self._roster)
         ingested = 0
         for format_id, secret in hits:
             if secret not in state.taint:

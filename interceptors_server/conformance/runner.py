@@ -56,9 +56,7 @@ def find_fixtures(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def _is_fixture(document: Any) -> bool:
-    return (
-        isinstance(document, dict) and isinstance(document.get("steps"), list) and "interceptors" in document
-    )
+    return isinstance(document, dict) and isinstance(document.get("steps"), list) and "interceptors" in document
 
 
 class _Session:
@@ -105,9 +103,7 @@ async def _run_step(session: _Session, step: Mapping[str, Any], volatile: frozen
         if "errorCode" in expect:
             if ok:
                 return f"expected error {expect['errorCode']}, got a result"
-            return (
-                None if value == expect["errorCode"] else f"expected error {expect['errorCode']}, got {value}"
-            )
+            return None if value == expect["errorCode"] else f"expected error {expect['errorCode']}, got {value}"
         if not ok:
             return f"expected a result, got error {value}"
         got = canonical(scrub(value, volatile))
@@ -138,9 +134,7 @@ async def _run_step(session: _Session, step: Mapping[str, Any], volatile: frozen
     return f"unknown op {op!r}"
 
 
-async def run_fixture(
-    path: Path, document: Mapping[str, Any], mode: Literal["auto", "legacy"]
-) -> FixtureReport:
+async def run_fixture(path: Path, document: Mapping[str, Any], mode: Literal["auto", "legacy"]) -> FixtureReport:
     report = FixtureReport(str(document.get("id", path.stem)), str(path), document.get("requirement"))
     volatile = frozenset(document.get("volatile") or ())
     try:

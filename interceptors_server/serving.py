@@ -1,0 +1,77 @@
+"""Serve interceptor registries as a standalone MCP server over stdio or Streamable HTTP."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from mcp.server.lowlevel.server import Server
+
+from interceptors import Registry
+
+from .install import install
+
+logger = logging.getLogger("interceptors.serve")
+
+
+class RegistryLoadError(ValueError):
+    """A `module:attr` spec that does not name a registry."""
+
+
+def load_registry(spec: str) -> Registry:
+    """Import `module:attr`; the attribute is a Registry or a zero-argument callable returning one."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise RegistryLoadError(f"registry spec {spec!r} must look like 'package.module:attribute'")
+    if os.getcwd() not in sys.path:  # like uvicorn: modules of the current folder are importable
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise RegistryLoadError(f"cannot import {module_name!r}: {exc}") from None
+    target: Any = module
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise RegistryLoadError(f"{module_name!r} has no attribute {attribute!r}")
+        target = getattr(target, part)
+    if callable(target) and not isinstance(target, Registry):
+        target = target()
+    if not isinstance(target, Registry):
+        raise RegistryLoadError(f"{spec!r} is a {type(target).__name__}, not a Registry")
+    return target
+
+
+def build_server(registries: Sequence[Registry], name: str = "mcp-interceptors") -> Server[Any]:
+    server: Server[Any] = Server(name, version=_version())
+    install(server, *registries)
+    return server
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("mcp-interceptors")
+    except Exception:
+        return "0"
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    """Protocol data on stdout only; logs go to stderr."""
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+async def serve_http(server: Server[Any], host: str, port: int) -> None:
+    """Streamable HTTP at http://HOST:PORT/mcp, served by uvicorn."""
+    import uvicorn
+
+    app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    await uvicorn.Server(config).serve()
