@@ -39,7 +39,7 @@ def _canonical_string(text: str) -> str:
 
 
 def _canonical_number(value: int | float) -> str:
-    """ECMAScript Number-to-String: shortest round-trip digits, exponent outside [1e-7, 1e21)."""
+    """ECMAScript Number-to-String: shortest round-trip digits, exponent outside [1e-6, 1e21)."""
     if isinstance(value, int):
         if abs(value) < 10**21:
             return str(value)

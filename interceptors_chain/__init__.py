@@ -4,6 +4,7 @@ from .chain import Chain, DiscoveryError
 from .connection import Connection, SessionConnection, strip_envelope
 from .plan import Plan, PlanEntry, ServerEntry, compile_plan
 from .policy import ExecutionHandler, HandlerOutcome, InterceptorOverride, InvokeCall, NextInvoke
+from .remote import RemoteServer, ServerUnavailable
 from .result import (
     AbortInfo,
     AbortKind,
@@ -29,7 +30,9 @@ __all__ = [
     "NextInvoke",
     "Plan",
     "PlanEntry",
+    "RemoteServer",
     "ServerEntry",
+    "ServerUnavailable",
     "SessionConnection",
     "Status",
     "ValidationSummary",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +37,7 @@ from .concurrency import gather
 from .connection import Connection, SessionConnection, is_timeout_code
 from .plan import Plan, PlanEntry, ServerEntry, compile_plan
 from .policy import ExecutionHandler, HandlerOutcome, InterceptorOverride, InvokeCall
+from .remote import RemoteServer, ServerUnavailable
 from .result import AbortInfo, AbortKind, ExecutionResult, InvocationRecord, Status
 
 logger = logging.getLogger("interceptors.chain")
@@ -105,17 +106,29 @@ class Chain:
             raise ValueError(f"a server named {name!r} is already in the chain")
         entry = ServerEntry(name, len(self._servers), connection, timeout_ms=timeout_ms)
         entry.interceptors = await self._discover(entry)
+        _check_overrides([(name, entry.interceptors)], self._overrides)  # refuse before anything is registered
         self._servers.append(entry)
-        self._check_overrides()
         self._plans.clear()
+        return entry
+
+    async def add_remote(self, remote: RemoteServer, *, timeout_ms: int | None = None) -> ServerEntry:
+        """Add a supervised remote server; after each restart it is listed again."""
+        entry = await self.add_connection(remote, remote.name, timeout_ms=timeout_ms)
+
+        async def rediscover() -> None:
+            await self.refresh(remote.name)
+
+        remote.on_restart = rediscover
         return entry
 
     async def refresh(self, name: str | None = None) -> None:
         """List again (all servers, or one): the descriptors and every cached plan are replaced."""
+        fresh = {
+            server.name: await self._discover(server) for server in self._servers if name is None or server.name == name
+        }
+        _check_overrides(fresh.items(), self._overrides)
         for server in self._servers:
-            if name is None or server.name == name:
-                server.interceptors = await self._discover(server)
-        self._check_overrides()
+            server.interceptors = fresh.get(server.name, server.interceptors)
         self._plans.clear()
 
     async def _discover(self, server: ServerEntry) -> tuple[InterceptorInfo, ...]:
@@ -155,17 +168,11 @@ class Chain:
         if override is None:
             self._overrides.pop(name, None)
         else:
+            _check_overrides(
+                [(s.name, s.interceptors) for s in self._servers], {name: override}
+            )  # a refused override is never installed
             self._overrides[name] = override
-        self._check_overrides()
         self._plans.clear()
-
-    def _check_overrides(self) -> None:
-        for server in self._servers:
-            for info in server.interceptors:
-                for key in (info.name, f"{server.name}:{info.name}"):
-                    override = self._overrides.get(key)
-                    if override is not None:
-                        override.check_narrows(info)
 
     def plan(self, event: str, phase: Phase | str, direction: Direction | str) -> Plan:
         """The compiled plan, cached until servers or overrides change."""
@@ -270,6 +277,8 @@ class Chain:
                         wire = outcome
         except TimeoutError:
             return _Attempt(None, None, "timeout", AbortKind.TIMEOUT, mode, _since(started))
+        except ServerUnavailable as exc:
+            return _Attempt(None, None, exc.error.message, AbortKind.FAILED, mode, _since(started))
         except MCPError as exc:
             data = exc.error.data
             timed_out = is_timeout_code(exc.error.code) or (isinstance(data, dict) and data.get("reason") == "timeout")
@@ -281,6 +290,18 @@ class Chain:
             reason = f"server {server.name!r} failed: {type(exc).__name__}"
             return _Attempt(None, None, reason, AbortKind.FAILED, mode, _since(started))
         return _checked(entry, phase, payload, wire, mode, _since(started))
+
+
+def _check_overrides(
+    servers: Iterable[tuple[str, Sequence[InterceptorInfo]]], overrides: Mapping[str, InterceptorOverride]
+) -> None:
+    """Raise ValueError if any override widens the hooks of an interceptor it applies to."""
+    for server_name, infos in servers:
+        for info in infos:
+            for key in (info.name, f"{server_name}:{info.name}"):
+                override = overrides.get(key)
+                if override is not None:
+                    override.check_narrows(info)
 
 
 def _since(started: float) -> float:

@@ -93,7 +93,13 @@ class InterceptorHost:
         """The compiled entries, rebuilt when any registry changed since the last look."""
         for registry, seen in zip(self._registries, self._seen_versions, strict=True):
             if registry.version != seen:
-                self._recompile()
+                try:
+                    self._recompile()
+                except ValueError as exc:  # e.g. a name registered later in two registries
+                    logger.error("interceptor host is misconfigured: %s", exc)
+                    raise InterceptorRpcError(
+                        INTERNAL_ERROR, "the interceptor host is misconfigured", {"reason": str(exc)}
+                    ) from None
                 break
         return self._compiled
 
@@ -139,6 +145,10 @@ class InterceptorHost:
                 {"field": exc.path},
             ) from None
         compiled = self._entries()[invoke.name]
+        if is_pattern(invoke.event):
+            raise InterceptorRpcError(
+                INVALID_PARAMS, "event must be one concrete event name, not a pattern", {"field": "event"}
+            )
         if not compiled.covers(invoke.event, invoke.phase):
             raise InterceptorRpcError(
                 INVALID_PARAMS,
@@ -187,20 +197,22 @@ class InterceptorHost:
         entry = compiled.entry
         invocation = Invocation(entry.name, invoke.event, invoke.phase, invoke.payload, invoke.config, invoke.context)
         started = time.perf_counter()
+        raw: Any = None
         try:
             if invoke.timeout_ms is None:
                 raw = await _call(entry, invocation)
             else:
-                with anyio.fail_after(invoke.timeout_ms / 1000):
+                # A cancel scope, not fail_after: a TimeoutError the handler raises itself is a failure.
+                with anyio.move_on_after(invoke.timeout_ms / 1000) as scope:
                     raw = await _call(entry, invocation)
-        except TimeoutError:
-            raise InterceptorRpcError(
-                INTERNAL_ERROR,
-                f"interceptor {entry.name!r} timed out",
-                {"interceptor": entry.name, "reason": "timeout", "timeoutMs": invoke.timeout_ms,
-                 "phase": invoke.phase.value},
-            ) from None  # fmt: skip
-        except anyio.get_cancelled_exc_class():
+                if scope.cancelled_caught:
+                    raise InterceptorRpcError(
+                        INTERNAL_ERROR,
+                        f"interceptor {entry.name!r} timed out",
+                        {"interceptor": entry.name, "reason": "timeout", "timeoutMs": invoke.timeout_ms,
+                         "phase": invoke.phase.value},
+                    )  # fmt: skip
+        except (anyio.get_cancelled_exc_class(), InterceptorRpcError):
             raise
         except Exception as exc:
             # The exception text may quote the payload: log the type only, never the message.

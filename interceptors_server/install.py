@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from mcp import types
@@ -11,11 +12,12 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from pydantic import ConfigDict
 
-from interceptors import CAPABILITY, INVOKE_METHOD, LIST_METHOD, InterceptorRpcError, Registry
+from interceptors import CAPABILITY, INTERNAL_ERROR, INVOKE_METHOD, LIST_METHOD, InterceptorRpcError, Registry
 
 from .host import InterceptorHost
 
 _HOST_ATTRIBUTE = "_mcp_interceptors_host"
+logger = logging.getLogger("interceptors.host")
 
 
 class OpenParams(types.RequestParams):
@@ -26,6 +28,11 @@ class OpenParams(types.RequestParams):
 
 def _params_dict(params: OpenParams) -> dict[str, Any]:
     return params.model_extra or {}
+
+
+def _internal(exc: Exception) -> MCPError:
+    logger.error("interceptor host error: %s", type(exc).__name__)
+    return MCPError(code=INTERNAL_ERROR, message="interceptor host error", data={"reason": type(exc).__name__})
 
 
 def lowlevel_server(server: Server[Any] | MCPServer) -> Server[Any]:
@@ -62,12 +69,16 @@ def install(
             return host.list(_params_dict(params))
         except InterceptorRpcError as exc:
             raise to_mcp_error(exc) from None
+        except Exception as exc:  # never a non-standard error code or raw exception text on the wire
+            raise _internal(exc) from None
 
     async def on_invoke(ctx: ServerRequestContext[Any], params: OpenParams) -> dict[str, Any]:
         try:
             return await host.invoke(_params_dict(params))
         except InterceptorRpcError as exc:
             raise to_mcp_error(exc) from None
+        except Exception as exc:
+            raise _internal(exc) from None
 
     low.add_request_handler(LIST_METHOD, OpenParams, on_list)
     low.add_request_handler(INVOKE_METHOD, OpenParams, on_invoke)

@@ -10,8 +10,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
-from interceptors import Invocation, InvocationContext, Mutation, Principal, Registry, Verdict
 from integrations import InterceptorMiddleware
+from interceptors import Invocation, InvocationContext, Mutation, Principal, Registry, Verdict
 from interceptors_server import LocalChain
 
 pytestmark = pytest.mark.anyio

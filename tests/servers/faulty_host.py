@@ -1,0 +1,50 @@
+"""An interceptor server with an injected fault, chosen by argv: for the remote-fault tests.
+
+python -m tests.servers.faulty_host ok | crash-after N | hang | garbage | exit-at-start | slow-start SECONDS
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import anyio
+
+from interceptors import Invocation, Mutation, Registry, Verdict
+from interceptors_server.serving import build_server, serve_stdio
+
+FAULT = sys.argv[1] if len(sys.argv) > 1 else "ok"
+ARGUMENT = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
+CALLS = {"count": 0}
+
+registry = Registry()
+
+
+@registry.validator("faulty/check", events="tools/call", phase="both")
+async def check(invocation: Invocation) -> Verdict:
+    CALLS["count"] += 1
+    if FAULT == "crash-after" and CALLS["count"] > ARGUMENT:
+        os._exit(7)
+    if FAULT == "hang":
+        await anyio.sleep(3600)
+    if FAULT == "garbage":
+        os.write(1, b'this is not json\n{"jsonrpc": 2}\n\x00\xff\n')
+        await anyio.sleep(3600)
+    if isinstance(invocation.payload, dict) and invocation.payload.get("sleep"):
+        await anyio.sleep(float(invocation.payload["sleep"]))
+    return Verdict.allow({"pid": os.getpid()})
+
+
+@registry.mutator("faulty/tag", events="tools/call", phase="request")
+async def tag(invocation: Invocation) -> Mutation:
+    return Mutation({**invocation.payload, "tagged": True})
+
+
+if __name__ == "__main__":
+    if FAULT == "exit-at-start":
+        sys.exit(3)
+    if FAULT == "slow-start":
+        time.sleep(ARGUMENT)
+    print(f"faulty host {FAULT} starting", file=sys.stderr, flush=True)
+    anyio.run(serve_stdio, build_server([registry]))
