@@ -27,7 +27,7 @@ from interceptors import (
     Phase,
     is_context_operation,
 )
-from interceptors_chain import Chain, ExecutionResult, abort_to_error
+from interceptors_chain import Chain, ExecutionResult, Plan, abort_to_error
 
 logger = logging.getLogger("interceptors.middleware")
 
@@ -54,14 +54,23 @@ class InterceptorMiddleware:
         self.context_provider = context_provider
         self.tool_errors_as_results = tool_errors_as_results
         self.expose_messages = expose_messages
+        self._plans: dict[str, tuple[int, Plan, Plan]] = {}
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         method = ctx.method
         if ctx.request_id is None or not is_context_operation(method):
             return await call_next(ctx)
         chain = self.chain
-        request_plan = chain.plan(method, Phase.REQUEST, Direction.RECEIVING)
-        response_plan = chain.plan(method, Phase.RESPONSE, Direction.SENDING)
+        plans = self._plans.get(method)
+        if plans is None or plans[0] != chain.generation:
+            if len(self._plans) > 1024:  # method names come from clients: keep the cache bounded
+                self._plans.clear()
+            plans = self._plans[method] = (
+                chain.generation,
+                chain.plan(method, Phase.REQUEST, Direction.RECEIVING),
+                chain.plan(method, Phase.RESPONSE, Direction.SENDING),
+            )
+        _, request_plan, response_plan = plans
         if request_plan.empty and response_plan.empty:
             return await call_next(ctx)
         context = self.context_provider(ctx)

@@ -17,33 +17,39 @@ from .priority import Priority
 PRINCIPAL_TYPES = frozenset({"user", "service", "anonymous"})
 
 
-def _obj(value: Any, path: str) -> Mapping[str, Any]:
+def _where(path: str, key: str | None) -> str:
+    """Error paths are built only when an error is raised: readers sit on the hot path."""
+    return path if key is None else f"{path}.{key}" if path else key
+
+
+def _obj(value: Any, path: str, key: str | None = None) -> Mapping[str, Any]:
     if type(value) is dict:  # the common case, without the slower ABC check
         return value
     if not isinstance(value, Mapping):
-        raise WireError(path, "must be an object")
+        raise WireError(_where(path, key), "must be an object")
     return value
 
 
-def _str(value: Any, path: str, *, allow_empty: bool = False) -> str:
-    if not isinstance(value, str):
-        raise WireError(path, "must be a string")
+def _str(value: Any, path: str, key: str | None = None, *, allow_empty: bool = False) -> str:
+    if type(value) is not str:
+        if not isinstance(value, str):
+            raise WireError(_where(path, key), "must be a string")
     if not allow_empty and not value:
-        raise WireError(path, "must not be empty")
+        raise WireError(_where(path, key), "must not be empty")
     return value
 
 
 def _opt_str(data: Mapping[str, Any], key: str, path: str) -> str | None:
     value = data.get(key)
-    return None if value is None else _str(value, f"{path}.{key}" if path else key, allow_empty=True)
+    return None if value is None else _str(value, path, key, allow_empty=True)
 
 
-def _phase(value: Any, path: str) -> Phase:
+def _phase(value: Any, path: str, key: str | None = None) -> Phase:
     if value == "request":
         return Phase.REQUEST
     if value == "response":
         return Phase.RESPONSE
-    raise WireError(path, "must be 'request' or 'response'")
+    raise WireError(_where(path, key), "must be 'request' or 'response'")
 
 
 def utc_timestamp() -> str:
@@ -70,7 +76,7 @@ class Hook:
             raise WireError(f"{path}.events", "must be an array of non-empty strings")
         if data.get("phase") == "both":
             return cls(tuple(events), Phase.REQUEST), cls(tuple(events), Phase.RESPONSE)
-        return (cls(tuple(events), _phase(data.get("phase"), f"{path}.phase")),)
+        return (cls(tuple(events), _phase(data.get("phase"), path, "phase")),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +95,7 @@ class Compat:
     @classmethod
     def from_wire(cls, value: Any, path: str = "compat") -> Compat:
         data = _obj(value, path)
-        return cls(_str(data.get("minProtocol"), f"{path}.minProtocol"), _opt_str(data, "maxProtocol", path))
+        return cls(_str(data.get("minProtocol"), path, "minProtocol"), _opt_str(data, "maxProtocol", path))
 
     def admits(self, protocol_version: str | None) -> bool:
         """Protocol versions are ISO dates, so string order is version order."""
@@ -141,7 +147,7 @@ class InterceptorInfo:
     def from_wire(cls, value: Any, path: str = "interceptor") -> InterceptorInfo:
         """Read a descriptor. Unknown `type` or `mode` raise WireError: such interceptors are never run."""
         data = _obj(value, path)
-        name = _str(data.get("name"), f"{path}.name")
+        name = _str(data.get("name"), path, "name")
         try:
             kind = InterceptorType(str(data.get("type")))
         except ValueError:
@@ -164,7 +170,7 @@ class InterceptorInfo:
             raise WireError(f"{path}.failOpen", "must be a boolean")
         schema = data.get("configSchema")
         if schema is not None:
-            _obj(schema, f"{path}.configSchema")
+            _obj(schema, path, "configSchema")
         return cls(
             name=name,
             type=kind,
@@ -211,7 +217,7 @@ class Principal:
             raise WireError(f"{path}.type", "must be 'user', 'service' or 'anonymous'")
         claims = data.get("claims")
         if claims is not None:
-            _obj(claims, f"{path}.claims")
+            _obj(claims, path, "claims")
         return cls(data["type"], _opt_str(data, "id", path), claims)
 
 
@@ -244,7 +250,7 @@ class InvocationContext:
     @classmethod
     def from_wire(cls, value: Any, path: str = "context") -> InvocationContext:
         data = _obj(value, path)
-        timestamp = _str(data.get("timestamp"), f"{path}.timestamp")
+        timestamp = _str(data.get("timestamp"), path, "timestamp")
         principal = data.get("principal")
         return cls(
             principal=None if principal is None else Principal.from_wire(principal, f"{path}.principal"),
@@ -271,8 +277,8 @@ class ValidationMessage:
     def from_wire(cls, value: Any, path: str = "message") -> ValidationMessage:
         data = _obj(value, path)
         return cls(
-            _str(data.get("message"), f"{path}.message", allow_empty=True),
-            _str(data.get("severity", Severity.ERROR.value), f"{path}.severity"),
+            _str(data.get("message"), path, "message", allow_empty=True),
+            _str(data.get("severity", Severity.ERROR.value), path, "severity"),
             _opt_str(data, "path", path),
         )
 
@@ -290,7 +296,7 @@ class Suggestion:
         data = _obj(value, path)
         if "value" not in data:
             raise WireError(f"{path}.value", "is required")
-        return cls(_str(data.get("path"), f"{path}.path", allow_empty=True), data["value"])
+        return cls(_str(data.get("path"), path, "path", allow_empty=True), data["value"])
 
 
 def _duration(data: Mapping[str, Any]) -> float | None:
@@ -307,7 +313,7 @@ def _info(data: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None if value is None else _obj(value, "info")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # built per invoke: a frozen init costs a setattr call per field
 class ValidationResult:
     """Flat SEP-2624 validation result. A pass carries neither `severity` nor `messages`."""
 
@@ -364,8 +370,8 @@ class ValidationResult:
         if suggestions is not None and not isinstance(suggestions, list):
             raise WireError(f"{path}.suggestions", "must be an array")
         return cls(
-            interceptor=_str(data.get("interceptor"), f"{path}.interceptor"),
-            phase=_phase(data.get("phase"), f"{path}.phase"),
+            interceptor=_str(data.get("interceptor"), path, "interceptor"),
+            phase=_phase(data.get("phase"), path, "phase"),
             valid=valid,
             severity=severity,
             messages=None
@@ -379,7 +385,7 @@ class ValidationResult:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # built per invoke: a frozen init costs a setattr call per field
 class MutationResult:
     """Flat SEP-2624 mutation result. `modified: false` must echo the input payload unchanged."""
 
@@ -417,8 +423,8 @@ class MutationResult:
         if "payload" not in data:
             raise WireError(f"{path}.payload", "is required")
         return cls(
-            interceptor=_str(data.get("interceptor"), f"{path}.interceptor"),
-            phase=_phase(data.get("phase"), f"{path}.phase"),
+            interceptor=_str(data.get("interceptor"), path, "interceptor"),
+            phase=_phase(data.get("phase"), path, "phase"),
             modified=modified,
             payload=data["payload"],
             duration_ms=_duration(data),
@@ -440,7 +446,7 @@ def result_from_wire(value: Any, path: str = "result") -> InvokeResult:
     raise WireError(f"{path}.type", "must be 'validation' or 'mutation'")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # built per invoke: a frozen init costs a setattr call per field
 class InvokeParams:
     """Params of `interceptor/invoke`. Mode and failOpen are never sent: the invoker applies them."""
 
@@ -470,9 +476,9 @@ class InvokeParams:
     @classmethod
     def from_wire(cls, value: Any, path: str = "params") -> InvokeParams:
         data = _obj(value, path)
-        name = _str(data.get("name"), f"{path}.name")
-        event = _str(data.get("event"), f"{path}.event")
-        phase = _phase(data.get("phase"), f"{path}.phase")
+        name = _str(data.get("name"), path, "name")
+        event = _str(data.get("event"), path, "event")
+        phase = _phase(data.get("phase"), path, "phase")
         if "payload" not in data:
             raise WireError(f"{path}.payload", "is required")
         timeout = data.get("timeoutMs")
@@ -480,7 +486,7 @@ class InvokeParams:
             raise WireError(f"{path}.timeoutMs", "must be a positive integer")
         config = data.get("config")
         if config is not None:
-            _obj(config, f"{path}.config")
+            _obj(config, path, "config")
         context = data.get("context")
         return cls(
             name=name,

@@ -90,6 +90,8 @@ class Chain:
         self.deadline_ms = deadline_ms
         self.protocol_version = protocol_version
         self._plans: dict[tuple[str, Phase, Direction], Plan] = {}
+        self.generation = 0
+        """Bumped whenever servers, descriptors or overrides change: callers may cache plans per generation."""
 
     # Discovery --------------------------------------------------------------------------------
     async def add_session(
@@ -108,7 +110,7 @@ class Chain:
         entry.interceptors = await self._discover(entry)
         _check_overrides([(name, entry.interceptors)], self._overrides)  # refuse before anything is registered
         self._servers.append(entry)
-        self._plans.clear()
+        self._invalidate()
         return entry
 
     async def add_remote(self, remote: RemoteServer, *, timeout_ms: int | None = None) -> ServerEntry:
@@ -129,7 +131,7 @@ class Chain:
         _check_overrides(fresh.items(), self._overrides)
         for server in self._servers:
             server.interceptors = fresh.get(server.name, server.interceptors)
-        self._plans.clear()
+        self._invalidate()
 
     async def _discover(self, server: ServerEntry) -> tuple[InterceptorInfo, ...]:
         try:
@@ -172,7 +174,11 @@ class Chain:
                 [(s.name, s.interceptors) for s in self._servers], {name: override}
             )  # a refused override is never installed
             self._overrides[name] = override
+        self._invalidate()
+
+    def _invalidate(self) -> None:
         self._plans.clear()
+        self.generation += 1
 
     def plan(self, event: str, phase: Phase | str, direction: Direction | str) -> Plan:
         """The compiled plan, cached until servers or overrides change."""
@@ -305,7 +311,7 @@ def _check_overrides(
 
 
 def _since(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 3)
+    return (time.perf_counter() - started) * 1000
 
 
 def _checked(entry: PlanEntry, phase: Phase, payload: Any, wire: Any, mode: Mode, duration: float) -> _Attempt:

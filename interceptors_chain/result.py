@@ -53,7 +53,7 @@ class AbortInfo:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class InvocationRecord:
     """One invoke in plan order: its wire result, or the reason it failed (never payload content)."""
 

@@ -133,8 +133,9 @@ class InterceptorHost:
     # interceptor/invoke ------------------------------------------------------------------------
     def _parse_invoke(self, params: Mapping[str, Any] | None) -> tuple[InvokeParams, _Compiled]:
         raw = {} if params is None else params
+        entries = self._entries()
         name = raw.get("name") if isinstance(raw, Mapping) else None
-        if isinstance(name, str) and name and name not in self._entries():
+        if isinstance(name, str) and name and name not in entries:
             raise InterceptorRpcError(INVALID_PARAMS, f"unknown interceptor {name!r}", {"name": name})
         try:
             invoke = InvokeParams.from_wire(raw)
@@ -144,7 +145,7 @@ class InterceptorHost:
                 f"invalid interceptor/invoke params: {exc.path}: {exc.problem}",
                 {"field": exc.path},
             ) from None
-        compiled = self._entries()[invoke.name]
+        compiled = entries[invoke.name]
         if is_pattern(invoke.event):
             raise InterceptorRpcError(
                 INVALID_PARAMS, "event must be one concrete event name, not a pattern", {"field": "event"}
