@@ -31,9 +31,8 @@ def _obj(value: Any, path: str, key: str | None = None) -> Mapping[str, Any]:
 
 
 def _str(value: Any, path: str, key: str | None = None, *, allow_empty: bool = False) -> str:
-    if type(value) is not str:
-        if not isinstance(value, str):
-            raise WireError(_where(path, key), "must be a string")
+    if not isinstance(value, str):
+        raise WireError(_where(path, key), "must be a string")
     if not allow_empty and not value:
         raise WireError(_where(path, key), "must not be empty")
     return value
