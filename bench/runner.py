@@ -23,7 +23,7 @@ from mcp.server.lowlevel.server import Server
 
 from integrations import InterceptorMiddleware
 from interceptors import Invocation, Mutation, Registry, Verdict
-from interceptors_chain import SessionConnection
+from interceptors_chain import RemoteServer, SessionConnection
 from interceptors_server import LocalChain
 from interceptors_server.install import OpenParams
 
@@ -45,13 +45,18 @@ def echo_tool_server(name: str = "bench-tools") -> Server[Any]:
         return types.ListToolsResult(tools=[types.Tool(name="echo", input_schema={"type": "object"})])
 
     server: Server[Any] = Server(name, on_call_tool=call_tool, on_list_tools=list_tools)
+    echo_method(server)
+    return server
+
+
+def echo_method(server: Server[Any]) -> None:
+    """A bare custom method: the SDK's own round trip, the baseline for an interceptor invoke."""
 
     async def custom(ctx: ServerRequestContext[Any], params: OpenParams) -> dict[str, Any]:
         # Echo the payload: the same bytes each way as an interceptor invoke whose mutator changes nothing.
         return {"ok": True, "payload": (params.model_extra or {}).get("payload")}
 
     server.add_request_handler("bench/echo", OpenParams, custom)
-    return server
 
 
 def noop_registry(events: str, validators: int, mutators: int) -> Registry:
@@ -140,6 +145,46 @@ async def chain_benchmarks(iterations: int, rounds: int) -> tuple[dict[str, Meas
     return results, ratios
 
 
+async def remote_benchmarks(total: int) -> tuple[dict[str, Measurement], dict[str, float]]:
+    """Invokes/s against a stdio interceptor server, 1 and 16 in flight, next to the bare SDK round trip."""
+    payload = {"method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hello", "count": 3}}}
+    invoke = {"name": "bench/validator-0", "event": "tools/call", "phase": "request", "payload": payload}
+    command = [sys.executable, "-m", "bench.stdio_server"]
+    async with RemoteServer("bench-remote", command=command) as remote:
+
+        async def throughput(in_flight: int, method: str) -> float:
+            per_task = max(1, total // in_flight)
+
+            async def worker() -> None:
+                for _ in range(per_task):
+                    await remote.request(method, invoke, None)
+
+            started = time.perf_counter()
+            async with anyio.create_task_group() as group:
+                for _ in range(in_flight):
+                    group.start_soon(worker)
+            return per_task * in_flight / (time.perf_counter() - started)
+
+        await throughput(4, "interceptor/invoke")  # warm-up
+        samples: dict[str, list[float]] = {"bare": [], "seq": [], "par": []}
+        for _ in range(3):
+            samples["bare"].append(await throughput(1, "bench/echo"))
+            samples["seq"].append(await throughput(1, "interceptor/invoke"))
+            samples["par"].append(await throughput(16, "interceptor/invoke"))
+    rates = {key: statistics.median(values) for key, values in samples.items()}
+    names = {
+        "bare": "stdio custom method round trip, 1 in flight",
+        "seq": "stdio interceptor/invoke, 1 in flight",
+        "par": "stdio interceptor/invoke, 16 in flight",
+    }
+    results = {names[k]: Measurement(names[k], round(1e6 / v, 1), round(v, 1)) for k, v in rates.items()}
+    ratios = {
+        "stdio invoke, 16 in flight (x 1 in flight)": round(rates["par"] / rates["seq"], 3),
+        "stdio invoke, 1 in flight (x bare custom method)": round(rates["seq"] / rates["bare"], 3),
+    }
+    return results, ratios
+
+
 def _print_table(results: dict[str, Measurement], ratios: dict[str, float]) -> None:
     width = max(len(name) for name in [*results, *ratios]) + 2
     print(f"{'scenario':<{width}}{'us/call':>10}{'calls/s':>12}")
@@ -154,7 +199,9 @@ def main(args: argparse.Namespace) -> int:
     iterations, rounds = (200, 3) if args.quick else (1000, 7)
 
     async def run() -> tuple[dict[str, Measurement], dict[str, float]]:
-        return await chain_benchmarks(iterations, rounds)
+        results, ratios = await chain_benchmarks(iterations, rounds)
+        remote_results, remote_ratios = await remote_benchmarks(300 if args.quick else 2000)
+        return {**results, **remote_results}, {**ratios, **remote_ratios}
 
     results, ratios = anyio.run(run)
     if args.json:

@@ -119,8 +119,16 @@ def host_of(server: Server[Any] | MCPServer) -> InterceptorHost | None:
     return found
 
 
-def interceptor_server(*registries: Registry, name: str = "mcp-interceptors", version: str = "") -> Server[Any]:
-    """A fresh low-level server that only hosts interceptors."""
+def interceptor_server(
+    *registries: Registry, name: str = "mcp-interceptors", version: str = "", tracing: bool = False
+) -> Server[Any]:
+    """A fresh low-level server that only hosts interceptors.
+
+    The SDK's default OpenTelemetry middleware is left out unless `tracing` is set: it costs a span per
+    invoke, and an interceptor server answers many small requests.
+    """
     server: Server[Any] = Server(name, version=version)
+    if not tracing:
+        server.middleware.clear()
     install(server, *registries)
     return server

@@ -13,7 +13,7 @@ from mcp.server.lowlevel.server import Server
 
 from interceptors import Registry
 
-from .install import install
+from .install import interceptor_server
 
 logger = logging.getLogger("interceptors.serve")
 
@@ -45,10 +45,8 @@ def load_registry(spec: str) -> Registry:
     return target
 
 
-def build_server(registries: Sequence[Registry], name: str = "mcp-interceptors") -> Server[Any]:
-    server: Server[Any] = Server(name, version=_version())
-    install(server, *registries)
-    return server
+def build_server(registries: Sequence[Registry], name: str = "mcp-interceptors", tracing: bool = False) -> Server[Any]:
+    return interceptor_server(*registries, name=name, version=_version(), tracing=tracing)
 
 
 def _version() -> str:
@@ -62,9 +60,9 @@ def _version() -> str:
 
 async def serve_stdio(server: Server[Any]) -> None:
     """Protocol data on stdout only; logs go to stderr."""
-    from mcp.server.stdio import stdio_server
+    from .stdio import serve_streams
 
-    async with stdio_server() as (read, write):
+    async with serve_streams() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 
