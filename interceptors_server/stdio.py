@@ -17,7 +17,10 @@ import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
 from mcp.server.stdio import stdio_server
+
+from interceptors.errors import INVALID_REQUEST, PARSE_ERROR
 
 logger = logging.getLogger("interceptors.stdio")
 
@@ -32,11 +35,48 @@ def _is_pipe_like(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
-class _Lines:
-    """`async for line in _Lines(reader)`: text lines, invalid UTF-8 replaced, oversized lines skipped."""
+def _refusal(line: bytes) -> bytes | None:
+    """The JSON-RPC error for a line the SDK would drop without an answer, or None to pass it on.
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    The SDK answers what it can parse; a request with a bad shape (array params, a float id, …) or a
+    line that is not JSON would otherwise get no reply at all, and its caller would wait forever.
+    """
+    try:
+        message = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None if not line.strip() else _error(None, PARSE_ERROR, "Parse error")
+    if not isinstance(message, dict):
+        return _error(None, INVALID_REQUEST, "Invalid Request")
+    request_id = message.get("id")
+    id_ok = request_id is None or (isinstance(request_id, int | str) and not isinstance(request_id, bool))
+    if "method" in message:
+        params = message.get("params")
+        if (
+            message.get("jsonrpc") == "2.0"
+            and isinstance(message["method"], str)
+            and id_ok
+            and (params is None or isinstance(params, dict))
+        ):
+            return None
+        return _error(request_id if id_ok else None, INVALID_REQUEST, "Invalid Request")
+    if ("result" in message or "error" in message) and id_ok:
+        return None  # a response to one of our requests: the SDK's to judge
+    return _error(request_id if id_ok else None, INVALID_REQUEST, "Invalid Request")
+
+
+def _error(request_id: Any, code: int, message: str) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}) + b"\n"
+
+
+class _Lines:
+    """`async for line in _Lines(reader)`: text lines, invalid UTF-8 replaced, oversized lines skipped.
+
+    Lines the SDK could not answer are answered here (see `_refusal`) and not passed on.
+    """
+
+    def __init__(self, reader: asyncio.StreamReader, writer: _Writer) -> None:
         self._reader = reader
+        self._writer = writer
 
     def __aiter__(self) -> _Lines:
         return self
@@ -50,12 +90,17 @@ class _Lines:
                     raise StopAsyncIteration from None
                 line = exc.partial
             except asyncio.LimitOverrunError as exc:
-                # Discard the oversized line; the session sees a parse error, the connection lives on.
+                # Discard the oversized line and answer it as unparseable; the connection lives on.
                 logger.warning("discarding an input line over %d bytes", MAX_LINE_BYTES)
                 await self._reader.readexactly(exc.consumed)
                 with contextlib.suppress(asyncio.LimitOverrunError, asyncio.IncompleteReadError):
                     await self._discard_rest()
-                return "{oversized line discarded}\n"
+                await self._writer.write_bytes(_error(None, INVALID_REQUEST, "Request too large"))
+                continue
+            refusal = _refusal(line)
+            if refusal is not None:
+                await self._writer.write_bytes(refusal)
+                continue
             return line.decode("utf-8", "replace")
 
     async def _discard_rest(self) -> None:
@@ -81,7 +126,10 @@ class _Writer:
         self._scheduled = False
 
     async def write(self, text: str) -> None:
-        self._pending += text.encode("utf-8")
+        await self.write_bytes(text.encode("utf-8"))
+
+    async def write_bytes(self, data: bytes) -> None:
+        self._pending += data
         if not self._scheduled:
             self._scheduled = True
             self._loop.call_soon(self._send)
@@ -123,8 +171,9 @@ async def serve_streams() -> AsyncIterator[tuple[Any, Any]]:
         asyncio.streams.FlowControlMixin, os.fdopen(wire_out, "wb", buffering=0)
     )
     writer = asyncio.StreamWriter(write_transport, write_protocol, reader, loop)
+    out = _Writer(writer, loop)
     try:
-        async with stdio_server(stdin=_Lines(reader), stdout=_Writer(writer, loop)) as streams:  # type: ignore[arg-type]
+        async with stdio_server(stdin=_Lines(reader, out), stdout=out) as streams:  # type: ignore[arg-type]
             yield streams
     finally:
         with contextlib.suppress(Exception):
