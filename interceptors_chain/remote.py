@@ -20,6 +20,7 @@ from typing import IO, Any, Literal
 import anyio
 import anyio.abc
 from mcp import Client, StdioServerParameters
+from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
@@ -112,6 +113,11 @@ class RemoteServer:
     @property
     def connected(self) -> bool:
         return self._connection is not None
+
+    @property
+    def session(self) -> ClientSession | None:
+        """The live MCP session, if connected (it changes on every restart)."""
+        return None if self._connection is None else self._connection.session
 
     @property
     def recent_stderr(self) -> list[str]:

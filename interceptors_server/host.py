@@ -27,6 +27,7 @@ from interceptors import (
     WireError,
     dumps,
     hooks_match,
+    loads,
 )
 from interceptors.events import is_pattern
 from interceptors.outcomes import MalformedHandlerResult, to_mutation_result, to_validation_result
@@ -172,29 +173,33 @@ class InterceptorHost:
                 )
         return invoke, compiled
 
-    def _check_payload_size(self, payload: Any) -> None:
-        """Refuse an oversized payload before any handler runs."""
-        if self.max_payload_bytes is None:
-            return
+    def _isolated_payload(self, payload: Any) -> Any:
+        """A private copy of the payload, refused if oversized, before any handler runs.
+
+        In-memory transports hand over the caller's objects; a handler must never be able to change the
+        invoker's payload (or another concurrent validator's), so it gets its own copy.
+        """
         try:
-            size = len(dumps(payload))
+            encoded = dumps(payload)
         except TypeError:
             raise InterceptorRpcError(
                 INVALID_PARAMS,
                 "payload cannot be encoded as JSON (integers beyond 64 bits?)",
                 {"field": "payload"},
             ) from None
-        if size > self.max_payload_bytes:
+        size = len(encoded)
+        if self.max_payload_bytes is not None and size > self.max_payload_bytes:
             raise InterceptorRpcError(
                 INVALID_PARAMS,
                 "payload exceeds the host's maximum size",
                 {"field": "payload", "size": size, "maxBytes": self.max_payload_bytes},
             )
+        return loads(encoded)
 
     async def invoke(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
         """Run one interceptor. Every failure is an InterceptorRpcError, never a "successful" result."""
         invoke, compiled = self._parse_invoke(params)
-        self._check_payload_size(invoke.payload)
+        invoke.payload = self._isolated_payload(invoke.payload)
         entry = compiled.entry
         invocation = Invocation(entry.name, invoke.event, invoke.phase, invoke.payload, invoke.config, invoke.context)
         started = time.perf_counter()
