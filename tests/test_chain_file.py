@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from interceptors import Direction, Mode
 from integrations.chain_file import ChainFileError, load_chain_file, open_chain, parse_chain_file
+from interceptors import Direction, Mode
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.anyio
