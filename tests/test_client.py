@@ -69,15 +69,17 @@ def client_registry(observed: list[tuple[str, Any]]) -> Registry:
 async def test_client_sends_mutate_then_validate_and_receives_validate_then_mutate(mode: str) -> None:
     observed: list[tuple[str, Any]] = []
     seen: list[Any] = []
-    async with LocalChain(client_registry(observed)) as chain:
-        async with InterceptingClient.wrap(tool_server(seen), chain, mode=mode) as client:
-            result = await client.call_tool("echo", {"text": "hi"})
-            assert isinstance(result.content[0], types.TextContent)
-            assert result.content[0].text == "echo:[C]hi[R]"
-            with pytest.raises(MCPError) as caught:
-                await client.call_tool("echo", {"text": "my secret"})
-            assert caught.value.error.code == -32602
-            assert [tool.name for tool in (await client.list_tools()).tools] == ["echo"]
+    async with (
+        LocalChain(client_registry(observed)) as chain,
+        InterceptingClient.wrap(tool_server(seen), chain, mode=mode) as client,
+    ):
+        result = await client.call_tool("echo", {"text": "hi"})
+        assert isinstance(result.content[0], types.TextContent)
+        assert result.content[0].text == "echo:[C]hi[R]"
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("echo", {"text": "my secret"})
+        assert caught.value.error.code == -32602
+        assert [tool.name for tool in (await client.list_tools()).tools] == ["echo"]
     # Sending: the validator saw the mutated request. Receiving: the validator saw the unmutated result.
     assert ("request", "[C]hi") in observed
     assert ("response", "echo:[C]hi") in observed
@@ -111,9 +113,11 @@ async def test_server_initiated_sampling_gets_the_swapped_roles() -> None:
             role="assistant", content=types.TextContent(type="text", text="the real answer"), model="m"
         )
 
-    async with LocalChain(registry) as chain:
-        async with InterceptingClient.wrap(tool_server([]), chain, mode="legacy", sampling_callback=sampling) as client:
-            result = await client.call_tool("ask_model", {})
+    async with (
+        LocalChain(registry) as chain,
+        InterceptingClient.wrap(tool_server([]), chain, mode="legacy", sampling_callback=sampling) as client,
+    ):
+        result = await client.call_tool("ask_model", {})
     assert isinstance(result.content[0], types.TextContent)
     assert result.content[0].text == "model said REDACTED"
     # The client's answer is sent: mutate first, then the validator sees the mutated answer.
