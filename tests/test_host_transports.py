@@ -273,3 +273,17 @@ def test_http_host_refuses_non_loopback_addresses() -> None:
     )
     assert done.returncode != 0
     assert b"PORT" not in done.stdout
+
+
+async def test_remote_server_over_http_in_a_chain(http_url: str) -> None:
+    """A supervised RemoteServer reached by URL: discovery and execution over Streamable HTTP."""
+    from interceptors import Direction
+    from interceptors_chain import Chain, RemoteServer
+
+    async with RemoteServer("http", url=http_url) as remote:
+        chain = Chain()
+        await chain.add_remote(remote)
+        allowed = await chain.execute("tools/call", "request", tool_call("hello"), direction=Direction.SENDING)
+        assert not allowed.blocked
+        blocked = await chain.execute("tools/call", "request", tool_call("forbidden"), direction=Direction.SENDING)
+        assert blocked.blocked
