@@ -140,3 +140,15 @@ async def test_validators_run_in_parallel_on_one_remote_session() -> None:
                 group.start_soon(functools.partial(chain.execute, direction=Direction.SENDING), "tools/call",
                                  "response", {"sleep": 0.5})  # fmt: skip
         assert time.monotonic() - started < 1.5, "4 x 0.5 s invokes should overlap on one session"
+
+
+async def test_per_server_concurrency_limit_queues_invokes() -> None:
+    async with RemoteServer("one-at-a-time", command=faulty("ok"), cwd=str(ROOT), max_concurrency=1) as remote:
+        chain = Chain()
+        await chain.add_remote(remote)
+        started = time.monotonic()
+        async with anyio.create_task_group() as group:
+            for _ in range(3):
+                group.start_soon(functools.partial(chain.execute, direction=Direction.SENDING), "tools/call",
+                                 "response", {"sleep": 0.3})  # fmt: skip
+        assert time.monotonic() - started >= 0.85, "with a limit of 1 the three invokes must not overlap"
