@@ -18,10 +18,9 @@ def test_guard_a_tool_server_runs() -> None:
 
 def test_hello_registry_serves() -> None:
     serve = f"{sys.executable} -m integrations.cli serve --registry examples.hello_registry:registry"
-    done = subprocess.run(
-        [sys.executable, "-m", "integrations.cli", "invoke", "--server", serve, "hello/trim-text", "--event",
-         "tools/call", "--phase", "response", "--payload", '{"content": [{"type": "text", "text": "  hi  "}]}', "--json"],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
-    )  # fmt: skip
+    payload = '{"content": [{"type": "text", "text": "  hi  "}]}'
+    command = [sys.executable, "-m", "integrations.cli", "invoke", "--server", serve, "hello/trim-text"]
+    options = ["--event", "tools/call", "--phase", "response", "--payload", payload, "--json"]
+    done = subprocess.run([*command, *options], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert '"text": "hi"' in done.stdout
