@@ -30,6 +30,31 @@ def _conformance(args: argparse.Namespace) -> int:
     return 1 if failed or not passed else 0
 
 
+def _policy(args: argparse.Namespace) -> int:
+    from interceptors.policy import PolicyError, policy_check, policy_show
+
+    if args.action == "show":
+        try:
+            print(policy_show(args.target[0] if args.target else None))
+        except (PolicyError, FileNotFoundError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return 0
+    if not args.target:
+        print("error: policy check needs at least one FILE", file=sys.stderr)
+        return 2
+    failed = False
+    for file in args.target:
+        problems = policy_check(file)
+        for problem in problems:
+            print(problem)
+        if problems:
+            failed = True
+        else:
+            print(f"{file}: ok")
+    return 1 if failed else 0
+
+
 def _bench(args: argparse.Namespace) -> int:
     try:
         from bench.runner import main as bench_main
@@ -60,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     conformance.set_defaults(func=_conformance)
 
+    policy = sub.add_parser("policy", help="show the effective policy (secrets masked) or check policy files")
+    policy.add_argument("action", choices=("show", "check"))
+    policy.add_argument("target", nargs="*", help="a built-in profile name or a policy file (show); files (check)")
+    policy.set_defaults(func=_policy)
+
     bench = sub.add_parser("bench", help="measure the chain against baselines taken in the same run")
     bench.add_argument("--json", action="store_true", help="print JSON instead of a table")
     bench.add_argument("--quick", action="store_true", help="fewer iterations (a smoke run)")
@@ -78,7 +108,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+    except BrokenPipeError:  # the reader went away (`| head`): not an error worth a traceback
+        sys.stderr.close()
+        return 0
     return code
 
 

@@ -1,0 +1,386 @@
+"""PolicyEngine: one decision per operation (hidden, denied, rate limited or allowed), recorded once.
+
+Access, rate limits and audit run together in `check_call`, in that order, so a denied call never
+spends tokens and every decision is written exactly once with its final outcome. Gateways call it
+directly to answer with the exact JSON-RPC codes; the interceptors in `interceptors.py` wrap it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..wire import Principal
+from .access import CompiledRule, decide
+from .audit import AuditSink, AuditTrail, JsonlAuditFile
+from .document import DocumentSource
+from .errors import ACCESS_DENIED, NOT_FOUND, RATE_LIMITED, PolicyRefusal
+from .metadata import LIST_KEYS, MetadataStore, PrimitiveSpec, Resolved, idents_of
+from .policy import Policy, load_policy
+from .principal import principal_id, roles_of
+from .ratelimit import Clock, RateLimit, RateLimiter
+
+CALL_METHODS = ("tools/call", "resources/read", "prompts/get", "completion/complete")
+LIST_METHODS = tuple(LIST_KEYS)
+EMPTY_COMPLETION: Mapping[str, Any] = {"completion": {"values": [], "total": 0, "hasMore": False}}
+DECISION_CACHE_SIZE = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The outcome of `check_call`. Refusals carry the exact JSON-RPC error to answer with.
+
+    `result` is set for a completion whose reference is unknown or hidden: answer with it (empty values)
+    instead of an error, exactly as for a nonexistent reference.
+    """
+
+    outcome: str
+    """`allowed`, `denied`, `rate_limited` or `not_found`."""
+    kind: str = ""
+    name: str = ""
+    code: int | None = None
+    message: str = ""
+    data: Mapping[str, Any] | None = None
+    reason: str = ""
+    result: Mapping[str, Any] | None = None
+
+    @property
+    def allowed(self) -> bool:
+        return self.outcome == "allowed"
+
+    def info(self) -> dict[str, Any]:
+        """The structured form a validator's `Verdict.deny(info=...)` carries: `{code, message, data?, result?}`."""
+        out: dict[str, Any] = {"outcome": self.outcome, "code": self.code, "message": self.message}
+        if self.data is not None:
+            out["data"] = dict(self.data)
+        if self.result is not None:
+            out["result"] = dict(self.result)
+        return out
+
+    def error(self) -> PolicyRefusal:
+        if self.allowed or self.code is None:
+            raise ValueError("an allowed decision has no error")
+        return PolicyRefusal(self.code, self.message, None if self.data is None else dict(self.data))
+
+
+def refusal_from_info(info: Mapping[str, Any]) -> PolicyRefusal | Mapping[str, Any]:
+    """A gateway's answer from the `info` of a blocked `policy` validator: the error to raise, or, for a
+    completion whose reference is unknown or hidden, the result to return instead.
+    """
+    result = info.get("result")
+    if isinstance(result, Mapping):
+        return result
+    code, message = info.get("code"), info.get("message")
+    if not isinstance(code, int) or not isinstance(message, str):
+        raise ValueError("not a policy refusal")
+    data = info.get("data")
+    return PolicyRefusal(code, message, dict(data) if isinstance(data, Mapping) else None)
+
+
+PASS = Decision("allowed")
+"""For methods the policy does not judge."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Access:
+    """A cached access decision for (spec, roles[, principal], idents, call kind)."""
+
+    allowed: bool
+    reason: str
+    rules: tuple[CompiledRule, ...]
+    limits: tuple[RateLimit, ...]
+    decision: Decision  # the allowed Decision, shared by every hit
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    call_kind: str
+    name: str
+    resolved: Resolved | None
+    arguments: Any
+    missing: str  # the "Unknown ..." message
+    missing_data: Mapping[str, Any] | None = None
+    result: Mapping[str, Any] | None = None
+    uri: str | None = None
+
+
+def _pipeline(base: Sequence[Any], rules: Sequence[CompiledRule]) -> list[Any]:
+    """Output transform specs: the policy's, then each matching rule's by `transforms_mode`."""
+    specs = list(base)
+    for rule in rules:
+        extra = list(rule.body.get("transforms") or ())
+        mode = rule.body.get("transforms_mode", "append")
+        specs = extra if mode == "replace" else extra + specs if mode == "prepend" else specs + extra
+    return specs
+
+
+def _sink(sink: AuditSink | str | os.PathLike[str]) -> AuditSink:
+    return JsonlAuditFile(sink) if isinstance(sink, str | os.PathLike) else sink
+
+
+class PolicyEngine:
+    """Access decisions (cached), rate limits, list filtering and the audit trail for one policy."""
+
+    def __init__(
+        self,
+        policy: Policy | DocumentSource = None,
+        *,
+        audit_sinks: Sequence[AuditSink | str | os.PathLike[str]] = (),
+        audit_key: bytes | None = None,
+        clock: Clock = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        cache_size: int = DECISION_CACHE_SIZE,
+        unknown_as_not_found: bool = True,
+    ) -> None:
+        self.policy = load_policy(policy)
+        self.metadata = MetadataStore(self.policy.catalog, unknown_as_not_found=unknown_as_not_found)
+        self.limiter = RateLimiter(clock)
+        self.audit = AuditTrail(
+            self.policy.audit_size,
+            key=audit_key if audit_key is not None else self.policy.secret_key(),
+            sinks=[_sink(sink) for sink in audit_sinks],
+            policy=self.policy.name,
+            clock=wall_clock,
+        )
+        self._cache: OrderedDict[tuple[Any, ...], _Access] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    # Access ------------------------------------------------------------------------------------
+
+    def _access(
+        self, resolved: Resolved, roles: frozenset[str], pid: str, call_kind: str, uri: str | None = None
+    ) -> _Access:
+        policy = self.policy
+        key = (resolved.spec, roles, pid if policy.uses_principals else None, uri, call_kind)
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
+        spec, idents = resolved.spec, resolved.idents
+        rules = tuple(rule for rule in policy.rules if rule.match.applies(spec, roles, pid, idents))
+        allowed, reason = decide(policy.name, policy.lists, policy.deny_capabilities, rules, spec, idents)
+        limits: list[RateLimit] = []
+        if allowed:
+            for limit in (*policy.rate_limits, *(limit for rule in rules for limit in rule.rate_limits)):
+                if limit.applies(call_kind, idents) and limit not in limits:
+                    limits.append(limit)
+        entry = _Access(allowed, reason, rules, tuple(limits), Decision("allowed", call_kind, spec.name))
+        with self._lock:
+            self._cache[key] = entry
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return entry
+
+    def decide(self, principal: Principal | None, spec: PrimitiveSpec, uri: str | None = None) -> tuple[bool, str]:
+        """The bare access decision for a primitive (no rate limits, no audit): `(allowed, reason)`."""
+        idents = spec.idents if uri is None else tuple(dict.fromkeys((spec.name, *idents_of(uri))))
+        entry = self._access(Resolved(spec, idents), roles_of(principal), principal_id(principal), spec.kind, uri)
+        return entry.allowed, entry.reason
+
+    def matching_rules(self, principal: Principal | None, spec: PrimitiveSpec | None) -> tuple[CompiledRule, ...]:
+        """Roles and rules that apply to this caller and primitive (None: the rules that need no primitive)."""
+        roles, pid = roles_of(principal), principal_id(principal)
+        if spec is None:
+            return tuple(rule for rule in self.policy.rules if rule.match.applies(None, roles, pid, ()))
+        return self._access(Resolved(spec, spec.idents), roles, pid, spec.kind).rules
+
+    def output_transform_specs(self, principal: Principal | None, spec: PrimitiveSpec | None) -> list[Any]:
+        """The output pipeline's specs for this caller and primitive: policy `transforms`, then each matching
+        rule's by its `transforms_mode`. Tool hints are not applied here (the transforms package owns them).
+        """
+        return _pipeline(self.policy.transforms, self.matching_rules(principal, spec))
+
+    def spec_for(self, method: str, name: str | None) -> PrimitiveSpec | None:
+        """The primitive a request names (tool or prompt name, URI, completion ref); None when unknown."""
+        if not isinstance(name, str):
+            return None
+        store = self.metadata
+        if method == "tools/call":
+            resolved = store.tool(name)
+        elif method == "prompts/get":
+            resolved = store.prompt(name)
+        elif method == "resources/read":
+            resolved = store.resource(name)
+        elif method == "completion/complete":
+            is_prompt = any(spec.name == name for spec in store.specs("prompts/list"))
+            ref = {"type": "ref/prompt", "name": name} if is_prompt else {"type": "ref/resource", "uri": name}
+            resolved = store.reference(ref)[1]
+        else:
+            return None
+        return None if resolved is None else resolved.spec
+
+    # Calls -------------------------------------------------------------------------------------
+
+    def _target(self, method: str, params: Mapping[str, Any]) -> _Target | None:
+        store = self.metadata
+        if method == "tools/call" or method == "prompts/get":
+            name = params.get("name")
+            word = "tool" if method == "tools/call" else "prompt"
+            if not isinstance(name, str):
+                name = ""
+            resolved = store.tool(name) if word == "tool" else store.prompt(name)
+            return _Target(word, name, resolved, params.get("arguments"), f"Unknown {word}: {name}")
+        if method == "resources/read":
+            uri = params.get("uri")
+            if not isinstance(uri, str):
+                uri = ""
+            resolved = store.resource(uri)
+            kind = "resource" if resolved is None else resolved.spec.kind
+            return _Target(
+                kind, uri, resolved, resolved and resolved.variables, f"Unknown resource: {uri}", {"uri": uri}, uri=uri
+            )
+        if method == "completion/complete":
+            family, resolved = store.reference(params.get("ref"))
+            ref = params.get("ref")
+            name = ref.get("name" if family == "prompt" else "uri") if isinstance(ref, Mapping) else None
+            name = name if isinstance(name, str) else ""
+            arguments = {key: params[key] for key in ("argument", "context") if key in params}
+            uri = name if family == "resource" else None
+            return _Target(
+                "completion", name, resolved, arguments, f"Unknown {family}: {name}", None, EMPTY_COMPLETION, uri
+            )
+        return None
+
+    def check_call(self, principal: Principal | None, method: str, params: Mapping[str, Any] | None) -> Decision:
+        """Decide one request (`tools/call`, `resources/read`, `prompts/get`, `completion/complete`).
+
+        Order: lookup (unknown → not_found), access (hidden → not_found, else denied -31001), rate limits
+        (-31029, all buckets or none), then the allowed decision. Every refusal is recorded; an allowed
+        call is recorded when the policy has `audit: true` or the primitive can `reveal`.
+        """
+        target = self._target(method, params if isinstance(params, Mapping) else {})
+        if target is None:
+            return PASS
+        roles, pid = roles_of(principal), principal_id(principal)
+        resolved = target.resolved
+        if resolved is None:
+            return self._not_found(target, roles, pid, "unknown")
+        entry = self._access(resolved, roles, pid, target.call_kind, target.uri)
+        label = resolved.spec.name  # a template's text, not the concrete URI: its variables are arguments
+        if not entry.allowed:
+            if self.policy.hide_denied:
+                return self._not_found(target, roles, pid, f"hidden: {entry.reason}")
+            self.audit.count("denied")
+            self.audit.record("denied", target.call_kind, label, pid, roles, target.arguments, entry.reason)
+            return Decision(
+                "denied",
+                target.call_kind,
+                target.name,
+                ACCESS_DENIED,
+                f"Access denied: {entry.reason}",
+                {"reason": entry.reason, "policy": self.policy.name},
+                entry.reason,
+            )
+        if entry.limits:
+            refusal = self.limiter.acquire(entry.limits, pid, resolved.idents[0])
+            if refusal is not None:
+                limit = refusal.limit
+                message = (
+                    f"Rate limit exceeded for {target.call_kind} '{target.name}' ({limit.label}); "
+                    f"retry in {refusal.retry_after:g}s"
+                )
+                self.audit.count("rate_limited")
+                self.audit.record("rate_limited", target.call_kind, label, pid, roles, target.arguments, limit.label)
+                data = {"retry_after": refusal.retry_after, "limit": limit.label, "scope": limit.scope}
+                return Decision("rate_limited", target.call_kind, target.name, RATE_LIMITED, message, data, limit.label)
+        self.audit.count("allowed")
+        reveal = "reveal" in resolved.spec.capabilities
+        if reveal:
+            self.audit.count("reveal")
+            self.audit.reveal_warning(target.call_kind, label, pid, roles, target.arguments)
+        if reveal or self.policy.audit:
+            reason = "reveal" if reveal else ""
+            self.audit.record("allowed", target.call_kind, label, pid, roles, target.arguments, reason)
+        return entry.decision
+
+    def _not_found(self, target: _Target, roles: frozenset[str], pid: str, reason: str) -> Decision:
+        """Hidden and nonexistent look the same to the caller; only the audit entry's reason differs."""
+        shown = self.audit.hide_uri(target.name) if target.uri is not None else target.name
+        self.audit.count("hidden")
+        self.audit.record("not_found", target.call_kind, shown, pid, roles, target.arguments, reason)
+        return Decision(
+            "not_found",
+            target.call_kind,
+            target.name,
+            NOT_FOUND,
+            target.missing,
+            target.missing_data,
+            reason,
+            target.result,
+        )
+
+    def record_rejection(
+        self, principal: Principal | None, method: str, params: Mapping[str, Any] | None, reason: str
+    ) -> None:
+        """An allowed call that a later stage refused (secrets in the arguments, ...): amend or add `rejected`."""
+        target = self._target(method, params if isinstance(params, Mapping) else {})
+        if target is None:
+            return
+        if target.resolved is not None:
+            label = target.resolved.spec.name
+        else:
+            label = self.audit.hide_uri(target.name) if target.uri is not None else target.name
+        self.audit.record_rejection(
+            target.call_kind, label, principal_id(principal), roles_of(principal), target.arguments, reason
+        )
+
+    # Lists -------------------------------------------------------------------------------------
+
+    def learn(self, method: str, result: Any) -> None:
+        """Prime the metadata store with a list result (e.g. the gateway's first list of the upstream)."""
+        if method in LIST_KEYS:
+            self.metadata.learn(method, result)
+
+    def visible(self, principal: Principal | None, spec: PrimitiveSpec) -> bool:
+        return not self.policy.hide_denied or self.decide(principal, spec)[0]
+
+    def filter_list(self, principal: Principal | None, method: str, result: Any) -> tuple[Any, bool]:
+        """`(result, changed)`: hidden primitives removed, `outputSchema` withheld where output transforms apply.
+
+        Computed per call and never cached across principals.
+        """
+        if method not in LIST_KEYS or not isinstance(result, Mapping):
+            return result, False
+        list_key = LIST_KEYS[method][0]
+        items = result.get(list_key)
+        if not isinstance(items, list):
+            return result, False
+        pairs = self.metadata.learn(method, result)
+        roles, pid = roles_of(principal), principal_id(principal)
+        kept: list[Any] = []
+        changed = False
+        for pair in pairs:
+            if pair is None:  # a primitive without a name cannot be judged: it is not shown
+                changed = True
+                continue
+            item, spec = pair
+            entry = self._access(Resolved(spec, spec.idents), roles, pid, spec.kind)
+            if self.policy.hide_denied and not entry.allowed:
+                changed = True
+                continue
+            if spec.kind == "tool" and "outputSchema" in item and self._has_output_transforms(entry):
+                item = {key: value for key, value in item.items() if key != "outputSchema"}
+                changed = True
+            kept.append(item)
+        if not changed:
+            return result, False
+        return {**result, list_key: kept}, True
+
+    def _has_output_transforms(self, entry: _Access) -> bool:
+        return bool(_pipeline(self.policy.transforms, entry.rules))
+
+    # Housekeeping ------------------------------------------------------------------------------
+
+    def reset_rate_limits(self) -> None:
+        self.limiter.reset()
+
+    def clear_cache(self) -> None:
+        with self._lock:
+            self._cache.clear()

@@ -1,0 +1,44 @@
+"""Glob lists: fnmatch patterns compiled to one anchored, case-sensitive regex; `!` negates."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Sequence
+
+
+def _compile(patterns: Sequence[str]) -> re.Pattern[str] | None:
+    if not patterns:
+        return None
+    # fnmatch.translate anchors with \Z and lets `*` cross `/` and `:`; re (not fnmatch.fnmatch) keeps case.
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
+
+
+class Globs:
+    """Matches when at least one positive pattern matches and no negated one does.
+
+    A list of only negations therefore matches nothing, which keeps `deny_tools: ["!safe"]` from
+    silently denying everything else.
+    """
+
+    __slots__ = ("_negative", "_positive", "patterns")
+
+    def __init__(self, patterns: Iterable[str]) -> None:
+        self.patterns = tuple(patterns)
+        self._positive = _compile([p for p in self.patterns if not p.startswith("!")])
+        self._negative = _compile([p[1:] for p in self.patterns if p.startswith("!")])
+
+    def match(self, text: str) -> bool:
+        if self._positive is None or self._positive.match(text) is None:
+            return False
+        return self._negative is None or self._negative.match(text) is None
+
+    def match_any(self, texts: Iterable[str]) -> bool:
+        """For a primitive known by several idents (template, concrete URI, decoded URI)."""
+        return any(self.match(text) for text in texts)
+
+    def __bool__(self) -> bool:
+        return bool(self.patterns)
+
+    def __repr__(self) -> str:
+        return f"Globs({list(self.patterns)!r})"
