@@ -222,12 +222,17 @@ def _print_table(results: dict[str, Measurement], ratios: dict[str, float]) -> N
 def main(args: argparse.Namespace) -> int:
     iterations, rounds = (200, 3) if args.quick else (1000, 7)
 
+    from .gateway_bench import gateway_benchmarks  # imports this module: loaded late
+    from .policy_bench import policy_benchmarks
+
     async def run() -> tuple[dict[str, Measurement], dict[str, float]]:
         results, ratios = await chain_benchmarks(iterations, rounds)
         remote_results, remote_ratios = await remote_benchmarks(300 if args.quick else 2000)
-        return {**results, **remote_results}, {**ratios, **remote_ratios}
+        gateway_results, gateway_ratios = await gateway_benchmarks(200 if args.quick else 1000, 3 if args.quick else 5)
+        return {**results, **remote_results, **gateway_results}, {**ratios, **remote_ratios, **gateway_ratios}
 
     results, ratios = anyio.run(run)
+    costs = {f"policy: {name}": value for name, value in policy_benchmarks(args.quick).items()}
     if args.json:
         payload = {
             "iterations": iterations,
@@ -235,8 +240,12 @@ def main(args: argparse.Namespace) -> int:
             "python": sys.version.split()[0],
             "results": {name: vars(m) for name, m in results.items()},
             "ratios": ratios,
+            "costs_us": costs,
         }
         print(json.dumps(payload, indent=2))
     else:
         _print_table(results, ratios)
+        print()
+        for name, value in costs.items():
+            print(f"{name:<62}{value:>10.1f} us")
     return 0

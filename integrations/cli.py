@@ -95,9 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--quick", action="store_true", help="fewer iterations (a smoke run)")
     bench.set_defaults(func=_bench)
 
+    from .gateway import add_proxy_command
     from .inspect_cli import add_commands
 
     add_commands(sub)
+    add_proxy_command(sub)
     return parser
 
 

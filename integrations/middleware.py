@@ -96,7 +96,13 @@ class InterceptorMiddleware:
         return checked
 
     def _blocked(self, method: str, outcome: ExecutionResult) -> HandlerResult:
+        substitute = outcome.aborted_at[0].substitute
+        if substitute is not None:
+            return dict(substitute)
         error = abort_to_error(outcome, expose_messages=self.expose_messages)
+        if self.tool_errors_as_results and method == "tools/call" and outcome.aborted_at[0].requester_error:
+            # An interceptor chose this error on purpose (e.g. "Unknown tool" to hide a tool): keep it one.
+            raise MCPError(error.code, error.message, error.data)
         if self.tool_errors_as_results and method == "tools/call":
             return types.CallToolResult(content=[types.TextContent(type="text", text=error.message)], is_error=True)
         raise MCPError(error.code, error.message, error.data)

@@ -9,6 +9,11 @@ from typing import Any
 from .enums import Phase, Severity
 from .wire import MutationResult, Suggestion, ValidationMessage, ValidationResult
 
+REQUESTER_ERROR_KEY = "io.mcp-interceptors/error"
+"""In a rejecting validator's `info`: `{code, message, data?}`, the JSON-RPC error the requester should see."""
+SUBSTITUTE_RESULT_KEY = "io.mcp-interceptors/result"
+"""In a rejecting validator's `info`: a result to answer with instead of an error (e.g. an empty completion)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
@@ -42,6 +47,26 @@ class Verdict:
             None if suggestions is None else tuple(suggestions),
             info,
         )
+
+    @classmethod
+    def refuse(
+        cls,
+        message: str,
+        *,
+        code: int,
+        data: Mapping[str, Any] | None = None,
+        substitute: Mapping[str, Any] | None = None,
+        info: Mapping[str, Any] | None = None,
+    ) -> Verdict:
+        """A blocking rejection that also chooses what the requester sees: this JSON-RPC error, or a
+        substitute result. Invokers of this project honour it; others see an ordinary rejection."""
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = dict(data)
+        extra: dict[str, Any] = {**(info or {}), REQUESTER_ERROR_KEY: error}
+        if substitute is not None:
+            extra[SUBSTITUTE_RESULT_KEY] = dict(substitute)
+        return cls.deny(message, info=extra)
 
     @classmethod
     def warn(cls, message: str, *, path: str | None = None, info: Mapping[str, Any] | None = None) -> Verdict:

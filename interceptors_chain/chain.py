@@ -32,6 +32,7 @@ from interceptors import (
     ValidationResult,
     WireError,
 )
+from interceptors.outcomes import REQUESTER_ERROR_KEY, SUBSTITUTE_RESULT_KEY
 
 from .concurrency import gather
 from .connection import Connection, SessionConnection, is_timeout_code
@@ -374,7 +375,16 @@ class _Run:
                     summary.errors += 1
             if result.blocks and attempt.mode is Mode.ACTIVE:
                 texts = tuple(m.message for m in result.messages or ())
-                out.aborted_at.append(_abort(entry, self.phase, AbortKind.REJECTED, "rejected by validator", texts))
+                info = result.info or {}
+                chosen, substitute = info.get(REQUESTER_ERROR_KEY), info.get(SUBSTITUTE_RESULT_KEY)
+                out.aborted_at.append(
+                    AbortInfo(
+                        entry.info.name, entry.server.name, entry.info.type, self.phase, AbortKind.REJECTED,
+                        "rejected by validator", texts,
+                        chosen if isinstance(chosen, Mapping) else None,
+                        substitute if isinstance(substitute, Mapping) else None,
+                    )
+                )  # fmt: skip
 
     async def mutate(self, entries: tuple[PlanEntry, ...], payload: Any, original: Any, out: ExecutionResult) -> Any:
         """Mutators in order; a blocking failure stops the pass and releases nothing partial."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -41,6 +42,10 @@ class AbortInfo:
     kind: AbortKind
     reason: str
     messages: tuple[str, ...] = ()
+    requester_error: Mapping[str, Any] | None = None
+    """The error the rejecting validator chose for the requester (`Verdict.refuse`), if any."""
+    substitute: Mapping[str, Any] | None = None
+    """A result the rejecting validator chose to answer with instead of an error, if any."""
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -139,10 +144,14 @@ def abort_to_error(result: ExecutionResult, *, expose_messages: bool = False) ->
 
     A validator's explicit rejection is -32602; any invocation failure or timeout is -32603. Data is
     `{interceptor, reason}`; validator messages cross the boundary only when `expose_messages` is set.
+    A rejection that chose its own requester-visible error (`Verdict.refuse`) gets exactly that error.
     """
     if not result.aborted_at:
         raise ValueError("the execution was not blocked")
     first = result.aborted_at[0]
+    chosen = first.requester_error
+    if chosen is not None and isinstance(chosen.get("code"), int) and isinstance(chosen.get("message"), str):
+        return InterceptorRpcError(chosen["code"], chosen["message"], chosen.get("data"))
     data: dict[str, Any] = {"interceptor": first.interceptor, "reason": first.reason}
     if first.kind is AbortKind.REJECTED:
         if expose_messages and first.messages:

@@ -17,6 +17,7 @@ import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import orjson
 from mcp.server.stdio import stdio_server
 
@@ -176,12 +177,15 @@ async def serve_streams() -> AsyncIterator[tuple[Any, Any]]:
         async with stdio_server(stdin=_Lines(reader, out), stdout=out) as streams:  # type: ignore[arg-type]
             yield streams
     finally:
-        with contextlib.suppress(Exception):
-            await writer.drain()
-            await asyncio.sleep(0)  # let a scheduled coalesced write go out
-        write_transport.close()
-        read_transport.close()
-        os.dup2(saved_in, 0)
-        os.dup2(saved_out, 1)
-        os.close(saved_in)
-        os.close(saved_out)
+        try:
+            # Shielded and bounded: even a cancelled exit flushes what was written, then restores the fds.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(2), contextlib.suppress(Exception):
+                out._send()
+                await writer.drain()
+        finally:
+            write_transport.close()
+            read_transport.close()
+            os.dup2(saved_in, 0)
+            os.dup2(saved_out, 1)
+            os.close(saved_in)
+            os.close(saved_out)

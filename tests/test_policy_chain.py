@@ -37,7 +37,8 @@ def refusal(outcome: ExecutionResult) -> dict[str, Any]:
     for record in outcome.results:
         info = (record.result or {}).get("info")
         if record.interceptor == "policy" and info:
-            return dict(info)
+            # The namespaced keys repeat the error for generic invokers (tested in test_policy_middleware).
+            return {key: value for key, value in info.items() if not key.startswith("io.mcp-interceptors/")}
     raise AssertionError("no policy refusal")
 
 
@@ -164,6 +165,7 @@ async def test_registered_handlers_directly() -> None:
         "outcome": "not_found",
         "code": -32602,
         "message": "Unknown tool: reveal_token",
+        "io.mcp-interceptors/error": {"code": -32602, "message": "Unknown tool: reveal_token"},
     }
     assert verdict.messages[0].message == "Unknown tool: reveal_token"
     admin = run(check, Invocation("pol", "tools/call", Phase.REQUEST, payload, None, context("r", "admin")))

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..outcomes import REQUESTER_ERROR_KEY, SUBSTITUTE_RESULT_KEY
 from ..wire import Principal
 from .access import CompiledRule, decide
 from .audit import AuditSink, AuditTrail, JsonlAuditFile
@@ -56,10 +57,14 @@ class Decision:
     def info(self) -> dict[str, Any]:
         """The structured form a validator's `Verdict.deny(info=...)` carries: `{code, message, data?, result?}`."""
         out: dict[str, Any] = {"outcome": self.outcome, "code": self.code, "message": self.message}
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.data is not None:
             out["data"] = dict(self.data)
+            error["data"] = dict(self.data)
+        out[REQUESTER_ERROR_KEY] = error  # invokers of this project answer with exactly this error
         if self.result is not None:
             out["result"] = dict(self.result)
+            out[SUBSTITUTE_RESULT_KEY] = dict(self.result)
         return out
 
     def error(self) -> PolicyRefusal:

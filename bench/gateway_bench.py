@@ -1,0 +1,96 @@
+"""Gateway throughput: tools/call over stdio straight to an upstream server vs through `mcp-interceptors proxy`.
+
+Both clients run against real subprocesses in the same run, interleaved in rounds (`bench.runner.measure`):
+the upstream is a low-level SDK echo server on the SDK's own stdio transport (what a typical server uses),
+and the gateway runs it with an empty chain, so the ratio is the cost of the extra hop alone.
+
+`python -m bench.gateway_bench` prints the numbers; `python -m bench.gateway_bench upstream` is the upstream.
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, StdioServerParameters
+
+from .runner import Call, Measurement, echo_tool_server, measure
+
+ROOT = Path(__file__).resolve().parent.parent
+UPSTREAM = [sys.executable, "-m", "bench.gateway_bench", "upstream"]
+PROXY = [sys.executable, "-m", "integrations.cli", "proxy", "--", *UPSTREAM]
+ARGUMENTS = {"text": "hello", "count": 3}
+RATIO = "gateway throughput (x direct stdio)"
+LEGACY_RATIO = "gateway throughput, 2025-11-25 clients (x direct stdio)"
+
+
+def _client(argv: list[str], mode: str) -> Client:
+    return Client(StdioServerParameters(command=argv[0], args=argv[1:], cwd=str(ROOT)), mode=mode, cache=None)
+
+
+async def gateway_benchmarks(iterations: int, rounds: int) -> tuple[dict[str, Measurement], dict[str, float]]:
+    """calls/s direct vs through the proxy, for 2026-07-28 (the default) and 2025-11-25 clients."""
+    names = {
+        ("direct", "auto"): "tools/call direct to upstream (stdio)",
+        ("proxy", "auto"): "tools/call through proxy (stdio, empty chain)",
+        ("direct", "legacy"): "tools/call direct to upstream (stdio, 2025-11-25)",
+        ("proxy", "legacy"): "tools/call through proxy (stdio, empty chain, 2025-11-25)",
+    }
+    async with AsyncExitStack() as stack:
+        scenarios: dict[str, Call] = {}
+        for (path, mode), name in names.items():
+            client = await stack.enter_async_context(_client(UPSTREAM if path == "direct" else PROXY, mode))
+            scenarios[name] = _call(client)
+        results = await measure(scenarios, iterations, rounds)
+    ratios = {
+        RATIO: _ratio(results, names[("proxy", "auto")], names[("direct", "auto")]),
+        LEGACY_RATIO: _ratio(results, names[("proxy", "legacy")], names[("direct", "legacy")]),
+    }
+    return results, ratios
+
+
+def _call(client: Client) -> Call:
+    async def call() -> Any:
+        return await client.session.call_tool("echo", ARGUMENTS)
+
+    return call
+
+
+def _ratio(results: dict[str, Measurement], proxied: str, direct: str) -> float:
+    return round(results[proxied].calls_per_s / results[direct].calls_per_s, 3)
+
+
+async def _serve_upstream() -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = echo_tool_server("bench-upstream")
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["upstream"]:
+        anyio.run(_serve_upstream)
+        return 0
+    quick = "--quick" in argv
+    iterations, rounds = (200, 3) if quick else (1000, 5)
+
+    async def run() -> tuple[dict[str, Measurement], dict[str, float]]:
+        return await gateway_benchmarks(iterations, rounds)
+
+    results, ratios = anyio.run(run)
+    width = max(len(name) for name in [*results, *ratios]) + 2
+    print(f"{'scenario':<{width}}{'us/call':>10}{'calls/s':>12}")
+    for measurement in results.values():
+        print(f"{measurement.name:<{width}}{measurement.per_call_us:>10.1f}{measurement.calls_per_s:>12.0f}")
+    print()
+    for name, value in ratios.items():
+        print(f"{name:<{width}}{value:>10.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

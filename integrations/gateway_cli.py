@@ -1,0 +1,146 @@
+"""`mcp-interceptors proxy [--chain FILE] [--registry M:A ...] [--listen HOST:PORT] [--expose-interceptors] -- CMD`.
+
+Exit status: 2 for bad input (one `error:` line on stderr), 1 when the upstream cannot be started or goes
+away, 0 when the client leaves or a signal stops the gateway. Protocol data only ever goes to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from typing import Any
+
+import anyio
+from mcp import StdioServerParameters
+
+from interceptors import Registry
+
+
+class _UsageError(ValueError):
+    """Bad command-line input: printed as one line, exit status 2."""
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """HOST:PORT on a loopback address: the HTTP endpoint has no authentication of its own."""
+    host, _, port = value.rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit() or int(port) > 65535:
+        raise _UsageError("--listen takes HOST:PORT, e.g. 127.0.0.1:8765 (port 0 picks a free one)")
+    if host == "localhost":
+        host = "127.0.0.1"
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise _UsageError(f"--listen serves without authentication, so only loopback hosts are allowed, not {host!r}")
+    return host, int(port)
+
+
+def upstream_params(command: Sequence[str]) -> StdioServerParameters:
+    """The upstream command; it inherits the gateway's environment, as if it had been started directly."""
+    argv = list(command)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        raise _UsageError("give the upstream server command after --, e.g. proxy -- python server.py")
+    return StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def proxy(args: argparse.Namespace) -> int:
+    """Run the gateway for the parsed `proxy` arguments; returns the exit status."""
+    from interceptors_chain import Chain
+    from interceptors_server.serving import RegistryLoadError, load_registry
+
+    from .gateway import ListenError, run_gateway
+    from .gateway_upstream import UpstreamError
+
+    verbose = getattr(args, "verbose", False)
+    logging.getLogger("interceptors.gateway").setLevel(logging.INFO if verbose else logging.WARNING)
+    try:
+        params = upstream_params(args.upstream)
+        listen = None if args.listen is None else parse_listen(args.listen)
+        registries = [load_registry(spec) for spec in args.registry or ()]
+        chain_file = None
+        if args.chain is not None:
+            from .chain_file import load_chain_file
+
+            chain_file = load_chain_file(args.chain)
+        exposed: list[Registry] | None = None
+        if args.expose_interceptors:
+            # Chain-file servers are exposed only when they are in-process registries.
+            local = [s.registry for s in chain_file.servers if s.registry is not None] if chain_file else []
+            exposed = [*registries, *(load_registry(spec) for spec in local)]
+    except (_UsageError, RegistryLoadError, ValueError) as exc:  # ValueError: ChainFileError
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+    def listening(host: str, port: int) -> None:
+        shown = f"[{host}]" if ":" in host else host
+        print(f"mcp-interceptors proxy: listening on http://{shown}:{port}/mcp", file=sys.stderr, flush=True)
+
+    async def main() -> int:
+        async with AsyncExitStack() as stack:
+            if chain_file is not None:
+                from .chain_file import open_chain
+
+                chain = await stack.enter_async_context(open_chain(chain_file, registries))
+            elif registries:
+                from interceptors_server import LocalChain
+
+                chain = await stack.enter_async_context(LocalChain(*registries))
+            else:
+                chain = Chain()
+            return await run_gateway(
+                params, chain, listen=listen, expose=exposed, on_listening=listening, handle_signals=True
+            )
+
+    try:
+        return anyio.run(main)
+    except KeyboardInterrupt:
+        return 130
+    except (Exception, BaseExceptionGroup) as exc:
+        leaf = _leaf(exc)
+        if isinstance(leaf, UpstreamError | ListenError):
+            print(f"error: {leaf}", file=sys.stderr)
+            return 1
+        if isinstance(leaf, ValueError):  # a chain file's server could not be loaded
+            print(f"error: {leaf}", file=sys.stderr)
+            return 2
+        print(f"error: {type(leaf).__name__}: {leaf}", file=sys.stderr)
+        return 1
+
+
+def add_proxy_command(sub: Any) -> None:
+    """Register `proxy` on the CLI's subparsers (`add_proxy_command(parser.add_subparsers(...))`)."""
+    parser = sub.add_parser(
+        "proxy",
+        help="run an MCP server behind the interceptor chain (a gateway)",
+        description="Start CMD as the upstream MCP server (stdio) and serve it, behind the interceptor chain, "
+        "on stdio or on Streamable HTTP (--listen).",
+        usage="mcp-interceptors proxy [--chain FILE] [--registry MODULE:ATTR ...] [--listen HOST:PORT] "
+        "[--expose-interceptors] -- CMD [ARGS...]",
+    )
+    parser.add_argument("--chain", metavar="FILE", help="a chain file (YAML or JSON) naming interceptor servers")
+    parser.add_argument(
+        "--registry", action="append", metavar="MODULE:ATTR", help="an interceptor Registry (or a factory); repeatable"
+    )
+    parser.add_argument("--listen", metavar="HOST:PORT", help="serve Streamable HTTP at http://HOST:PORT/mcp")
+    parser.add_argument(
+        "--expose-interceptors",
+        action="store_true",
+        help="also answer interceptors/list and interceptor/invoke for the in-process registries",
+    )
+    parser.add_argument("upstream", nargs=argparse.REMAINDER, help="-- then the upstream server command")
+    parser.set_defaults(func=proxy)
