@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import re
-from typing import Any, TextIO
+import sys
+from typing import TextIO
 
-from mcp import Client, types
-from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel.server import Server
+from mcp import Client, StdioServerParameters, types
 from mcp.shared.exceptions import MCPError
 
 from interceptors import Invocation, Mutation, Registry, Verdict
 from interceptors_server import LocalChain
 
+from .demo_server import demo_tool_server
+from .gateway import Gateway
 from .middleware import InterceptorMiddleware
 
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
@@ -46,45 +47,38 @@ def demo_registry() -> Registry:
     return registry
 
 
-def demo_tool_server() -> Server[Any]:
-    """A small tool server that leaks an e-mail address and offers a destructive tool."""
-
-    async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
-        schema = {"type": "object", "properties": {"text": {"type": "string"}}}
-        return types.ListToolsResult(
-            tools=[
-                types.Tool(name="lookup_owner", description="Who owns a repository", input_schema=schema),
-                types.Tool(name="delete_repository", description="Delete a repository", input_schema=schema),
-            ]
-        )
-
-    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-        text = (params.arguments or {}).get("text", "")
-        if params.name == "lookup_owner":
-            reply = f"{text} is owned by Ada Lovelace <ada@example.com>"
-        else:
-            reply = f"deleted {text}"
-        return types.CallToolResult(content=[types.TextContent(type="text", text=reply)])
-
-    return Server("demo-tools", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool)
+async def _calls(client: Client, out: TextIO) -> bool:
+    """The same two calls on either path; True when the destructive one was blocked."""
+    result = await client.call_tool("lookup_owner", {"text": "acme/widgets"})
+    text = result.content[0].text if isinstance(result.content[0], types.TextContent) else ""
+    print(f"  call lookup_owner -> {text}", file=out)
+    try:
+        await client.call_tool("delete_repository", {"text": "acme/widgets"})
+    except MCPError as exc:
+        print(f"  call delete_repository -> blocked: error {exc.error.code} {exc.error.message}", file=out)
+        return True
+    print("  call delete_repository -> NOT BLOCKED (unexpected)", file=out)
+    return False
 
 
 async def run_demo(out: TextIO) -> int:
-    tools = demo_tool_server()
-    async with LocalChain(demo_registry()) as chain:
-        tools.middleware.append(InterceptorMiddleware(chain))
+    registry = demo_registry()
+    async with LocalChain(registry) as chain:
         print("interceptors:", file=out)
         for server, info in chain.interceptors():
             hooks = ", ".join(f"{'/'.join(h.events)}@{h.phase}" for h in info.hooks)
             print(f"  {info.name} ({info.type}) on {hooks} [server {server}]", file=out)
+
+        print("1. in-process: the tool server runs the chain around its own traffic (middleware)", file=out)
+        tools = demo_tool_server()
+        tools.middleware.append(InterceptorMiddleware(chain))
         async with Client(tools) as client:
-            result = await client.call_tool("lookup_owner", {"text": "acme/widgets"})
-            text = result.content[0].text if isinstance(result.content[0], types.TextContent) else ""
-            print(f"call lookup_owner -> {text}", file=out)
-            try:
-                await client.call_tool("delete_repository", {"text": "acme/widgets"})
-                print("call delete_repository -> NOT BLOCKED (unexpected)", file=out)
-                return 1
-            except MCPError as exc:
-                print(f"call delete_repository -> blocked: error {exc.error.code} {exc.error.message}", file=out)
-    return 0
+            in_process_blocked = await _calls(client, out)
+
+        print("2. gateway: the same tool server as a separate process, wrapped by `mcp-interceptors proxy`", file=out)
+        upstream = StdioServerParameters(command=sys.executable, args=["-m", "integrations.demo_server"])
+        async with Gateway(upstream, chain) as gateway, Client(gateway.server, mode="legacy") as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            print(f"  tools the client sees: {', '.join(names)}", file=out)
+            gateway_blocked = await _calls(client, out)
+    return 0 if in_process_blocked and gateway_blocked else 1

@@ -23,4 +23,5 @@ def test_demo_blocks_and_changes_a_call() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "<[email]>" in done.stdout and "ada@example.com" not in done.stdout
-    assert "call delete_repository -> blocked: error -32602" in done.stdout
+    assert done.stdout.count("call delete_repository -> blocked: error -32602") == 2  # in-process and gateway
+    assert done.stdout.count("<[email]>") == 2
