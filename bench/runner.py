@@ -224,6 +224,7 @@ def main(args: argparse.Namespace) -> int:
 
     from .gateway_bench import gateway_benchmarks  # imports this module: loaded late
     from .policy_bench import policy_benchmarks
+    from .transforms_bench import transforms_benchmarks
 
     async def run() -> tuple[dict[str, Measurement], dict[str, float]]:
         results, ratios = await chain_benchmarks(iterations, rounds)
@@ -233,6 +234,8 @@ def main(args: argparse.Namespace) -> int:
 
     results, ratios = anyio.run(run)
     costs = {f"policy: {name}": value for name, value in policy_benchmarks(args.quick).items()}
+    throughput, transform_ratios = transforms_benchmarks(args.quick)
+    ratios = {**ratios, **{f"transforms: {name}": value for name, value in transform_ratios.items()}}
     if args.json:
         payload = {
             "iterations": iterations,
@@ -241,6 +244,7 @@ def main(args: argparse.Namespace) -> int:
             "results": {name: vars(m) for name, m in results.items()},
             "ratios": ratios,
             "costs_us": costs,
+            "transforms_throughput": throughput,
         }
         print(json.dumps(payload, indent=2))
     else:
@@ -248,4 +252,7 @@ def main(args: argparse.Namespace) -> int:
         print()
         for name, value in costs.items():
             print(f"{name:<62}{value:>10.1f} us")
+        print()
+        for name, value in throughput.items():
+            print(f"transforms: {name:<50}{value:>10.2f}")
     return 0

@@ -1,0 +1,306 @@
+"""The 34 built-in content detectors, in priority order (earlier wins when two start at the same place).
+
+Every pattern is written to stay linear on hostile input: each starts at a literal or behind a
+look-behind that forbids starting inside a run of its own first class, quantifiers are bounded or
+possessive, and no two adjacent quantifiers range over overlapping classes with a suffix that can fail.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .detectors import Detector, Validator, validate_high_entropy, validate_ip, validate_secret
+
+_GUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
+# Between a label and its value: optional quotes or backslashes (JSON inside JSON), then `:` or `=`.
+_SEP = r"""[\s"'\\]{0,6}(?::=|=>|:|=)[\s"'\\]{0,6}"""
+_IP_CLASSES = tuple(f"{c}_{k}" for c in ("private", "public", "special") for k in ("ip", "cidr"))
+_TLDS = (
+    "com|net|org|io|dev|app|cloud|ai|co|us|uk|de|fr|nl|eu|jp|cn|in|au|ca|ch|se|info|biz|edu|gov|mil|"
+    "internal|local|localdomain|lan|corp|intra|home|test|example|invalid|site|tech|xyz"
+)
+
+
+def _validate_account(value: str, entity: str) -> str | None:
+    """111111111111 and 000000000000 are documentation placeholders, not accounts."""
+    return None if len(set(value)) == 1 else entity
+
+
+def _validate_ipv6(value: str, entity: str) -> str | None:
+    if value == "::" or value.count(":") < 2:
+        return None
+    return validate_ip(value, entity)
+
+
+def _validate_timestamp(value: str, entity: str) -> str | None:
+    month, day, hour = int(value[5:7]), int(value[8:10]), int(value[11:13])
+    return entity if 1 <= month <= 12 and 1 <= day <= 31 and hour <= 24 else None
+
+
+def _validate_auth_value(value: str, entity: str) -> str | None:
+    """`Basic understanding_of_the_material` is prose: a credential has a digit, a symbol or mixed case."""
+    if is_plain_word(value):
+        return None
+    return validate_secret(value, entity)
+
+
+def is_plain_word(value: str) -> bool:
+    return value.replace("_", "").replace("-", "").isalpha() and (value.islower() or value.isupper())
+
+
+def _d(
+    name: str,
+    entity: str,
+    category: str,
+    confidence: float,
+    pattern: str,
+    *,
+    hints: tuple[str, ...] = (),
+    flags: int = 0,
+    group: int | tuple[int, ...] = 0,
+    min_length: int = 0,
+    validator: Validator | None = None,
+    refines: tuple[str, ...] = (),
+    gate: str | None = None,
+    description: str = "",
+    fallback: bool = False,
+) -> Detector:
+    return Detector(
+        name=name,
+        entity=entity,
+        category=category,
+        pattern=re.compile(pattern, flags),
+        confidence=confidence,
+        hints=hints,
+        min_length=min_length,
+        group=group,
+        validator=validator,
+        refines=refines,
+        gate=None if gate is None else re.compile(gate),
+        description=description,
+        fallback=fallback,
+    )
+
+
+BUILTIN_DETECTORS: tuple[Detector, ...] = (
+    _d(
+        "cloudg_uri", "cloudg_uri", "identifier", 0.99,
+        r"cloudg://(?:assets|datasets)/([^\s\"'<>`]{1,1024}+)",
+        hints=("cloudg://",), group=1, min_length=18,
+        description="the reference inside an asset or dataset URI of the cloudg estate scheme",
+    ),
+    _d(
+        "private_key", "private_key", "secret", 1.0,
+        r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:(?!-----END)[\s\S])*+"
+        r"(?:-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----)?",
+        hints=("private key",), min_length=27,
+        description="a PEM, OpenSSH or PGP private key block, up to its END line or the end of the text",
+    ),
+    _d(
+        "jwt", "jwt", "secret", 0.95,
+        r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,4096}+\.eyJ[A-Za-z0-9_-]{5,8192}+\.[A-Za-z0-9_-]{0,4096}+",
+        hints=("eyj",), min_length=20,
+        description="a JSON Web Token: base64url header and claims starting with eyJ, then a signature",
+    ),
+    _d(
+        "url_credentials", "password", "secret", 0.95,
+        r"://[^\s:/@\"'<>`\\]{0,256}+:([^\s/@\"'<>`\\]{1,256})@(?=[\w\[])",
+        hints=("://",), group=1, min_length=8, validator=validate_secret,
+        description="the password of scheme://user:PASSWORD@host",
+    ),
+    _d(
+        "url_userinfo", "url_username", "pii", 0.9,
+        r"://([^\s:/@\"'<>`\\]{1,256}+)@(?=[\w\[])",
+        hints=("://",), group=1, min_length=7,
+        description="the user of scheme://USER@host when no password is present (so no e-mail is reported)",
+    ),
+    _d(
+        "connection_string_secret", "password", "secret", 0.95,
+        r"(?i)(?<![a-z0-9])(?:password|pwd|accountkey|sharedaccesskey|sharedsecret|clientsecret)[ \t]{0,4}=[ \t]{0,4}"
+        r"(?:\"([^\"\r\n]{1,512})|'([^'\r\n]{1,512})|([^;\s\"'\\]{1,512}))",
+        hints=("password", "pwd", "accountkey", "sharedaccesskey", "sharedsecret", "clientsecret"),
+        group=(1, 2, 3), min_length=6, validator=validate_secret,
+        description="the value after Password=, Pwd=, AccountKey=, SharedAccessKey=, SharedSecret= or ClientSecret=",
+    ),
+    _d(
+        "aws_secret_access_key", "aws_secret_access_key", "secret", 0.95,
+        r"(?i)(?<![a-z0-9])aws[\w. -]{0,24}?(?:secret|_sk\b|sk_)[\w. -]{0,24}" + _SEP
+        + r"(?-i:([A-Za-z0-9/+]{40}))(?![A-Za-z0-9/+=])",
+        hints=("aws",), group=1, min_length=44,
+        description="40 base64 characters shortly after an 'aws ... secret' label",
+    ),
+    _d(
+        "secret_assignment", "secret_value", "secret", 0.85,
+        r"(?i)(?:(?<![a-z0-9])|(?-i:(?<=[a-z0-9])(?=[A-Z])))"
+        r"(?:client[ _.-]?secret|secret[ _.-]?key|private[ _.-]?key|api[ _.-]?key|apikey|access[ _.-]?token|"
+        r"auth[ _.-]?token|refresh[ _.-]?token|passphrase|password|passwd|secret|bearer|token|pwd)" + _SEP
+        + r"(?:\"([^\"\\\r\n]{4,256})|'([^'\\\r\n]{4,256})|([^\s\"'\\,;&<>{}()\[\]]{4,256}))",
+        hints=("pass", "pwd", "secret", "key", "token", "bearer"),
+        group=(1, 2, 3), min_length=8, validator=validate_secret,
+        description="the value after password/secret/api_key/token/... and ':' or '='",
+    ),
+    _d(
+        "authorization_header", "secret_value", "secret", 0.9,
+        r"(?i)(?<![a-z0-9])(?:bearer|basic)[ \t]{1,8}([A-Za-z0-9._~+/=-]{16,4096}+)",
+        hints=("bearer", "basic"), group=1, min_length=22, validator=_validate_auth_value,
+        description="the credential after 'Bearer ' or 'Basic ' (16 characters or more)",
+    ),
+    _d(
+        "github_token", "api_token", "secret", 0.99,
+        r"gh[pousr]_[A-Za-z0-9]{36,255}+|github_pat_[A-Za-z0-9_]{22,255}+",
+        hints=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), min_length=33,
+        description="GitHub tokens: ghp_/gho_/ghu_/ghs_/ghr_ + 36, github_pat_ + 22",
+    ),
+    _d(
+        "slack_token", "api_token", "secret", 0.99,
+        r"xox[abposr]-[A-Za-z0-9-]{10,255}+",
+        hints=("xox",), min_length=15,
+        description="Slack tokens xoxa-/xoxb-/xoxp-/xoxo-/xoxs-/xoxr-",
+    ),
+    _d(
+        "google_api_key", "api_token", "secret", 0.99,
+        r"AIza[0-9A-Za-z_-]{35}",
+        hints=("aiza",), min_length=39,
+        description="Google API keys: AIza + 35",
+    ),
+    _d(
+        "stripe_key", "api_token", "secret", 0.99,
+        r"(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,255}+",
+        hints=("_live_", "_test_"), min_length=24,
+        description="Stripe keys: sk_/rk_/pk_ + live_/test_ + 16 or more",
+    ),
+    _d(
+        "azure_sas_signature", "secret_value", "secret", 0.95,
+        r"(?i)(?<![a-z0-9_])sig=([A-Za-z0-9%+/=]{20,512}+)",
+        hints=("sig=",), group=1, min_length=24,
+        description="the signature of an Azure shared access signature (sig=...)",
+    ),
+    _d(
+        "azure_storage_key", "secret_value", "secret", 0.8,
+        r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{86}==(?![A-Za-z0-9+/=])",
+        hints=("==",), min_length=88,
+        description="an Azure storage account key: exactly 86 base64 characters and '=='",
+    ),
+    _d(
+        "aws_access_key_id", "aws_access_key_id", "credential", 0.99,
+        r"(?:AKIA|ASIA)[0-9A-Z]{16}",
+        hints=("akia", "asia"), min_length=20,
+        description="AWS access key ids: AKIA or ASIA + 16",
+    ),
+    _d(
+        "aws_unique_id", "aws_unique_id", "identifier", 0.95,
+        r"(?:AIDA|AROA|AGPA|AIPA|ANPA|ANVA|APKA|ABIA|ACCA)[0-9A-Z]{16,17}+",
+        hints=("aida", "aroa", "agpa", "aipa", "anpa", "anva", "apka", "abia", "acca"), min_length=20,
+        description="AWS unique ids of users, roles, groups, profiles, policies and keys (not credentials)",
+    ),
+    _d(
+        "aws_org_id", "aws_org_id", "identifier", 0.85,
+        r"(?<![A-Za-z0-9_-])o-[a-z0-9]{10,32}(?![A-Za-z0-9_-])",
+        hints=("o-",), min_length=12,
+        description="an AWS Organizations organization id (o-...)",
+    ),
+    _d(
+        "aws_ou_id", "aws_ou_id", "identifier", 0.9,
+        r"(?<![A-Za-z0-9_-])ou-[a-z0-9]{4,32}-[a-z0-9]{8,32}(?![A-Za-z0-9_-])",
+        hints=("ou-",), min_length=16,
+        description="an AWS Organizations organizational unit id (ou-xxxx-xxxxxxxx)",
+    ),
+    _d(
+        "aws_root_id", "aws_root_id", "identifier", 0.7,
+        r"(?i:root)[\w \"':=,-]{0,24}?(?<![A-Za-z0-9_-])(r-[a-z0-9]{4,32})(?![A-Za-z0-9_-])",
+        hints=("root",), group=1, min_length=10,
+        description="an AWS Organizations root id (r-...) shortly after the word 'root'",
+    ),
+    _d(
+        "cloudg_iri", "cloudg_iri", "identifier", 0.95,
+        r"(?<![A-Za-z0-9_])cmr:[A-Za-z0-9_.:#/-]{2,512}+|https?://cloudg\.io/resource/[^\s\"'<>`]{1,1024}+",
+        hints=("cmr:", "cloudg.io/resource/"), min_length=6,
+        description="ontology IRIs of the cloudg estate (cmr:... or https://cloudg.io/resource/...)",
+    ),
+    _d(
+        "aws_arn", "aws_arn", "identifier", 0.99,
+        r"(?<![A-Za-z0-9_-])arn:(?:aws|aws-cn|aws-us-gov|aws-iso(?:-[a-z])?):[a-z0-9-]{1,64}:[a-z0-9-]{0,32}:"
+        r"(?:\d{12}|aws)?:[^\s\"'<>`,;|(){}\[\]]{1,2048}+",
+        hints=("arn:",), min_length=12,
+        description="an AWS ARN in the standard, China, GovCloud or ISO partitions",
+    ),
+    _d(
+        "azure_resource_id", "azure_resource_id", "identifier", 0.99,
+        r"(?i)/subscriptions/" + _GUID + r"(?:/[^\s\"'<>`,;?#|]{0,2048}+)?",
+        hints=("/subscriptions/",), min_length=51,
+        description="an Azure resource id: /subscriptions/<GUID> and the path after it",
+    ),
+    _d(
+        "gcp_resource_name", "gcp_resource_name", "identifier", 0.95,
+        r"//[a-z0-9-]{1,63}\.googleapis\.com/[^\s\"'<>`,;|]{1,2048}+"
+        r"|(?<![A-Za-z0-9_/.-])(?:projects/(?:[a-z][a-z0-9-]{4,28}[a-z0-9]|\d{6,20})|(?:organizations|folders)/\d{6,20})"
+        r"(?![A-Za-z0-9_-])(?:/[^\s\"'<>`,;|]{1,2048}+)?",
+        hints=("googleapis.com/", "projects/", "organizations/", "folders/"), min_length=14,
+        description="a GCP full resource name (//svc.googleapis.com/...) or a projects/, organizations/, folders/ name",
+    ),
+    _d(
+        "azure_subscription_ref", "azure_subscription_id", "identifier", 0.9,
+        r"(?i)(?:subscription|tenant)[ _-]?id" + _SEP + r"(" + _GUID + r")(?![0-9A-Fa-f-])",
+        hints=("subscription", "tenant"), group=1, min_length=40,
+        description="a GUID labelled 'subscription id' or 'tenant id'",
+    ),
+    _d(
+        "email", "email", "pii", 0.95,
+        r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.){1,8}[A-Za-z]{2,24}(?![A-Za-z0-9-])",
+        hints=("@",), min_length=6,
+        description="an e-mail address",
+    ),
+    _d(
+        "ipv6", "ip_address", "network", 0.9,
+        r"(?<![\w:.])(?:[0-9A-Fa-f]{1,4})?(?::[0-9A-Fa-f]{0,4}){2,7}(?:(?<=:)(?:\d{1,3}\.){3}\d{1,3})?"
+        r"(?:/\d{1,3})?(?![\w:.])",
+        hints=(":",), min_length=2, validator=_validate_ipv6, refines=_IP_CLASSES,
+        description="an IPv6 address or CIDR with real structure (checked and classified); '::' only as ::/0",
+    ),
+    _d(
+        "ipv4", "ip_address", "network", 0.9,
+        r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?:/\d{1,2})?(?!\w|\.\d)",
+        hints=(".",), min_length=7, validator=validate_ip, refines=_IP_CLASSES,
+        description="a dotted-quad IPv4 address or CIDR (checked and classified)",
+    ),
+    _d(
+        "mac_address", "mac_address", "network", 0.8,
+        r"(?<![\w:-])[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}(?![\w:-])",
+        hints=(":", "-"), min_length=17,
+        description="a MAC address: six hex pairs separated by ':' or '-'",
+    ),
+    _d(
+        "hostname", "hostname", "network", 0.7,
+        r"(?i)(?<![\w.@-])(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.){1,16}(?:" + _TLDS + r")(?![\w-]|\.[a-z0-9])",
+        hints=(".",), min_length=4,
+        description="a fully qualified host name under a common or an internal top-level domain",
+    ),
+    _d(
+        "aws_account_id", "aws_account_id", "identifier", 0.7,
+        r"(?<![\w.:/-])\d{12}(?!\w|[.:/-]\w)",
+        min_length=12, validator=_validate_account, gate=r"(?<!\d)\d{12}(?!\d)",
+        description="a bare 12-digit AWS account number (all-same-digit placeholders excluded)",
+    ),
+    _d(
+        "timestamp", "timestamp", "temporal", 0.9,
+        r"(?<!\d)\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?(?![\d:])",
+        hints=("-",), min_length=16, validator=_validate_timestamp,
+        description="an ISO-8601 date-time (bare dates are not timestamps)",
+    ),
+    _d(
+        "uuid", "uuid", "identifier", 0.6,
+        r"(?<![0-9A-Fa-f-])" + _GUID + r"(?![0-9A-Fa-f-])",
+        hints=("-",), min_length=36,
+        description="any GUID (opt-in: only acts when a strategy names it)",
+    ),
+    _d(
+        "high_entropy_secret", "secret_value", "secret", 0.5,
+        r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{32,512}+={0,2}(?![A-Za-z0-9+/_=-])",
+        min_length=32, validator=validate_high_entropy(4.0), gate=r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{32}",
+        description="32+ opaque characters: mixed case and digits, not hex, few word-like runs, >= 4 bits/char",
+        fallback=True,
+    ),
+)  # fmt: skip
+
+BUILTIN_BY_NAME: dict[str, Detector] = {d.name: d for d in BUILTIN_DETECTORS}
+assert len(BUILTIN_DETECTORS) == 34 and len(BUILTIN_BY_NAME) == 34

@@ -1,0 +1,286 @@
+"""An output pipeline applied to everything a model reads: tool results, resource contents, prompt
+messages, completion values, and result-shaped error/progress/log payloads.
+
+The parts of one result (structured content, each text block, links, embedded resources, `_meta`) go
+through the pipeline in a single run, so the same value gets the same replacement in all of them.
+Blobs, images and audio pass untouched; so do our own `_meta` keys and a prompt's description.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .base import META_KEY, Pipeline, TransformContext, merge_report, render_json
+from .cap import cap_text_blocks
+
+CHANNEL_META_KEY = "io.mcp-interceptors/channel"
+_RESERVED_META = frozenset({META_KEY, CHANNEL_META_KEY, "progressToken"})
+_LINK_FIELDS = ("uri", "name", "title", "description")
+_REQUIRED_LINK_FIELDS = ("uri", "name")
+_MISSING = "[REDACTED:content]"
+
+Setter = Callable[[Any], None]
+
+
+class _Bundle:
+    """The parts of one result, each with a label (for reports) and a way to put its new value back."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+        self.labels: list[str] = []
+        self.setters: list[Setter] = []
+
+    def add(self, value: Any, label: str, setter: Setter) -> None:
+        self.values.append(value)
+        self.labels.append(label)
+        self.setters.append(setter)
+
+    def run(self, pipeline: Pipeline, ctx: TransformContext) -> bool:
+        """Transform every part and put it back; whether anything changed."""
+        if not self.values or pipeline.empty:
+            return False
+        new_values = pipeline.run(self.values, ctx, self.labels)
+        changed = False
+        for old, new, setter in zip(self.values, new_values, self.setters, strict=True):
+            if new is not old and new != old:
+                setter(new)
+                changed = True
+        return changed
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else render_json(value)
+
+
+def _add_block(bundle: _Bundle, block: Any, label: str, put: Callable[[dict[str, Any]], None]) -> None:
+    """One content block: text, a resource link's fields, or an embedded resource's text and URI."""
+    if not isinstance(block, Mapping):
+        return
+    kind = block.get("type")
+    holder: dict[str, Any] = {"block": dict(block)}
+
+    def commit() -> None:
+        put(holder["block"])
+
+    if kind == "text" and isinstance(block.get("text"), str):
+
+        def set_text(new: Any) -> None:
+            holder["block"] = {**holder["block"], "text": _text(new)}
+            commit()
+
+        bundle.add(block["text"], f"{label}.text", set_text)
+    elif kind == "resource_link":
+        fields = {k: block[k] for k in _LINK_FIELDS if isinstance(block.get(k), str)}
+        if fields:
+
+            def set_link(new: Any) -> None:
+                updated = {**holder["block"]}
+                new_fields = new if isinstance(new, Mapping) else {}
+                for key in fields:
+                    if key in new_fields and isinstance(new_fields[key], str):
+                        updated[key] = new_fields[key]
+                    elif key in _REQUIRED_LINK_FIELDS:
+                        updated[key] = _MISSING
+                    else:
+                        updated.pop(key, None)
+                holder["block"] = updated
+                commit()
+
+            bundle.add(fields, label, set_link)
+    elif kind == "resource" and isinstance(block.get("resource"), Mapping):
+        resource = block["resource"]
+        for field in ("text", "uri"):
+            if isinstance(resource.get(field), str):
+
+                def set_field(new: Any, field: str = field) -> None:
+                    current = holder["block"]
+                    value = _text(new) if new is not None else _MISSING
+                    holder["block"] = {**current, "resource": {**current["resource"], field: value}}
+                    commit()
+
+                bundle.add(resource[field], f"{label}.resource.{field}", set_field)
+
+
+def _add_meta(bundle: _Bundle, result: dict[str, Any]) -> None:
+    meta = result.get("_meta")
+    if not isinstance(meta, Mapping):
+        return
+    own = {k: v for k, v in meta.items() if k not in _RESERVED_META}
+    if not own:
+        return
+
+    def set_meta(new: Any) -> None:
+        kept = {k: v for k, v in result["_meta"].items() if k in _RESERVED_META}
+        result["_meta"] = {**(new if isinstance(new, Mapping) else {}), **kept}
+
+    bundle.add(own, "_meta", set_meta)
+
+
+def _attach(result: dict[str, Any], report: Mapping[str, Any]) -> None:
+    """The report under `_meta[META_KEY]`, merged with one an earlier run left there."""
+    if not report:
+        return
+    meta = dict(result.get("_meta") or {})
+    previous = meta.get(META_KEY)
+    meta[META_KEY] = merge_report(dict(previous), report) if isinstance(previous, Mapping) else dict(report)
+    result["_meta"] = meta
+
+
+def transform_tool_result(
+    result: Mapping[str, Any], pipeline: Pipeline, ctx: TransformContext, *, max_output_chars: int | None = None
+) -> tuple[dict[str, Any], bool]:
+    """A tool result (or an error/progress/log payload shaped like one) after the pipeline and the cap."""
+    out = dict(result)
+    bundle = _Bundle()
+    if out.get("structuredContent") is not None:
+
+        def set_structured(new: Any) -> None:
+            out["structuredContent"] = new if isinstance(new, dict) else {"result": new}
+
+        bundle.add(out["structuredContent"], "structuredContent", set_structured)
+    content = out.get("content")
+    if isinstance(content, list):
+        blocks = list(content)
+        out["content"] = blocks
+        for index, block in enumerate(blocks):
+
+            def put(new: dict[str, Any], index: int = index) -> None:
+                blocks[index] = new
+
+            _add_block(bundle, block, f"content[{index}]", put)
+    _add_meta(bundle, out)
+    changed = bundle.run(pipeline, ctx)
+    if max_output_chars is not None:
+        capped, removed = cap_text_blocks(out, max_output_chars)
+        if removed:
+            out = capped
+            ctx.report["truncated_chars"] = ctx.report.get("truncated_chars", 0) + removed
+            changed = True
+    if ctx.report:
+        _attach(out, ctx.report)
+        changed = True
+    return (out, True) if changed else (dict(result), False)
+
+
+def transform_resource_result(
+    result: Mapping[str, Any], pipeline: Pipeline, ctx: TransformContext
+) -> tuple[dict[str, Any], bool]:
+    """`resources/read`: each text content is transformed; URIs stay as the server chose them, blobs pass."""
+    out = dict(result)
+    bundle = _Bundle()
+    contents = out.get("contents")
+    if isinstance(contents, list):
+        items = list(contents)
+        out["contents"] = items
+        for index, item in enumerate(items):
+            if isinstance(item, Mapping) and isinstance(item.get("text"), str):
+
+                def set_text(new: Any, index: int = index) -> None:
+                    items[index] = {**items[index], "text": _text(new)}
+
+                bundle.add(item["text"], f"contents[{index}].text", set_text)
+    _add_meta(bundle, out)
+    changed = bundle.run(pipeline, ctx)
+    if ctx.report:
+        _attach(out, ctx.report)
+        changed = True
+    return (out, True) if changed else (dict(result), False)
+
+
+def transform_prompt_result(
+    result: Mapping[str, Any], pipeline: Pipeline, ctx: TransformContext
+) -> tuple[dict[str, Any], bool]:
+    """`prompts/get`: every message's content (text, embedded resource, link); the description is ours to keep."""
+    out = dict(result)
+    bundle = _Bundle()
+    messages = out.get("messages")
+    if isinstance(messages, list):
+        items = list(messages)
+        out["messages"] = items
+        for index, message in enumerate(items):
+            if not isinstance(message, Mapping):
+                continue
+            content = message.get("content")
+            if isinstance(content, Mapping):
+
+                def put(new: dict[str, Any], index: int = index) -> None:
+                    items[index] = {**items[index], "content": new}
+
+                _add_block(bundle, content, f"messages[{index}].content", put)
+            elif isinstance(content, list):
+                blocks = list(content)
+                items[index] = {**message, "content": blocks}
+                for position, block in enumerate(blocks):
+
+                    def put_block(new: dict[str, Any], position: int = position, blocks: list[Any] = blocks) -> None:
+                        blocks[position] = new
+
+                    _add_block(bundle, block, f"messages[{index}].content[{position}]", put_block)
+    _add_meta(bundle, out)
+    changed = bundle.run(pipeline, ctx)
+    if ctx.report:
+        _attach(out, ctx.report)
+        changed = True
+    return (out, True) if changed else (dict(result), False)
+
+
+def transform_completion_result(
+    result: Mapping[str, Any], pipeline: Pipeline, ctx: TransformContext, argument: str | None
+) -> tuple[dict[str, Any], bool]:
+    """`completion/complete`: each value wrapped as `{argument: value}` so key rules see a key, then unwrapped.
+
+    A value the pipeline dropped (or turned into something other than text) is left out.
+    """
+    out = dict(result)
+    completion = out.get("completion")
+    if not isinstance(completion, Mapping) or not isinstance(completion.get("values"), list) or pipeline.empty:
+        return dict(result), False
+    key = argument or "value"
+    values = list(completion["values"])
+    wrapped = [{key: value} for value in values]
+    labels = [f"completion.values[{i}]" for i in range(len(values))]
+    new_wrapped = pipeline.run(wrapped, ctx, labels)
+    new_values = []
+    for item in new_wrapped:
+        value = item.get(key) if isinstance(item, Mapping) else None
+        if isinstance(value, str):
+            new_values.append(value)
+    changed = new_values != values
+    if changed:
+        out["completion"] = {**completion, "values": new_values}
+    if ctx.report:
+        _attach(out, ctx.report)
+        changed = True
+    return (out, True) if changed else (dict(result), False)
+
+
+def is_channel_payload(payload: Any) -> bool:
+    """An error, progress or log message presented as a result (the gateway marks them in `_meta`)."""
+    if not isinstance(payload, Mapping):
+        return False
+    meta = payload.get("_meta")
+    return isinstance(meta, Mapping) and meta.get(CHANNEL_META_KEY) in ("error", "progress", "log")
+
+
+def transform_payload(
+    event: str,
+    payload: Any,
+    pipeline: Pipeline,
+    ctx: TransformContext,
+    *,
+    argument: str | None = None,
+    max_output_chars: int | None = None,
+) -> tuple[Any, bool]:
+    """Dispatch on the event (and on the channel marker): the new payload and whether it changed."""
+    if not isinstance(payload, Mapping):
+        return payload, False
+    if is_channel_payload(payload) or event == "tools/call":
+        return transform_tool_result(payload, pipeline, ctx, max_output_chars=max_output_chars)
+    if event == "resources/read":
+        return transform_resource_result(payload, pipeline, ctx)
+    if event == "prompts/get":
+        return transform_prompt_result(payload, pipeline, ctx)
+    if event == "completion/complete":
+        return transform_completion_result(payload, pipeline, ctx, argument)
+    return transform_tool_result(payload, pipeline, ctx, max_output_chars=max_output_chars)

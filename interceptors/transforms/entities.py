@@ -1,0 +1,149 @@
+"""Facts about values shared by every transform: categories, entity parents, placeholders, IPs, key names."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from collections import Counter
+from functools import lru_cache
+
+CATEGORIES: tuple[str, ...] = ("secret", "credential", "identifier", "network", "pii", "temporal", "free_text")
+
+# A strategy keyed by a parent also covers its children (a policy says `ip_address: keep` once).
+ENTITY_PARENTS: dict[str, str] = {
+    "cloud_account": "aws_account_id",
+    "private_ip": "ip_address",
+    "public_ip": "ip_address",
+    "special_ip": "ip_address",
+    "private_cidr": "cidr",
+    "public_cidr": "cidr",
+    "special_cidr": "cidr",
+    "aws_unique_id": "aws_access_key_id",
+    "azure_tenant_id": "azure_subscription_id",
+    "gcp_project_number": "gcp_project_id",
+}
+
+IP_ENTITIES: frozenset[str] = frozenset(
+    f"{cls}_{kind}" for cls in ("private", "public", "special") for kind in ("ip", "cidr")
+) | {"ip_address", "cidr"}
+
+
+def entity_chain(entity: str) -> list[str]:
+    """The entity and its ancestors, nearest first (the order strategies are looked up in)."""
+    chain = [entity]
+    seen = {entity}
+    while (parent := ENTITY_PARENTS.get(chain[-1])) is not None and parent not in seen:
+        chain.append(parent)
+        seen.add(parent)
+    return chain
+
+
+# --- placeholders: values that look like a secret's slot but hold no secret ---------------------------
+
+_PLACEHOLDER_WORDS = frozenset(
+    {"", "null", "none", "nil", "true", "false", "undefined", "redacted", "n/a", "na", "empty", "string",
+     "required", "optional", "****", "xxx"}
+)  # fmt: skip
+_PLACEHOLDER_PREFIXES = ("[redacted", "${", "{{", "<", "%(", "$(")
+_PLACEHOLDER_CHARS = frozenset("*x#-.,\u2026")
+
+
+def is_placeholder(value: str) -> bool:
+    """Whether a secret-shaped slot holds a template, an empty marker or a redaction instead of a secret."""
+    text = value.strip().strip("\"'`").strip().lower()
+    if text in _PLACEHOLDER_WORDS or text.startswith(_PLACEHOLDER_PREFIXES):
+        return True
+    return all(char in _PLACEHOLDER_CHARS for char in text)
+
+
+# --- IP classification ------------------------------------------------------------------------------
+
+_PRIVATE_V4 = tuple(
+    ipaddress.IPv4Network(net) for net in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
+)
+_PRIVATE_V6 = ipaddress.IPv6Network("fc00::/7")
+
+
+def ip_class(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+    """`special` (not routable anywhere that matters), `private` (an internal range) or `public`."""
+    if (
+        address.is_unspecified
+        or address.is_loopback
+        or address.is_link_local
+        or address.is_multicast
+        or (address.version == 4 and (address.is_reserved or int(address) == 0xFFFFFFFF))
+    ):
+        return "special"
+    if isinstance(address, ipaddress.IPv4Address):
+        return "private" if any(address in net for net in _PRIVATE_V4) else "public"
+    mapped = address.ipv4_mapped
+    if mapped is not None:
+        return ip_class(mapped)
+    return "private" if address in _PRIVATE_V6 else "public"
+
+
+@lru_cache(maxsize=4096)
+def classify_ip_text(text: str) -> str | None:
+    """`{class}_ip` or `{class}_cidr` for an address or a CIDR (classified by its network), else None."""
+    try:
+        if "/" in text:
+            network = ipaddress.ip_network(text, strict=False)
+            if network.prefixlen == 0:
+                return "special_cidr"
+            return f"{ip_class(network.network_address)}_cidr"
+        return f"{ip_class(ipaddress.ip_address(text))}_ip"
+    except ValueError:
+        return None
+
+
+# --- key names ----------------------------------------------------------------------------------------
+
+_CAMEL_1 = re.compile(r"([a-z0-9])([A-Z])")
+_CAMEL_2 = re.compile(r"([A-Z]+)([A-Z][a-z])")
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+
+
+@lru_cache(maxsize=65536)
+def normalize_key(key: str) -> str:
+    """`SecretAccessKey` → `secret_access_key`: split camelCase, lower-case, runs of other characters → `_`."""
+    split = _CAMEL_2.sub(r"\1_\2", _CAMEL_1.sub(r"\1_\2", key))
+    return _NON_ALNUM.sub("_", split.lower()).strip("_")
+
+
+# --- entropy ------------------------------------------------------------------------------------------
+
+
+def shannon_entropy(text: str) -> float:
+    """Bits per character; random base64 sits near 6, English words near 4 and below."""
+    if not text:
+        return 0.0
+    size = len(text)
+    return -sum((n / size) * math.log2(n / size) for n in Counter(text).values())
+
+
+_LETTER_RUN = re.compile(r"[A-Za-z]{4,}")
+_HEX = re.compile(r"[0-9a-fA-F]+")
+
+
+def looks_high_entropy(text: str, bits: float = 4.0) -> bool:
+    """An opaque token: mixed case and digits, not hex, few word-like runs, and dense in information."""
+    if len(text) < 32 or _HEX.fullmatch(text):
+        return False
+    if not (any(c.islower() for c in text) and any(c.isupper() for c in text) and any(c.isdigit() for c in text)):
+        return False
+    if len(_LETTER_RUN.findall(text)) >= 3:
+        return False
+    return shannon_entropy(text) >= bits
+
+
+# Characters outside ASCII that Python's case-insensitive matching treats as an ASCII letter: folded
+# before a literal prefilter so `pa\u017f\u017fword` cannot slip past a hint while the regex would still match it.
+CASE_FOLD_TO_ASCII = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
+def fold_for_hints(text: str) -> str:
+    """Lower-case text for hint lookups, safe against the few non-ASCII letters `re.I` folds to ASCII."""
+    if text.isascii():
+        return text.lower()
+    return text.translate(CASE_FOLD_TO_ASCII).lower()

@@ -1,0 +1,298 @@
+"""The transform stages as SEP-2624 interceptors.
+
+- `<prefix>output`: a response-phase mutator on tools/call, resources/read, prompts/get and
+  completion/complete (and on error/progress/log payloads the gateway presents as results).
+- `<prefix>request`: a request-phase validator on the same events. It refuses tools/call arguments
+  that carry secrets (`guard_secrets` with `action: reject`) and remembers what was asked for (tool
+  name, completion argument), keyed by the invocation context's trace id, for the response phase.
+- `<prefix>input`: a request-phase mutator on tools/call running the rest of the input pipeline
+  (`guard_secrets` with `action: redact`, `depseudonymize`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import INVALID_PARAMS
+from ..outcomes import Mutation, Verdict
+from ..registry import Invocation, Registry
+from .assembly import assemble_input, assemble_output, check_transform_sections
+from .base import Pipeline, TransformContext, default_pseudonymizer
+from .cap import DEFAULT_MAX_OUTPUT_CHARS
+from .channels import transform_payload
+from .guard import SecretGuard, SecretsRefused
+from .strategies import KeyedHasher, Pseudonymizer
+
+OUTPUT_EVENTS = ("tools/call", "resources/read", "prompts/get", "completion/complete")
+_KINDS = {
+    "tools/call": "tool",
+    "resources/read": "resource",
+    "prompts/get": "prompt",
+    "completion/complete": "completion",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CallFacts:
+    """What a selector may use to pick the matching rules and hints of one call."""
+
+    event: str
+    name: str | None = None
+    """Tool or prompt name, resource URI, or the completion's ref (prompt name or template)."""
+    argument: str | None = None
+    """The completion argument's name."""
+    principal: str | None = None
+    roles: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """The policy engine's answer for one call: matching rules (in order), the primitive's hints and facts."""
+
+    rules: Sequence[Mapping[str, Any]] = ()
+    hints: Mapping[str, Any] | None = None
+    sensitivity: str | None = None
+    category: str | None = None
+
+
+Selector = Callable[[CallFacts], Selection]
+
+
+def _params(payload: Any) -> Mapping[str, Any]:
+    params = payload.get("params") if isinstance(payload, Mapping) else None
+    return params if isinstance(params, Mapping) else {}
+
+
+def request_facts(event: str, payload: Any, invocation: Invocation | None = None) -> CallFacts:
+    """The facts of a request-phase payload `{"method": ..., "params": {...}}`."""
+    params = _params(payload)
+    name: str | None = None
+    argument: str | None = None
+    if event in ("tools/call", "prompts/get"):
+        name = params.get("name") if isinstance(params.get("name"), str) else None
+    elif event == "resources/read":
+        name = params.get("uri") if isinstance(params.get("uri"), str) else None
+    elif event == "completion/complete":
+        ref = params.get("ref")
+        if isinstance(ref, Mapping):
+            value = ref.get("name", ref.get("uri"))
+            name = value if isinstance(value, str) else None
+        arg = params.get("argument")
+        if isinstance(arg, Mapping) and isinstance(arg.get("name"), str):
+            argument = arg["name"]
+    principal, roles = _who(invocation)
+    return CallFacts(event, name, argument, principal, roles)
+
+
+def _who(invocation: Invocation | None) -> tuple[str | None, tuple[str, ...]]:
+    context = invocation.context if invocation is not None else None
+    principal = context.principal if context is not None else None
+    if principal is None:
+        return None, ()
+    claims = principal.claims or {}
+    roles = claims.get("roles")
+    role_list = tuple(r for r in roles if isinstance(r, str)) if isinstance(roles, list | tuple) else ()
+    return principal.id, role_list
+
+
+def _call_key(invocation: Invocation) -> tuple[str, str, str] | None:
+    context = invocation.context
+    if context is None or context.trace_id is None:
+        return None
+    return (context.session_id or "", context.trace_id, invocation.event)
+
+
+class _Memo:
+    """Request facts waiting for their response phase (bounded: abandoned calls age out)."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self.items: OrderedDict[tuple[str, str, str], CallFacts] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def put(self, key: tuple[str, str, str], facts: CallFacts) -> None:
+        with self.lock:
+            self.items[key] = facts
+            self.items.move_to_end(key)
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+
+    def pop(self, key: tuple[str, str, str]) -> CallFacts | None:
+        with self.lock:
+            return self.items.pop(key, None)
+
+
+class TransformStages:
+    """The handlers behind the registered interceptors (usable directly, without a chain)."""
+
+    def __init__(
+        self,
+        policy_sections: Mapping[str, Any],
+        *,
+        select: Selector | None = None,
+        pseudonymizer: Pseudonymizer | None = None,
+        max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS,
+    ) -> None:
+        check_transform_sections(policy_sections, "policy")
+        self.policy = policy_sections
+        self.select = select
+        self.pseudonymizer = pseudonymizer or default_pseudonymizer()
+        self.max_output_chars = max_output_chars
+        self.memo = _Memo()
+        # Built now, so a bad policy fails at registration rather than on the first call.
+        self.default_output = assemble_output(policy_sections)
+        self.default_input = assemble_input(policy_sections)
+
+    def _selection(self, facts: CallFacts) -> Selection:
+        return self.select(facts) if self.select is not None else Selection()
+
+    def _pipelines(self, selection: Selection) -> tuple[Pipeline, Pipeline]:
+        if not selection.rules and selection.hints is None:
+            return self.default_output, self.default_input
+        return (
+            assemble_output(self.policy, selection.rules, selection.hints),
+            assemble_input(self.policy, selection.rules, selection.hints),
+        )
+
+    def _context(self, facts: CallFacts, selection: Selection, direction: str) -> TransformContext:
+        return TransformContext(
+            kind=_KINDS.get(facts.event, "tool"),
+            name=facts.name,
+            direction=direction,
+            principal=facts.principal,
+            roles=facts.roles,
+            sensitivity=selection.sensitivity,
+            category=selection.category,
+            pseudonymizer=self.pseudonymizer,
+        )
+
+    # --- request phase ----------------------------------------------------------------------------------
+
+    def request(self, invocation: Invocation) -> Verdict:
+        """Remember the call for its response; refuse tools/call arguments carrying secrets."""
+        facts = request_facts(invocation.event, invocation.payload, invocation)
+        key = _call_key(invocation)
+        if key is not None:
+            self.memo.put(key, facts)
+        if invocation.event != "tools/call":
+            return Verdict.allow()
+        selection = self._selection(facts)
+        _, pipeline = self._pipelines(selection)
+        arguments = _params(invocation.payload).get("arguments")
+        if arguments is None:
+            return Verdict.allow()
+        ctx = self._context(facts, selection, "input")
+        for transform in pipeline.transforms:
+            if isinstance(transform, SecretGuard) and transform.action == "reject":
+                _, found = transform.findings(arguments, ctx)
+                if found:
+                    return _refusal(SecretsRefused(found))
+        return Verdict.allow()
+
+    def input(self, invocation: Invocation) -> Mutation:
+        """The input pipeline over tools/call arguments (refusing guards already ran as a validator)."""
+        facts = request_facts(invocation.event, invocation.payload, invocation)
+        selection = self._selection(facts)
+        _, pipeline = self._pipelines(selection)
+        steps = tuple(t for t in pipeline.transforms if not (isinstance(t, SecretGuard) and t.action == "reject"))
+        params = _params(invocation.payload)
+        arguments = params.get("arguments")
+        if not steps or arguments is None:
+            return Mutation.unchanged()
+        ctx = self._context(facts, selection, "input")
+        new = Pipeline(steps).apply(arguments, ctx)
+        if new == arguments:
+            return Mutation.unchanged()
+        return Mutation({**invocation.payload, "params": {**params, "arguments": new}}, True)
+
+    # --- response phase ----------------------------------------------------------------------------------
+
+    def output(self, invocation: Invocation) -> Mutation:
+        key = _call_key(invocation)
+        facts = self.memo.pop(key) if key is not None else None
+        if facts is None:
+            principal, roles = _who(invocation)
+            facts = CallFacts(invocation.event, principal=principal, roles=roles)
+        selection = self._selection(facts)
+        pipeline, _ = self._pipelines(selection)
+        if pipeline.empty and self.max_output_chars is None:
+            return Mutation.unchanged()
+        ctx = self._context(facts, selection, "output")
+        new, changed = transform_payload(
+            invocation.event,
+            invocation.payload,
+            pipeline,
+            ctx,
+            argument=facts.argument,
+            max_output_chars=self.max_output_chars,
+        )
+        return Mutation(new, True) if changed else Mutation.unchanged()
+
+
+def _refusal(refused: SecretsRefused) -> Verdict:
+    """-32602 naming entity types only; chosen explicitly where the invoker supports choosing the error."""
+    refuse = getattr(Verdict, "refuse", None)
+    if refuse is not None:
+        verdict: Verdict = refuse(str(refused), code=INVALID_PARAMS, data=refused.data)
+        return verdict
+    return Verdict.deny(str(refused), path="params.arguments", info=refused.data)
+
+
+def transforms_registry(
+    policy_sections: Mapping[str, Any],
+    *,
+    name_prefix: str = "transforms/",
+    select: Selector | None = None,
+    pseudonymizer: Pseudonymizer | None = None,
+    key: bytes | str | None = None,
+    max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS,
+    events: Sequence[str] = OUTPUT_EVENTS,
+    output_priority: int | None = None,
+    registry: Registry | None = None,
+) -> Registry:
+    """A registry serving the transform stages of a policy (plain dict sections, see `assembly`).
+
+    `select` gives the matching rules and hints of a call (the policy engine's job); without it only
+    the policy-level transforms apply. `key` seeds the keyed hashes (else `$MCP_INTERCEPTORS_TRANSFORMS_KEY`,
+    else a random per-process key); a `pseudonymizer` (the vault, later) replaces the keyed hasher.
+    """
+    if pseudonymizer is None and key is not None:
+        pseudonymizer = KeyedHasher(key)
+    stages = TransformStages(
+        policy_sections, select=select, pseudonymizer=pseudonymizer, max_output_chars=max_output_chars
+    )
+    target = registry if registry is not None else Registry()
+    chosen = tuple(e for e in events if e in OUTPUT_EVENTS)
+    if not chosen:
+        raise ValueError(f"events must be among {', '.join(OUTPUT_EVENTS)}")
+    target.register(
+        stages.request,
+        name=f"{name_prefix}request",
+        type="validation",
+        events=chosen,
+        phase="request",
+        description="Refuses tool arguments that carry secrets; remembers each call for its response.",
+    )
+    if "tools/call" in chosen:
+        target.register(
+            stages.input,
+            name=f"{name_prefix}input",
+            type="mutation",
+            events="tools/call",
+            phase="request",
+            description="Scrubs tool arguments (guard_secrets in redact mode) and reverses aliases and fences.",
+        )
+    target.register(
+        stages.output,
+        name=f"{name_prefix}output",
+        type="mutation",
+        events=chosen,
+        phase="response",
+        priority=output_priority,
+        description="Sanitises, redacts, substitutes, projects and annotates everything a model reads.",
+    )
+    return target

@@ -1,0 +1,583 @@
+"""`redact`: finds sensitive values by key and by content and applies the configured strategies.
+
+One run covers every part of a result (structured content, text blocks, links, `_meta`), so a value
+replaced in one part is replaced the same way everywhere, including mentions of it in free text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from .base import Options, Transform, TransformContext, count
+from .catalog import BUILTIN_DETECTORS
+from .detectors import Detector, Finding, Scanner, detector_from_config, merge_detectors
+from .entities import entity_chain, fold_for_hints, normalize_key
+from .keyrules import (
+    BUILTIN_KEY_RULES,
+    BUILTIN_KEY_RULES_BY_NAME,
+    ENUM_KEYS,
+    PERSON_TAG_KEYS,
+    TAG_CONTAINERS,
+    TAG_KEY_ALLOWLIST,
+    KeyRule,
+    key_rule_from_config,
+)
+from .strategies import DROP, KEEP, Env, Strategy, StrategyTable, check_template, parse_strategies
+from .triepattern import literal_alternation
+
+REDACT_OPTIONS = (
+    "strategies", "default", "custom_detectors", "disabled_detectors", "key_rules", "extra_key_rules",
+    "min_confidence", "scan_keys", "tags", "tag_key_allowlist", "skip_keys", "allow_pseudonymize", "redact_template",
+    "hash_template", "cache_size", "name_mentions", "structured_text", "exempt_keys",
+)  # fmt: skip
+DEFAULT_SKIP_KEYS = ("_meta", "_annotations", "cursor", "next_cursor", "nextCursor")
+# Entities whose replaced values are not chased through the rest of the payload: secrets have no
+# business being mentioned anywhere else, and tag values and chunk ids are too generic to chase.
+_NO_MENTION = frozenset({"sensitive_field", "tag_value", "person", "rag_chunk_id", "rag_content"})
+_MENTION_LIMIT = 5000
+_FREE_TEXT_MARK = re.compile(r"[ ,\n]|->")
+_RAG_LINE = re.compile(r"^(\s*)(Resource|Account|Tags)(\s*:\s*)(.*)$")
+
+
+class Redactor(Transform):
+    type = "redact"
+
+    def __init__(
+        self,
+        options: Mapping[str, Any],
+        path: str = "redact",
+        transform_id: str | None = None,
+        *,
+        catalog: Sequence[Detector] = BUILTIN_DETECTORS,
+        code_strategies: Mapping[str, Strategy] | None = None,
+    ) -> None:
+        """`catalog` and `code_strategies` are for configurations built in code (never from a policy)."""
+        super().__init__(transform_id)
+        opts = Options(self.type, options, REDACT_OPTIONS, path)
+        strategies, default = parse_strategies(options.get("strategies"), options.get("default"), path)
+        strategies.update(code_strategies or {})
+        self.table = StrategyTable(strategies, default, opts.flag("allow_pseudonymize", True))
+        self.min_confidence = opts.number("min_confidence", 0.0, 0.0, 1.0)
+        custom = [
+            detector_from_config(item, f"{path}.custom_detectors[{i}]")
+            for i, item in enumerate(opts.items("custom_detectors"))
+        ]
+        names = [d.name for d in custom]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{path}.custom_detectors: detector names must be unique")
+        disabled = opts.strings("disabled_detectors", ())
+        self.detectors: tuple[Detector, ...] = tuple(
+            d for d in merge_detectors(catalog, custom, disabled) if self._detector_active(d)
+        )
+        self.scanner = Scanner(self.detectors)
+        self.key_rules = self._key_rules(opts, path)
+        self.scan_keys = opts.flag("scan_keys", True)
+        self.tags = opts.flag("tags", True)
+        self.tag_allowlist = frozenset(normalize_key(k) for k in opts.strings("tag_key_allowlist", TAG_KEY_ALLOWLIST))
+        self.skip_keys = frozenset(opts.strings("skip_keys", DEFAULT_SKIP_KEYS))
+        self.exempt_keys = frozenset(opts.strings("exempt_keys", ()))
+        self.name_mentions = opts.flag("name_mentions", True)
+        self.structured_text = opts.flag("structured_text", True)
+        redact_template = opts.text("redact_template", "[REDACTED:{entity}]") or ""
+        hash_template = opts.text("hash_template", "{entity}:{digest}") or ""
+        self.redact_template = check_template(redact_template, ("entity", "length"), f"{path}.redact_template")
+        self.hash_template = check_template(hash_template, ("entity", "digest"), f"{path}.hash_template")
+        self.cache_size = opts.integer("cache_size", 200_000, 0) or 0
+        self._cache: dict[tuple[str, str], tuple[Any, tuple[tuple[str, str], ...]]] = {}
+        self._key_hints = self._hints_of_rules()
+        self._rule_memo: dict[str, tuple[KeyRule, ...]] = {}
+        self.content_hints = tuple(sorted({h for d in self.detectors for h in d.hints}))
+
+    # --- construction --------------------------------------------------------------------------------
+
+    def _detector_active(self, detector: Detector) -> bool:
+        """A detector whose every outcome is `keep`, or below the confidence floor, is never run."""
+        if detector.confidence < self.min_confidence:
+            return False
+        return any(not self.table.resolve(self._finding_keys(e, detector)).keep for e in detector.entities)
+
+    @staticmethod
+    def _finding_keys(entity: str, detector: Detector) -> tuple[str, ...]:
+        return (*entity_chain(entity), detector.name, detector.category)
+
+    @staticmethod
+    def _rule_keys(rule: KeyRule, entity: str) -> tuple[str, ...]:
+        keys = list(entity_chain(entity))
+        if entity != rule.entity:
+            keys.extend(entity_chain(rule.entity))
+        keys.extend((rule.name, rule.category))
+        return tuple(dict.fromkeys(keys))
+
+    def _key_rules(self, opts: Options, path: str) -> tuple[KeyRule, ...]:
+        selected = opts.raw.get("key_rules", True)
+        rules: list[KeyRule]
+        if selected is True:
+            rules = list(BUILTIN_KEY_RULES)
+        elif selected is False or selected is None:
+            rules = []
+        elif isinstance(selected, list) and all(isinstance(n, str) for n in selected):
+            unknown = [n for n in selected if n not in BUILTIN_KEY_RULES_BY_NAME]
+            if unknown:
+                raise ValueError(f"{path}.key_rules: unknown key rule name(s)")
+            rules = [BUILTIN_KEY_RULES_BY_NAME[n] for n in selected]
+        else:
+            raise ValueError(f"{path}.key_rules: must be true, false or a list of rule names")
+        extra = [
+            key_rule_from_config(r, f"{path}.extra_key_rules[{i}]") for i, r in enumerate(opts.items("extra_key_rules"))
+        ]
+        return tuple(r for r in [*extra, *rules] if self._rule_active(r))
+
+    def _rule_active(self, rule: KeyRule) -> bool:
+        if rule.confidence < self.min_confidence:
+            return False
+        return any(not self.table.resolve(self._rule_keys(rule, e)).keep for e in rule.possible_entities)
+
+    def _hints_of_rules(self) -> tuple[str, ...] | None:
+        """Lower-case words one of which a key must contain for a key rule or tag rule to act; None: no shortcut."""
+        hints: list[str] = []
+        for rule in self.key_rules:
+            if rule.name != "sensitive_key":
+                return None
+            hints += ["pass", "pwd", "secret", "key", "token", "bearer", "credential", "auth", "cookie", "conn",
+                      "sas", "signature", "userdata", "user_data", "kubeconfig", "pem"]  # fmt: skip
+        tag_active = self.tags and not (
+            self.table.resolve(("person", "pii")).keep and self.table.resolve(("tag_value", "free_text")).keep
+        )
+        if tag_active:
+            hints += ["tag", "label"]
+        return tuple(hints)
+
+    @property
+    def reversible(self) -> bool:
+        return self.table.reversible
+
+    # --- entry points ------------------------------------------------------------------------------------
+
+    def apply(self, value: Any, ctx: TransformContext, label: str = "$") -> Any:
+        return self.apply_all([value], ctx, [label])[0]
+
+    def apply_all(self, values: Sequence[Any], ctx: TransformContext, labels: Sequence[str]) -> list[Any]:
+        scanner, walk_needed = self._narrow(values)
+        if not walk_needed:
+            return list(values)
+        env = Env(ctx.pseudonymizer, ctx.namespace, self.redact_template, self.hash_template)
+        run = _Run(self, scanner, env)
+        out = [run.top(value) for value in values]
+        if run.mentions and self.name_mentions:
+            out = run.replace_mentions(out)
+        for (section, entity), amount in run.counts.items():
+            count(ctx.report, section, entity, amount)
+        return out
+
+    def _narrow(self, values: Sequence[Any]) -> tuple[Scanner, bool]:
+        """One look at the whole payload decides which detectors can match anywhere in it, if any."""
+        try:
+            raw = orjson.dumps(list(values), option=orjson.OPT_NON_STR_KEYS).decode()
+        except TypeError:
+            return self.scanner, True
+        folded = fold_for_hints(raw)
+        scanner = self.scanner.narrow(folded, raw)
+        if scanner.detectors:
+            return scanner, True
+        if self._key_hints is None:
+            return scanner, True
+        return scanner, any(h in folded for h in self._key_hints)
+
+    # --- pieces shared with the run ------------------------------------------------------------------------
+
+    def strategy_for(self, finding: Finding) -> Strategy:
+        return self.table.resolve(self._finding_keys(finding.entity, finding.detector))
+
+    def rule_for(self, key: str, normalized: str, siblings: frozenset[str]) -> KeyRule | None:
+        candidates = self._rule_memo.get(normalized)
+        if candidates is None:
+            if len(self._rule_memo) > 65_536:
+                self._rule_memo.clear()
+            candidates = self._rule_memo[normalized] = tuple(
+                r for r in self.key_rules if r.matches(normalized, r.requires_sibling or frozenset())
+            )
+        for rule in candidates:
+            if rule.requires_sibling and rule.requires_sibling.isdisjoint(siblings):
+                continue
+            if rule.category in ("secret", "credential") and key in self.exempt_keys:
+                continue
+            return rule
+        return None
+
+
+class _Run:
+    """The state of one redaction run: the narrowed scanner, counts, and replaced identifier values."""
+
+    __slots__ = ("cache", "counts", "env", "mentions", "red", "scanner")
+
+    def __init__(self, red: Redactor, scanner: Scanner, env: Env) -> None:
+        self.red = red
+        self.scanner = scanner
+        self.env = env
+        self.counts: dict[tuple[str, str], int] = {}
+        self.mentions: dict[str, tuple[str, str]] = {}
+        self.cache = red._cache
+
+    def note(self, strategy: Strategy, entity: str, amount: int = 1) -> None:
+        key = (strategy.report_section(), entity)
+        self.counts[key] = self.counts.get(key, 0) + amount
+
+    # --- values ------------------------------------------------------------------------------------------
+
+    def top(self, value: Any) -> Any:
+        """A part of a result: a string holding JSON is data; a dropped part becomes a marker or null."""
+        result = self.value(value)
+        if result is DROP:
+            return "[REDACTED:content]" if isinstance(value, str) else None
+        return result
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.string(value)
+        if isinstance(value, dict):
+            return self.mapping(value)
+        if isinstance(value, list | tuple):
+            return self.sequence(value)
+        return value
+
+    def sequence(self, items: list[Any] | tuple[Any, ...]) -> Any:
+        out = []
+        changed = False
+        for item in items:
+            new = self.value(item)
+            if new is DROP:
+                changed = True
+                continue
+            changed = changed or new is not item
+            out.append(new)
+        return out if changed or isinstance(items, tuple) else items
+
+    def mapping(self, data: dict[Any, Any]) -> Any:
+        red = self.red
+        normalized = {k: normalize_key(k) for k in data if isinstance(k, str)}
+        siblings = frozenset(normalized.values())
+        out: dict[Any, Any] = {}
+        changed = False
+        for key, item in data.items():
+            if key in red.skip_keys:
+                out[key] = item
+                continue
+            new_key = key
+            if isinstance(key, str):
+                if red.scan_keys:
+                    new_key = self.string(key, structured=False)
+                    if new_key is DROP:
+                        changed = True
+                        continue
+                    if new_key != key:
+                        new_key = _unique_key(new_key, out)
+                norm = normalized[key]
+                rule = red.rule_for(key, norm, siblings) if red.key_rules else None
+                if rule is not None:
+                    new = self.ruled(rule, item)
+                elif red.tags and norm in TAG_CONTAINERS:
+                    new = self.tag_container(item)
+                else:
+                    new = self.value(item)
+            else:
+                new = self.value(item)
+            if new is DROP:
+                changed = True
+                continue
+            changed = changed or new is not item or new_key is not key
+            out[new_key] = new
+        return out if changed else data
+
+    # --- strings ----------------------------------------------------------------------------------------
+
+    def string(self, text: str, structured: bool = True) -> Any:
+        red = self.red
+        if structured and red.structured_text and len(text) > 1:
+            parsed = _json_text(text)
+            if parsed is not None:
+                new = self.value(parsed)
+                if new is DROP:
+                    return DROP
+                if new is parsed:
+                    return text
+                indent = orjson.OPT_INDENT_2 if "\n" in text else 0
+                return orjson.dumps(new, option=indent | orjson.OPT_NON_STR_KEYS).decode()
+        if len(text) < self.scanner.min_length:
+            return text
+        key = (self.env.namespace, text)
+        hit = self.cache.get(key)
+        if hit is not None:
+            result, notes = hit
+            for section, entity in notes:
+                self.counts[(section, entity)] = self.counts.get((section, entity), 0) + 1
+            return result
+        findings = self.scanner.scan(text)
+        result, note_list = self._replace(text, findings)
+        if red.cache_size:
+            if len(self.cache) >= red.cache_size:
+                self.cache.clear()
+            self.cache[key] = (result, note_list)
+        for section, entity in note_list:
+            self.counts[(section, entity)] = self.counts.get((section, entity), 0) + 1
+        return result
+
+    def _replace(self, text: str, findings: list[Finding]) -> tuple[Any, tuple[tuple[str, str], ...]]:
+        if not findings:
+            return text, ()
+        parts: list[str] = []
+        notes: list[tuple[str, str]] = []
+        last = 0
+        for finding in findings:
+            strategy = self.red.strategy_for(finding)
+            if strategy.keep:
+                continue
+            replacement = strategy.apply(finding.value, finding.entity, self.env, finding.detector.name)
+            notes.append((strategy.report_section(), finding.entity))
+            if replacement is DROP:
+                return DROP, tuple(notes)
+            parts.append(text[last : finding.start])
+            parts.append(replacement)
+            last = finding.end
+        if not notes:
+            return text, ()
+        parts.append(text[last:])
+        return "".join(parts), tuple(notes)
+
+    # --- key rules ------------------------------------------------------------------------------------
+
+    def ruled(self, rule: KeyRule, item: Any) -> Any:
+        if rule.subtree:
+            return self.subtree(rule, item)
+        if rule.map_keys:
+            return self.map_keys(rule, item) if isinstance(item, dict) else self.value(item)
+        if rule.parser == "rag" and isinstance(item, str):
+            return self.rag_content(item)
+        if isinstance(item, str):
+            return self.ruled_string(rule, item)
+        if isinstance(item, int | float) and not isinstance(item, bool) and rule.scalars:
+            return self.ruled_string(rule, str(item), number=item)
+        if isinstance(item, list | tuple):
+            out = []
+            for element in item:
+                new = (
+                    self.ruled(rule, element) if isinstance(element, str | int | float | list) else self.value(element)
+                )
+                if new is not DROP:
+                    out.append(new)
+            return out
+        return self.value(item)
+
+    def ruled_string(self, rule: KeyRule, text: str, number: Any = None) -> Any:
+        if not text:
+            return text
+        if rule.split_arrow and " -> " in text:
+            sides = [self.ruled_string(rule, side) for side in text.split(" -> ")]
+            if any(side is DROP for side in sides):
+                return DROP
+            return " -> ".join(sides)
+        if rule.defer:
+            whole = self.scanner.whole(text)
+            if whole is not None:
+                strategy = self.red.strategy_for(whole)
+                if strategy.keep:
+                    return number if number is not None else text
+                return self._apply(strategy, text, whole.entity, whole.detector.name, mention=True)
+        entity = rule.entity_for(text)
+        strategy = self.red.table.resolve(self.red._rule_keys(rule, entity))
+        if strategy.keep:
+            return self.string(text) if number is None else number
+        return self._apply(strategy, text, entity, rule.name, mention=entity not in _NO_MENTION)
+
+    def _apply(self, strategy: Strategy, text: str, entity: str, source: str, mention: bool) -> Any:
+        replacement = strategy.apply(text, entity, self.env, source)
+        self.note(strategy, entity)
+        if replacement is DROP:
+            return DROP
+        if mention and len(text) >= 3 and replacement != text and len(self.mentions) < _MENTION_LIMIT:
+            self.mentions.setdefault(text, (replacement, strategy.report_section()))
+        return replacement
+
+    def subtree(self, rule: KeyRule, item: Any) -> Any:
+        """Everything below a sensitive key is replaced; None, booleans and empty strings carry nothing."""
+        if isinstance(item, dict):
+            out: dict[Any, Any] = {}
+            for key, value in item.items():
+                new_key: Any = key
+                if isinstance(key, str) and self.red.scan_keys:
+                    new_key = self.string(key, structured=False)
+                    if new_key is DROP:
+                        continue
+                    if new_key != key:
+                        new_key = _unique_key(new_key, out)
+                new = self.subtree(rule, value)
+                if new is not DROP:
+                    out[new_key] = new
+            return out
+        if isinstance(item, list | tuple):
+            return [new for value in item if (new := self.subtree(rule, value)) is not DROP]
+        if item is None or isinstance(item, bool) or item == "":
+            return item
+        text = item if isinstance(item, str) else str(item)
+        strategy = self.red.table.resolve(self.red._rule_keys(rule, rule.entity))
+        if strategy.keep:
+            return self.value(item)
+        return self._apply(strategy, text, rule.entity, rule.name, mention=False)
+
+    def map_keys(self, rule: KeyRule, data: dict[Any, Any]) -> Any:
+        out: dict[Any, Any] = {}
+        for key, value in data.items():
+            new_key: Any = key
+            if isinstance(key, str) and key:
+                new_key = self.ruled_string(rule, key)
+                if new_key is DROP:
+                    continue
+                if new_key != key:
+                    new_key = _unique_key(new_key, out)
+            new = self.value(value)
+            if new is not DROP:
+                out[new_key] = new
+        return out
+
+    def tag_container(self, item: Any) -> Any:
+        if isinstance(item, dict):
+            out: dict[Any, Any] = {}
+            changed = False
+            for key, value in item.items():
+                new_key: Any = key
+                if isinstance(key, str) and self.red.scan_keys:
+                    new_key = self.string(key, structured=False)
+                    if new_key is DROP:
+                        changed = True
+                        continue
+                    if new_key != key:
+                        new_key = _unique_key(new_key, out)
+                new = self.tag_value(key if isinstance(key, str) else "", value)
+                if new is DROP:
+                    changed = True
+                    continue
+                changed = changed or new is not value or new_key is not key
+                out[new_key] = new
+            return out if changed else item
+        if isinstance(item, list) and all(isinstance(e, dict) for e in item):
+            out_list = []
+            for element in item:
+                fields = {normalize_key(k): k for k in element if isinstance(k, str)}
+                if "key" in fields and "value" in fields and isinstance(element[fields["key"]], str):
+                    tag_key = element[fields["key"]]
+                    new_key = self.string(tag_key, structured=False) if self.red.scan_keys else tag_key
+                    new_value = self.tag_value(tag_key, element[fields["value"]])
+                    if new_key is DROP or new_value is DROP:
+                        continue
+                    copy = {k: v for k, v in element.items()}
+                    copy[fields["key"]] = new_key
+                    copy[fields["value"]] = new_value
+                    out_list.append(copy)
+                else:
+                    new = self.value(element)
+                    if new is not DROP:
+                        out_list.append(new)
+            return out_list
+        return self.value(item)
+
+    def tag_value(self, tag_key: str, value: Any) -> Any:
+        norm = normalize_key(tag_key)
+        if norm in self.red.tag_allowlist or not isinstance(value, str) or not value:
+            return self.value(value)
+        entity, category = ("person", "pii") if norm in PERSON_TAG_KEYS else ("tag_value", "free_text")
+        strategy = self.red.table.resolve((entity, category))
+        if strategy.keep:
+            return self.value(value)
+        return self._apply(strategy, value, entity, "tags", mention=False)
+
+    def rag_content(self, text: str) -> Any:
+        """RAG chunks: `Resource:` and `Account:` lines are references, `Tags:` lines are tag JSON."""
+        lines = []
+        for line in text.split("\n"):
+            match = _RAG_LINE.match(line)
+            if match is None:
+                new = self.string(line, structured=False)
+            else:
+                lead, label, sep, rest = match.groups()
+                if label == "Tags":
+                    parsed = _json_text(rest)
+                    tagged = self.tag_container(parsed) if parsed is not None else self.string(rest, structured=False)
+                    new_rest = (
+                        tagged
+                        if isinstance(tagged, str) or tagged is DROP
+                        else orjson.dumps(tagged, option=orjson.OPT_NON_STR_KEYS).decode()
+                    )
+                else:
+                    rule = BUILTIN_KEY_RULES_BY_NAME["resource_ref_key" if label == "Resource" else "account_id_key"]
+                    new_rest = self.ruled_string(rule, rest.strip()) if rest.strip() else rest
+                new = DROP if new_rest is DROP else f"{lead}{label}{sep}{new_rest}"
+            if new is not DROP:
+                lines.append(new)
+        return "\n".join(lines)
+
+    # --- mentions -------------------------------------------------------------------------------------
+
+    def replace_mentions(self, values: list[Any]) -> list[Any]:
+        """Values a key rule replaced are replaced wherever else they appear, as whole values or words."""
+        pattern = literal_alternation(sorted(self.mentions, key=len, reverse=True))
+        finder = re.compile(r"(?<![\w-])(?:" + pattern + r")(?![\w-])")
+        return [self._mention_value(v, finder) for v in values]
+
+    def _mention_value(self, value: Any, finder: re.Pattern[str]) -> Any:
+        if isinstance(value, str):
+            return self._mention_text(value, finder)
+        if isinstance(value, list):
+            return [self._mention_value(v, finder) for v in value]
+        if isinstance(value, dict):
+            out = {}
+            for key, item in value.items():
+                norm = normalize_key(key) if isinstance(key, str) else ""
+                if key in self.red.skip_keys or norm in TAG_CONTAINERS or norm in ENUM_KEYS:
+                    out[key] = item
+                else:
+                    out[key] = self._mention_value(item, finder)
+            return out
+        return value
+
+    def _mention_text(self, text: str, finder: re.Pattern[str]) -> str:
+        exact = self.mentions.get(text)
+        if exact is not None:
+            self.counts[(exact[1], "identifier_mention")] = self.counts.get((exact[1], "identifier_mention"), 0) + 1
+            return exact[0]
+        if not _FREE_TEXT_MARK.search(text):
+            return text
+
+        def swap(match: re.Match[str]) -> str:
+            replacement, section = self.mentions[match.group(0)]
+            self.counts[(section, "identifier_mention")] = self.counts.get((section, "identifier_mention"), 0) + 1
+            return replacement
+
+        return finder.sub(swap, text)
+
+
+def _unique_key(key: str, taken: Mapping[Any, Any]) -> str:
+    """Two keys replaced by the same text must not overwrite each other."""
+    if key not in taken:
+        return key
+    index = 2
+    while f"{key}#{index}" in taken:
+        index += 1
+    return f"{key}#{index}"
+
+
+def _json_text(text: str) -> Any:
+    """The parsed value when a string holds a JSON object or array, else None."""
+    head = text.lstrip()[:1]
+    if head not in ("{", "[") or text.rstrip()[-1:] not in ("}", "]"):
+        return None
+    try:
+        parsed = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return parsed if isinstance(parsed, dict | list) else None
+
+
+__all__ = ["DEFAULT_SKIP_KEYS", "KEEP", "REDACT_OPTIONS", "Redactor"]
