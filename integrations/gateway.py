@@ -60,7 +60,7 @@ from interceptors_server.stdio import serve_streams
 from .gateway_channels import filter_error, filter_log, filter_progress
 from .gateway_cli import add_proxy_command
 from .gateway_upstream import Upstream
-from .middleware import InterceptorMiddleware, default_context
+from .middleware import ContextProvider, InterceptorMiddleware, default_context
 
 logger = logging.getLogger("interceptors.gateway")
 
@@ -214,9 +214,13 @@ class Gateway:
         chain: Chain,
         *,
         expose: Sequence[Registry] | None = None,
+        context_provider: ContextProvider = default_context,
+        http_guard: Callable[[Any], Any] | None = None,
     ) -> None:
         self.chain = chain
         self.expose = expose
+        self.context_provider = context_provider
+        self.http_guard = http_guard
         self.upstream = Upstream(upstream, on_log=self._on_upstream_log, on_notification=self._on_upstream_notification)
         self._server: _MirrorServer | None = None
         self._calls: dict[int, _Call] = {}
@@ -273,7 +277,7 @@ class Gateway:
         if self._relays_changes(caps):
             server.add_request_handler("subscriptions/listen", types.SubscriptionsListenRequestParams, self._on_listen)
         server.middleware.append(_ClientTracker(self))
-        server.middleware.append(InterceptorMiddleware(self.chain, context_provider=_provide_context))
+        server.middleware.append(InterceptorMiddleware(self.chain, context_provider=self._provide_context))
         server.middleware.append(_ForwardUnknown(self))
         if self.expose is not None:
             install(server, *self.expose)
@@ -459,6 +463,9 @@ class Gateway:
         await self._bus.publish(event)
 
     # Serving ------------------------------------------------------------------------------------
+    def _provide_context(self, ctx: ServerRequestContext[Any, Any]) -> InvocationContext | None:
+        return _remember(self.context_provider(ctx))
+
     async def serve_stdio(self) -> None:
         """Serve the mirror on this process's stdin/stdout until the client closes stdin."""
         async with serve_streams() as (read, write):
@@ -477,6 +484,8 @@ class Gateway:
             except OSError as exc:
                 raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
             app = self.server.streamable_http_app(streamable_http_path="/mcp", host=host)
+            if self.http_guard is not None:
+                app = self.http_guard(app)
             http = _HttpServer(app)
 
             def stop() -> None:
@@ -551,10 +560,10 @@ class _HttpServer(uvicorn.Server):
         yield
 
 
-def _provide_context(ctx: ServerRequestContext[Any, Any]) -> InvocationContext:
+def _remember(context: InvocationContext | None) -> InvocationContext | None:
     """The middleware's per-request context, kept for the error, progress and log channels of the same call."""
-    context = default_context(ctx)
-    _CONTEXT.set(context)
+    if context is not None:
+        _CONTEXT.set(context)
     return context
 
 

@@ -63,7 +63,8 @@ def proxy(args: argparse.Namespace) -> int:
     from interceptors_chain import Chain
     from interceptors_server.serving import RegistryLoadError, load_registry
 
-    from .gateway import ListenError, run_gateway
+    from .gateway import Gateway, ListenError
+    from .gateway_policy import bearer_principal, build_stages, context_from, require_bearer, stdio_principal
     from .gateway_upstream import UpstreamError
 
     verbose = getattr(args, "verbose", False)
@@ -77,12 +78,24 @@ def proxy(args: argparse.Namespace) -> int:
             from .chain_file import load_chain_file
 
             chain_file = load_chain_file(args.chain)
+        if args.tokens is not None and listen is None:
+            raise _UsageError("--tokens authenticates HTTP clients: use it with --listen")
+        tokens = None
+        if args.tokens is not None:
+            from interceptors.policy import BearerTokens
+
+            try:
+                tokens = BearerTokens.from_file(args.tokens)
+            except OSError as exc:
+                raise _UsageError(f"cannot read --tokens file: {exc.strerror}") from None
+        stages = build_stages(args.policy, args.audit_log)
+        registries = [*stages.registries, *registries]
         exposed: list[Registry] | None = None
         if args.expose_interceptors:
             # Chain-file servers are exposed only when they are in-process registries.
             local = [s.registry for s in chain_file.servers if s.registry is not None] if chain_file else []
             exposed = [*registries, *(load_registry(spec) for spec in local)]
-    except (_UsageError, RegistryLoadError, ValueError) as exc:  # ValueError: ChainFileError
+    except (_UsageError, RegistryLoadError, ValueError, OSError) as exc:  # ValueError: Chain file or policy errors
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
@@ -102,9 +115,16 @@ def proxy(args: argparse.Namespace) -> int:
                 chain = await stack.enter_async_context(LocalChain(*registries))
             else:
                 chain = Chain()
-            return await run_gateway(
-                params, chain, listen=listen, expose=exposed, on_listening=listening, handle_signals=True
-            )
+            principals = bearer_principal(tokens) if tokens is not None else stdio_principal(args.role or ())
+            guard = None if tokens is None else (lambda app: require_bearer(app, tokens))
+            async with Gateway(
+                params, chain, expose=exposed, context_provider=context_from(principals), http_guard=guard
+            ) as gateway:
+                await stages.prime(gateway.upstream.request, gateway.upstream.capabilities)
+                code = await gateway.run(listen, listening, handle_signals=True)
+            if code:
+                logging.getLogger("interceptors.gateway").error("the upstream server closed the connection")
+            return code
 
     try:
         return anyio.run(main)
@@ -129,14 +149,25 @@ def add_proxy_command(sub: Any) -> None:
         help="run an MCP server behind the interceptor chain (a gateway)",
         description="Start CMD as the upstream MCP server (stdio) and serve it, behind the interceptor chain, "
         "on stdio or on Streamable HTTP (--listen).",
-        usage="mcp-interceptors proxy [--chain FILE] [--registry MODULE:ATTR ...] [--listen HOST:PORT] "
-        "[--expose-interceptors] -- CMD [ARGS...]",
+        usage="mcp-interceptors proxy [--policy NAME|FILE] [--chain FILE] [--registry MODULE:ATTR ...] "
+        "[--listen HOST:PORT [--tokens FILE]] [--role ROLE ...] [--audit-log FILE] [--expose-interceptors] "
+        "-- CMD [ARGS...]",
     )
     parser.add_argument("--chain", metavar="FILE", help="a chain file (YAML or JSON) naming interceptor servers")
     parser.add_argument(
         "--registry", action="append", metavar="MODULE:ATTR", help="an interceptor Registry (or a factory); repeatable"
     )
     parser.add_argument("--listen", metavar="HOST:PORT", help="serve Streamable HTTP at http://HOST:PORT/mcp")
+    parser.add_argument(
+        "--policy",
+        default="standard",
+        metavar="NAME|FILE",
+        help="the built-in policy and transform stages: a profile (open, standard, strict, read_only, airgapped, "
+        "audit, soc-analyst) or a policy file; 'none' for a pure pass-through (default: standard)",
+    )
+    parser.add_argument("--role", action="append", metavar="ROLE", help="a role of the local user on stdio; repeatable")
+    parser.add_argument("--audit-log", metavar="FILE", help="append the policy's audit records to this JSONL file")
+    parser.add_argument("--tokens", metavar="FILE", help="bearer tokens for HTTP clients (token -> id, roles)")
     parser.add_argument(
         "--expose-interceptors",
         action="store_true",

@@ -55,7 +55,10 @@ TEST_S = 45.0
 
 
 def proxy_argv(*flags: str, upstream: Sequence[str] = UPSTREAM) -> list[str]:
-    return [sys.executable, "-m", "integrations.cli", "proxy", *flags, "--", *upstream]
+    """The gateway command; these tests exercise the forwarding itself, so the built-in policy and
+    transform stages are off unless a test asks for a policy (tests/test_gateway_policy.py covers them)."""
+    policy = () if "--policy" in flags else ("--policy", "none")
+    return [sys.executable, "-m", "integrations.cli", "proxy", *policy, *flags, "--", *upstream]
 
 
 def gateway_params(*flags: str) -> StdioServerParameters:

@@ -1,0 +1,88 @@
+"""A real upstream that leaks credentials on every channel, with a small tool catalog for the policy tests.
+
+python -m tests.servers.leaky_server
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from mcp import types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
+
+AWS_KEY = "AKIAQ3EGUJZN5XKW7P2L"
+GITHUB_TOKEN = "ghp_9fK2mQ7rT4vX8zL1nB6cD3hJ5wY0aS2eR4tU"
+SECRETS = (AWS_KEY, GITHUB_TOKEN)
+CALLED: list[str] = []
+
+
+def _tool(name: str, **annotations: bool) -> types.Tool:
+    meta = {"io.mcp-interceptors/capabilities": ["reveal"]} if name == "reveal_token" else None
+    return types.Tool(
+        name=name,
+        input_schema={"type": "object", "properties": {"value": {"type": "string"}}},
+        annotations=types.ToolAnnotations(**annotations) if annotations else None,
+        _meta=meta,
+    )
+
+
+async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+    return types.ListToolsResult(
+        tools=[
+            _tool("get_config", readOnlyHint=True, openWorldHint=False),
+            _tool("progress_report", readOnlyHint=True, openWorldHint=False),
+            _tool("fail_loudly", readOnlyHint=True, openWorldHint=False),
+            _tool("delete_everything", readOnlyHint=False, destructiveHint=True, openWorldHint=False),
+            _tool("reveal_token", readOnlyHint=True, openWorldHint=False),
+            _tool("echo_value", readOnlyHint=True, openWorldHint=False),
+        ]
+    )
+
+
+async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    leak = f"aws={AWS_KEY} github={GITHUB_TOKEN}"
+    if params.name == "get_config":
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=f"config loaded: {leak}")],
+            structured_content={"aws_access_key_id": AWS_KEY, "notes": f"token {GITHUB_TOKEN}"},
+        )
+    if params.name == "progress_report":
+        token = (params.meta or {}).get("progressToken") if params.meta else None
+        if token is not None:
+            await ctx.session.send_progress_notification(token, 0.5, 1.0, message=f"halfway: {leak}")
+        await ctx.session.send_log_message(level="warning", data=f"log line: {leak}", logger="leaky")
+        return types.CallToolResult(content=[types.TextContent(type="text", text="done")])
+    if params.name == "fail_loudly":
+        raise MCPError(-32050, f"could not connect with {leak}", {"detail": leak})
+    if params.name == "echo_value":
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=str((params.arguments or {}).get("value")))]
+        )
+    return types.CallToolResult(content=[types.TextContent(type="text", text=f"{params.name} done")])
+
+
+def build_server() -> Server[Any]:
+    async def set_level(ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
+        return types.EmptyResult()
+
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Server("leaky", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool,
+                      on_set_logging_level=set_level)  # fmt: skip
+
+
+async def serve() -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = build_server()
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+if __name__ == "__main__":
+    anyio.run(serve)

@@ -1,0 +1,97 @@
+"""The gateway with the built-in policy and transform stages (the default `standard` profile and others),
+in front of a real upstream that leaks credentials on every channel."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters, types
+from mcp.shared.exceptions import MCPError
+
+from tests.conftest import ROOT
+from tests.servers.leaky_server import SECRETS
+
+pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+UPSTREAM = [sys.executable, "-m", "tests.servers.leaky_server"]
+
+
+def gateway(*flags: str) -> StdioServerParameters:
+    argv = [sys.executable, "-m", "integrations.cli", "proxy", *flags, "--", *UPSTREAM]
+    return StdioServerParameters(command=argv[0], args=argv[1:], cwd=str(ROOT))
+
+
+def assert_clean(value: Any) -> None:
+    text = json.dumps(value, default=str)
+    for secret in SECRETS:
+        assert secret not in text, "a credential reached the client"
+
+
+def dump(model: Any) -> Any:
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+async def test_standard_redacts_every_channel_and_hides_reveal(tmp_path: Path) -> None:
+    audit = tmp_path / "audit.jsonl"
+    progress: list[str] = []
+    logs: list[Any] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logs.append(params.data)
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append(message or "")
+
+    with anyio.fail_after(60):
+        async with Client(gateway("--audit-log", str(audit)), mode="legacy", logging_callback=on_log) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert "reveal_token" not in names and "get_config" in names
+            with pytest.raises(MCPError) as hidden:
+                await client.session.call_tool("reveal_token", {"value": "x"})
+            assert (hidden.value.error.code, hidden.value.error.message) == (-32602, "Unknown tool: reveal_token")
+
+            config = await client.session.call_tool("get_config", {})
+            assert_clean(dump(config))
+            await client.session.call_tool("progress_report", {}, progress_callback=on_progress)
+            with pytest.raises(MCPError) as failed:
+                await client.session.call_tool("fail_loudly", {})
+            assert_clean([failed.value.error.message, failed.value.error.data])
+            # An argument carrying a secret is refused before it leaves: -32602 naming the entity only.
+            with pytest.raises(MCPError) as refused:
+                await client.session.call_tool("echo_value", {"value": SECRETS[1]})  # a token, not an id
+            assert refused.value.error.code == -32602
+            assert_clean([refused.value.error.message, refused.value.error.data])
+            with anyio.fail_after(5):
+                while not logs:
+                    await anyio.sleep(0.02)
+    assert_clean(progress)
+    assert_clean(logs)
+    entries = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert any(entry.get("decision") == "not_found" and entry.get("name") == "reveal_token" for entry in entries)
+    # Arguments are recorded only as keyed hashes: no argument value anywhere in the audit file.
+    text = audit.read_text()
+    assert '"x"' not in text and all(secret not in text for secret in SECRETS)
+
+
+async def test_an_admin_may_reveal_and_read_only_hides_destructive_tools() -> None:
+    with anyio.fail_after(60):
+        async with Client(gateway("--role", "admin"), mode="legacy") as client:
+            assert "reveal_token" in {tool.name for tool in (await client.list_tools()).tools}
+            await client.session.call_tool("reveal_token", {"value": "x"})
+        async with Client(gateway("--policy", "read_only"), mode="legacy") as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert "delete_everything" not in names and "get_config" in names
+            with pytest.raises(MCPError) as hidden:
+                await client.session.call_tool("delete_everything", {})
+            assert hidden.value.error.code == -32602
+
+
+async def test_policy_none_is_a_pure_pass_through() -> None:
+    with anyio.fail_after(60):
+        async with Client(gateway("--policy", "none"), mode="legacy") as client:
+            config = await client.session.call_tool("get_config", {})
+            assert SECRETS[0] in json.dumps(dump(config))
