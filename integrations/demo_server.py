@@ -13,6 +13,11 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 
 
+# Fake credentials in public formats, for the demo only.
+DEMO_TOKEN = "ghp_4hRt9WmQ2xKv7LpZ3nYb8CdF6sJ1eA0gU5iO"
+DEMO_KEY_ID = "AKIAZ7X3Q9WM4LR2KT6P"
+
+
 def demo_tool_server() -> Server[Any]:
     """A small tool server that leaks an e-mail address and offers a destructive tool."""
 
@@ -22,6 +27,12 @@ def demo_tool_server() -> Server[Any]:
             tools=[
                 types.Tool(name="lookup_owner", description="Who owns a repository", input_schema=schema),
                 types.Tool(name="delete_repository", description="Delete a repository", input_schema=schema),
+                types.Tool(
+                    name="deploy_config",
+                    description="The deployment configuration of a repository (it leaks credentials)",
+                    input_schema=schema,
+                    annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+                ),
             ]
         )
 
@@ -29,6 +40,8 @@ def demo_tool_server() -> Server[Any]:
         text = (params.arguments or {}).get("text", "")
         if params.name == "lookup_owner":
             reply = f"{text} is owned by Ada Lovelace <ada@example.com>"
+        elif params.name == "deploy_config":
+            reply = f"{text}: DEPLOY_TOKEN={DEMO_TOKEN} region=eu-west-1 key_id={DEMO_KEY_ID}"
         else:
             reply = f"deleted {text}"
         return types.CallToolResult(content=[types.TextContent(type="text", text=reply)])

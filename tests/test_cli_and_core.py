@@ -25,3 +25,6 @@ def test_demo_blocks_and_changes_a_call() -> None:
     assert "<[email]>" in done.stdout and "ada@example.com" not in done.stdout
     assert done.stdout.count("call delete_repository -> blocked: error -32602") == 2  # in-process and gateway
     assert done.stdout.count("<[email]>") == 2
+    # Part 3: the standard profile redacts the leaky tool's credentials before the client sees them.
+    seen = next(line for line in done.stdout.splitlines() if "client saw:" in line)
+    assert "[REDACTED" in seen and "ghp_" not in seen and "AKIAZ7X3Q9WM4LR2KT6P" not in seen
