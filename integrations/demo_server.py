@@ -12,7 +12,6 @@ from mcp import types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 
-
 # Fake credentials in public formats, for the demo only.
 DEMO_TOKEN = "ghp_4hRt9WmQ2xKv7LpZ3nYb8CdF6sJ1eA0gU5iO"
 DEMO_KEY_ID = "AKIAZ7X3Q9WM4LR2KT6P"
