@@ -21,7 +21,8 @@ from .runner import Call, Measurement, echo_tool_server, measure
 
 ROOT = Path(__file__).resolve().parent.parent
 UPSTREAM = [sys.executable, "-m", "bench.gateway_bench", "upstream"]
-PROXY = [sys.executable, "-m", "integrations.cli", "proxy", "--", *UPSTREAM]
+PROXY = [sys.executable, "-m", "integrations.cli", "proxy", "--policy", "none", "--", *UPSTREAM]
+PROXY_STANDARD = [sys.executable, "-m", "integrations.cli", "proxy", "--policy", "standard", "--", *UPSTREAM]
 ARGUMENTS = {"text": "hello", "count": 3}
 RATIO = "gateway throughput (x direct stdio)"
 LEGACY_RATIO = "gateway throughput, 2025-11-25 clients (x direct stdio)"
@@ -38,16 +39,21 @@ async def gateway_benchmarks(iterations: int, rounds: int) -> tuple[dict[str, Me
         ("proxy", "auto"): "tools/call through proxy (stdio, empty chain)",
         ("direct", "legacy"): "tools/call direct to upstream (stdio, 2025-11-25)",
         ("proxy", "legacy"): "tools/call through proxy (stdio, empty chain, 2025-11-25)",
+        ("standard", "auto"): "tools/call through proxy (stdio, standard policy + transforms)",
     }
+    argv = {"direct": UPSTREAM, "proxy": PROXY, "standard": PROXY_STANDARD}
     async with AsyncExitStack() as stack:
         scenarios: dict[str, Call] = {}
         for (path, mode), name in names.items():
-            client = await stack.enter_async_context(_client(UPSTREAM if path == "direct" else PROXY, mode))
+            client = await stack.enter_async_context(_client(argv[path], mode))
             scenarios[name] = _call(client)
         results = await measure(scenarios, iterations, rounds)
     ratios = {
         RATIO: _ratio(results, names[("proxy", "auto")], names[("direct", "auto")]),
         LEGACY_RATIO: _ratio(results, names[("proxy", "legacy")], names[("direct", "legacy")]),
+        "gateway with the standard policy (x direct stdio)": _ratio(
+            results, names[("standard", "auto")], names[("direct", "auto")]
+        ),
     }
     return results, ratios
 
