@@ -93,6 +93,8 @@ class ChainFile(_Strict):
     deadline_ms: int | None = Field(default=None, gt=0)
     default_timeout_ms: int | None = Field(default=None, gt=0)
     policy: str | None = None
+    tokens: list[dict[str, Any]] | None = None
+    """Bearer tokens for HTTP clients (`{id, roles, type?, token | token_env | token_sha256}` each)."""
 
     @model_validator(mode="after")
     def _unique_names(self) -> ChainFile:
@@ -115,9 +117,17 @@ def parse_chain_file(data: Any, source: str = "chain file") -> ChainFile:
     if not isinstance(data, Mapping):
         raise ChainFileError(f"{source}: the top level must be a mapping")
     try:
-        return ChainFile.model_validate(data)
+        parsed = ChainFile.model_validate(data)
     except ValidationError as exc:
         raise ChainFileError(f"{source}: {_describe(exc)}") from None
+    if parsed.tokens is not None:
+        from interceptors.policy import BearerTokens  # validates the entries; never echoes a token
+
+        try:
+            BearerTokens.from_entries(parsed.tokens, source)
+        except ValueError as exc:
+            raise ChainFileError(str(exc)) from None
+    return parsed
 
 
 def load_chain_file(path: str | Path) -> ChainFile:

@@ -88,7 +88,14 @@ def proxy(args: argparse.Namespace) -> int:
                 tokens = BearerTokens.from_file(args.tokens)
             except OSError as exc:
                 raise _UsageError(f"cannot read --tokens file: {exc.strerror}") from None
-        stages = build_stages(args.policy, args.audit_log)
+        if tokens is None and chain_file is not None and chain_file.tokens is not None:
+            if listen is None:
+                raise _UsageError("the chain file's tokens authenticate HTTP clients: use --listen")
+            from interceptors.policy import BearerTokens
+
+            tokens = BearerTokens.from_entries(chain_file.tokens, args.chain)
+        policy = args.policy or (chain_file.policy if chain_file is not None else None) or "standard"
+        stages = build_stages(policy, args.audit_log)
         registries = [*stages.registries, *registries]
         exposed: list[Registry] | None = None
         if args.expose_interceptors:
@@ -160,10 +167,11 @@ def add_proxy_command(sub: Any) -> None:
     parser.add_argument("--listen", metavar="HOST:PORT", help="serve Streamable HTTP at http://HOST:PORT/mcp")
     parser.add_argument(
         "--policy",
-        default="standard",
+        default=None,
         metavar="NAME|FILE",
         help="the built-in policy and transform stages: a profile (open, standard, strict, read_only, airgapped, "
-        "audit, soc-analyst) or a policy file; 'none' for a pure pass-through (default: standard)",
+        "audit, soc-analyst) or a policy file; 'none' for a pure pass-through (default: the chain file's "
+        "policy, else standard)",
     )
     parser.add_argument("--role", action="append", metavar="ROLE", help="a role of the local user on stdio; repeatable")
     parser.add_argument("--audit-log", metavar="FILE", help="append the policy's audit records to this JSONL file")

@@ -71,12 +71,15 @@ def test_denied_but_not_hidden_gets_31001_with_reason_and_policy(tmp_path: Path)
     anyio.run(main)
 
 
-@pytest.fixture
-def http_gateway(tmp_path: Path) -> Iterator[str]:
-    tokens = tmp_path / "tokens.yaml"
-    tokens.write_text("tokens:\n  - {id: ada, roles: [admin], token: ada-secret-token}\n")
+@pytest.fixture(params=["tokens-file", "chain-file"])
+def http_gateway(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+    """The same token map from `--tokens FILE` or from the chain file's `tokens:` section."""
+    entries = "tokens:\n  - {id: ada, roles: [admin], token: ada-secret-token}\n"
+    source = tmp_path / ("tokens.yaml" if request.param == "tokens-file" else "chain.yaml")
+    source.write_text(entries)
+    flag = "--tokens" if request.param == "tokens-file" else "--chain"
     process = subprocess.Popen(
-        [sys.executable, "-m", "integrations.cli", "proxy", "--listen", "127.0.0.1:0", "--tokens", str(tokens),
+        [sys.executable, "-m", "integrations.cli", "proxy", "--listen", "127.0.0.1:0", flag, str(source),
          "--", *UPSTREAM],
         cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
