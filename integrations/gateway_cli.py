@@ -95,7 +95,7 @@ def proxy(args: argparse.Namespace) -> int:
 
             tokens = BearerTokens.from_entries(chain_file.tokens, args.chain)
         policy = args.policy or (chain_file.policy if chain_file is not None else None) or "standard"
-        stages = build_stages(policy, args.audit_log)
+        stages = build_stages(policy, args.audit_log, args.vault_redis)
         registries = [*stages.registries, *registries]
         exposed: list[Registry] | None = None
         if args.expose_interceptors:
@@ -124,6 +124,7 @@ def proxy(args: argparse.Namespace) -> int:
                 chain = Chain()
             principals = bearer_principal(tokens) if tokens is not None else stdio_principal(args.role or ())
             guard = None if tokens is None else (lambda app: require_bearer(app, tokens))
+            stack.callback(stages.close)  # the vault saves its mappings at shutdown (when it has a path)
             async with Gateway(
                 params, chain, expose=exposed, context_provider=context_from(principals), http_guard=guard
             ) as gateway:
@@ -176,6 +177,9 @@ def add_proxy_command(sub: Any) -> None:
     parser.add_argument("--role", action="append", metavar="ROLE", help="a role of the local user on stdio; repeatable")
     parser.add_argument("--audit-log", metavar="FILE", help="append the policy's audit records to this JSONL file")
     parser.add_argument("--tokens", metavar="FILE", help="bearer tokens for HTTP clients (token -> id, roles)")
+    parser.add_argument(
+        "--vault-redis", metavar="URL", help="share the pseudonym vault through Redis (several gateway processes)"
+    )
     parser.add_argument(
         "--expose-interceptors",
         action="store_true",

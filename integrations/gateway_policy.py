@@ -29,6 +29,12 @@ class Stages:
 
     engine: Any = None
     registries: list[Registry] = field(default_factory=list)
+    vault: Any = None
+
+    def close(self) -> None:
+        """Save the vault's unsaved mappings (when it has a path); safe to call more than once."""
+        if self.vault is not None:
+            self.vault.close()
 
     async def prime(
         self, request: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]], capabilities: Any
@@ -54,19 +60,35 @@ class Stages:
                     break
 
 
-def build_stages(policy: str | None, audit_log: str | None) -> Stages:
-    """`policy`: a profile name or file; "none" for no built-in stages."""
+def _uses_vault(document: Any) -> bool:
+    """A `vault` section, or any pseudonymize strategy anywhere in the transforms, needs a vault."""
+    return bool(document.get("vault")) or "pseudonymize" in repr(document)
+
+
+def build_stages(policy: str | None, audit_log: str | None, vault_redis: str | None = None) -> Stages:
+    """`policy`: a profile name or file; "none" for no built-in stages. `vault_redis`: a Redis URL to share
+    the vault's tokens between gateway processes (the default store is in memory)."""
     if policy is not None and policy.lower() == "none":
         return Stages()
     from interceptors.policy import PolicyEngine, policy_registry, transforms_selector
     from interceptors.transforms import transforms_registry
 
     engine = PolicyEngine(policy or "standard", audit_sinks=[audit_log] if audit_log else ())
-    registries = [
-        policy_registry(engine),
-        transforms_registry(engine.policy.document, select=transforms_selector(engine)),
-    ]
-    return Stages(engine, registries)
+    document = engine.policy.document
+    vault = None
+    if _uses_vault(document) or vault_redis:
+        from interceptors.vault import RedisStore, TokenVault
+
+        store = RedisStore(vault_redis) if vault_redis else None
+        vault = TokenVault.from_config(document.get("vault"), store=store)
+    registries = [policy_registry(engine)]
+    if vault is not None:
+        from interceptors.vault import vault_registry
+
+        # Reverses tokens in arguments first (priority -1000), then guards echoes of what it restored.
+        registries.append(vault_registry(vault))
+    registries.append(transforms_registry(document, select=transforms_selector(engine), pseudonymizer=vault))
+    return Stages(engine, registries, vault)
 
 
 def stdio_principal(roles: Sequence[str]) -> PrincipalProvider:

@@ -95,3 +95,22 @@ async def test_policy_none_is_a_pure_pass_through() -> None:
         async with Client(gateway("--policy", "none"), mode="legacy") as client:
             config = await client.session.call_tool("get_config", {})
             assert SECRETS[0] in json.dumps(dump(config))
+
+
+async def test_strict_pseudonymises_and_the_tool_still_gets_real_values() -> None:
+    """The model sees a token, sends it back, the tool receives the real value and echoes it, and the client
+    sees the token again: a round trip through the vault with no leak."""
+    from tests.servers.leaky_server import OWNER_EMAIL
+
+    with anyio.fail_after(60):
+        async with Client(gateway("--policy", "strict"), mode="legacy") as client:
+            owner = await client.session.call_tool("whoami", {})
+            text = owner.content[0].text if isinstance(owner.content[0], types.TextContent) else ""
+            assert OWNER_EMAIL not in text
+            token = text.split("owner: ", 1)[1].split()[0].strip()
+            assert "@" in token  # format-preserving: still an address
+            echoed = await client.session.call_tool("echo_value", {"value": token})
+            reply = echoed.content[0].text if isinstance(echoed.content[0], types.TextContent) else ""
+            assert "real=yes" in reply, "the tool must receive the real value"
+            assert OWNER_EMAIL not in json.dumps(dump(echoed)), "the echo must be pseudonymised again"
+            assert token in reply

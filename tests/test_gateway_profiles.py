@@ -20,7 +20,7 @@ from tests.conftest import ROOT
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 UPSTREAM = [sys.executable, "-m", "tests.servers.leaky_server"]
-READS = {"echo_value", "fail_loudly", "get_config", "progress_report"}
+READS = {"echo_value", "fail_loudly", "get_config", "progress_report", "whoami"}
 ALL = READS | {"delete_everything", "reveal_token"}
 # (profile, roles) -> the tools that principal sees and may call; everything else looks missing.
 EXPECTED = {

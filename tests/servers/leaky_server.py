@@ -16,6 +16,7 @@ from mcp.shared.exceptions import MCPError
 AWS_KEY = "AKIAQ3EGUJZN5XKW7P2L"
 GITHUB_TOKEN = "ghp_9fK2mQ7rT4vX8zL1nB6cD3hJ5wY0aS2eR4tU"
 SECRETS = (AWS_KEY, GITHUB_TOKEN)
+OWNER_EMAIL = "grace.hopper@navy-example.org"
 CALLED: list[str] = []
 
 
@@ -38,6 +39,7 @@ async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListT
             _tool("delete_everything", readOnlyHint=False, destructiveHint=True, openWorldHint=False),
             _tool("reveal_token", readOnlyHint=True, openWorldHint=False),
             _tool("echo_value", readOnlyHint=True, openWorldHint=False),
+            _tool("whoami", readOnlyHint=True, openWorldHint=False),
         ]
     )
 
@@ -58,9 +60,12 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
     if params.name == "fail_loudly":
         raise MCPError(-32050, f"could not connect with {leak}", {"detail": leak})
     if params.name == "echo_value":
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=str((params.arguments or {}).get("value")))]
-        )
+        value = str((params.arguments or {}).get("value"))
+        # The tool echoes what it got, and says whether that was the real address: the proof for the tests.
+        real = "yes" if value == OWNER_EMAIL else "no"
+        return types.CallToolResult(content=[types.TextContent(type="text", text=f"got {value} real={real}")])
+    if params.name == "whoami":
+        return types.CallToolResult(content=[types.TextContent(type="text", text=f"owner: {OWNER_EMAIL}")])
     return types.CallToolResult(content=[types.TextContent(type="text", text=f"{params.name} done")])
 
 
