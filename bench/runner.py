@@ -225,6 +225,7 @@ def main(args: argparse.Namespace) -> int:
     from .gateway_bench import gateway_benchmarks  # imports this module: loaded late
     from .policy_bench import policy_benchmarks
     from .transforms_bench import transforms_benchmarks
+    from .vault_bench import vault_benchmarks
 
     async def run() -> tuple[dict[str, Measurement], dict[str, float]]:
         results, ratios = await chain_benchmarks(iterations, rounds)
@@ -235,6 +236,7 @@ def main(args: argparse.Namespace) -> int:
     results, ratios = anyio.run(run)
     costs = {f"policy: {name}": value for name, value in policy_benchmarks(args.quick).items()}
     throughput, transform_ratios = transforms_benchmarks(args.quick)
+    vault_rates = vault_benchmarks(args.quick)
     ratios = {**ratios, **{f"transforms: {name}": value for name, value in transform_ratios.items()}}
     if args.json:
         payload = {
@@ -245,6 +247,7 @@ def main(args: argparse.Namespace) -> int:
             "ratios": ratios,
             "costs_us": costs,
             "transforms_throughput": throughput,
+            "vault_ops_per_s": vault_rates,
         }
         print(json.dumps(payload, indent=2))
     else:
@@ -255,4 +258,7 @@ def main(args: argparse.Namespace) -> int:
         print()
         for name, value in throughput.items():
             print(f"transforms: {name:<50}{value:>10.2f}")
+        print()
+        for name, value in vault_rates.items():
+            print(f"vault: {name:<55}{value:>10.0f} /s")
     return 0
