@@ -59,6 +59,7 @@ from interceptors_server.stdio import serve_streams
 
 from .gateway_channels import filter_error, filter_log, filter_progress
 from .gateway_cli import add_proxy_command
+from .gateway_tools import Authorize, LocalTool, LocalToolCalls, with_local_tools
 from .gateway_upstream import Upstream
 from .middleware import ContextProvider, InterceptorMiddleware, default_context
 
@@ -216,11 +217,15 @@ class Gateway:
         expose: Sequence[Registry] | None = None,
         context_provider: ContextProvider = default_context,
         http_guard: Callable[[Any], Any] | None = None,
+        local_tools: Sequence[LocalTool] = (),
+        authorize_local: Authorize | None = None,
     ) -> None:
         self.chain = chain
         self.expose = expose
         self.context_provider = context_provider
         self.http_guard = http_guard
+        self.local_tools = {tool.name: tool for tool in local_tools}
+        self.authorize_local = authorize_local
         self.upstream = Upstream(upstream, on_log=self._on_upstream_log, on_notification=self._on_upstream_notification)
         self._server: _MirrorServer | None = None
         self._calls: dict[int, _Call] = {}
@@ -276,6 +281,8 @@ class Gateway:
             server.add_request_handler("resources/unsubscribe", OpenParams, self._unsubscribe)
         if self._relays_changes(caps):
             server.add_request_handler("subscriptions/listen", types.SubscriptionsListenRequestParams, self._on_listen)
+        if self.local_tools and caps.tools is not None:
+            server.middleware.append(LocalToolCalls(self.local_tools, self.context_provider, self.authorize_local))
         server.middleware.append(_ClientTracker(self))
         server.middleware.append(InterceptorMiddleware(self.chain, context_provider=self._provide_context))
         server.middleware.append(_ForwardUnknown(self))
@@ -301,6 +308,8 @@ class Gateway:
     async def _forward_result(self, ctx: ServerRequestContext[Any, Any], method: str) -> dict[str, Any]:
         result = await self._forward(ctx, method)
         if method == "tools/list":
+            first_page = not (ctx.params or {}).get("cursor")
+            result = with_local_tools(result, self.local_tools, first_page)
             self._remember_schemas(result)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and "resultType" not in result:
             result["resultType"] = "complete"  # required at 2026-07-28; a 2025-era upstream never sends it

@@ -126,7 +126,13 @@ def proxy(args: argparse.Namespace) -> int:
             guard = None if tokens is None else (lambda app: require_bearer(app, tokens))
             stack.callback(stages.close)  # the vault saves its mappings at shutdown (when it has a path)
             async with Gateway(
-                params, chain, expose=exposed, context_provider=context_from(principals), http_guard=guard
+                params,
+                chain,
+                expose=exposed,
+                context_provider=context_from(principals),
+                http_guard=guard,
+                local_tools=stages.local_tools,
+                authorize_local=stages.authorize,
             ) as gateway:
                 await stages.prime(gateway.upstream.request, gateway.upstream.capabilities)
                 code = await gateway.run(listen, listening, handle_signals=True)

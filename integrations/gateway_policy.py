@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
 
 from interceptors import InvocationContext, Principal, Registry
+
+from .gateway_tools import LocalTool, with_local_tools
 
 logger = logging.getLogger("interceptors.gateway")
 
@@ -30,6 +33,16 @@ class Stages:
     engine: Any = None
     registries: list[Registry] = field(default_factory=list)
     vault: Any = None
+    local_tools: list[LocalTool] = field(default_factory=list)
+
+    def authorize(self, principal: Principal | None, params: Mapping[str, Any]) -> None:
+        """The policy's decision on a call to a gateway-local tool (audited by the engine, like any call)."""
+        if self.engine is None:
+            return
+        decision = self.engine.check_call(principal, "tools/call", params)
+        if not decision.allowed:
+            refusal = decision.error()
+            raise MCPError(refusal.code, refusal.message, refusal.data)
 
     def close(self) -> None:
         """Save the vault's unsaved mappings (when it has a path); safe to call more than once."""
@@ -54,8 +67,10 @@ class Stages:
                 except Exception as exc:
                     logger.warning("could not list %s upstream: %s", method, type(exc).__name__)
                     break
-                self.engine.learn(method, result)
                 cursor = result.get("nextCursor")
+                if method == "tools/list" and not params:  # our own tools are listed on the first page
+                    result = with_local_tools(result, {t.name: t for t in self.local_tools}, True)
+                self.engine.learn(method, result)
                 if not cursor:
                     break
 
@@ -88,7 +103,31 @@ def build_stages(policy: str | None, audit_log: str | None, vault_redis: str | N
         # Reverses tokens in arguments first (priority -1000), then guards echoes of what it restored.
         registries.append(vault_registry(vault))
     registries.append(transforms_registry(document, select=transforms_selector(engine), pseudonymizer=vault))
-    return Stages(engine, registries, vault)
+    local_tools = [] if vault is None else [reveal_tool(vault)]
+    return Stages(engine, registries, vault, local_tools)
+
+
+def reveal_tool(vault: Any) -> LocalTool:
+    """`reveal_token`, offered by the gateway when a vault exists. It declares the `reveal` capability, so
+    the policy shows it and allows it only to principals granted `reveal`, and audits every call."""
+    from interceptors.vault import RevealTool
+
+    def audit(record: Any) -> None:
+        logger.warning("reveal_token used by %r (found=%s)", record.principal, record.found)  # never the value
+
+    tool = RevealTool(vault, audit)
+
+    def run(arguments: Mapping[str, Any], principal: Principal | None) -> Mapping[str, Any]:
+        answer: Mapping[str, Any] = tool(arguments, None if principal is None else principal.id)
+        return answer
+
+    return LocalTool(
+        tool.name,
+        tool.description,
+        tool.input_schema,
+        run,
+        meta={"io.mcp-interceptors/capabilities": ["reveal"], "io.mcp-interceptors/sensitivity": "restricted"},
+    )
 
 
 def stdio_principal(roles: Sequence[str]) -> PrincipalProvider:

@@ -114,3 +114,39 @@ async def test_strict_pseudonymises_and_the_tool_still_gets_real_values() -> Non
             assert "real=yes" in reply, "the tool must receive the real value"
             assert OWNER_EMAIL not in json.dumps(dump(echoed)), "the echo must be pseudonymised again"
             assert token in reply
+
+
+PSEUDONYMISING = """\
+extends: standard
+name: pseudonymising
+transforms:
+  - type: redact
+    strategies: {secret: redact, credential: redact, pii: pseudonymize, identifier: pseudonymize}
+"""
+
+
+async def test_reveal_token_is_offered_by_the_gateway_only_to_principals_with_reveal(tmp_path: Path) -> None:
+    from tests.servers.leaky_server import OWNER_EMAIL
+
+    policy = tmp_path / "pseudonymising.yaml"
+    policy.write_text(PSEUDONYMISING)
+    audit = tmp_path / "audit.jsonl"
+    with anyio.fail_after(60):
+        async with Client(
+            gateway("--policy", str(policy), "--role", "admin", "--audit-log", str(audit)), mode="legacy"
+        ) as client:
+            owner = await client.session.call_tool("whoami", {})
+            text = owner.content[0].text if isinstance(owner.content[0], types.TextContent) else ""
+            token = text.split("owner: ", 1)[1].split()[0].strip()
+            assert OWNER_EMAIL not in text
+            revealed = await client.session.call_tool("reveal_token", {"token": token})
+            assert revealed.structured_content is not None
+            assert revealed.structured_content["value"] == OWNER_EMAIL  # the gateway's tool, untransformed
+        async with Client(gateway("--policy", str(policy)), mode="legacy") as client:
+            assert "reveal_token" not in {tool.name for tool in (await client.list_tools()).tools}
+            with pytest.raises(MCPError) as hidden:
+                await client.session.call_tool("reveal_token", {"token": token})
+            assert hidden.value.error.code == -32602
+    # Every reveal is audited, and the revealed value appears nowhere in the audit file.
+    text = audit.read_text()
+    assert "reveal_token" in text and OWNER_EMAIL not in text
