@@ -20,9 +20,9 @@ pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::Deprecation
 UPSTREAM = [sys.executable, "-m", "tests.servers.leaky_server"]
 
 
-def gateway(*flags: str) -> StdioServerParameters:
+def gateway(*flags: str, env: dict[str, str] | None = None) -> StdioServerParameters:
     argv = [sys.executable, "-m", "integrations.cli", "proxy", *flags, "--", *UPSTREAM]
-    return StdioServerParameters(command=argv[0], args=argv[1:], cwd=str(ROOT))
+    return StdioServerParameters(command=argv[0], args=argv[1:], cwd=str(ROOT), env=env)
 
 
 def assert_clean(value: Any) -> None:
@@ -150,3 +150,31 @@ async def test_reveal_token_is_offered_by_the_gateway_only_to_principals_with_re
     # Every reveal is audited, and the revealed value appears nowhere in the audit file.
     text = audit.read_text()
     assert "reveal_token" in text and OWNER_EMAIL not in text
+
+
+async def test_two_gateway_processes_share_tokens_through_redis(tmp_path: Path) -> None:
+    """Behind a load balancer: a token issued by one gateway is reversed by another, through one Redis."""
+    import os
+
+    from tests.servers.leaky_server import OWNER_EMAIL
+
+    url = os.environ.get("REDIS_URL")
+    if not url:
+        pytest.skip("REDIS_URL is not set: .ci/run starts a redis-server for this test")
+    policy = tmp_path / "shared.yaml"
+    policy.write_text(PSEUDONYMISING + "vault: {key_env: SHARED_VAULT_KEY}\n")
+    env = {"SHARED_VAULT_KEY": "a shared vault key for both gateways"}
+    flags = ("--policy", str(policy), "--vault-redis", url)
+    with anyio.fail_after(60):
+        async with (
+            Client(gateway(*flags, env=env), mode="legacy") as first,
+            Client(gateway(*flags, env=env), mode="legacy") as second,
+        ):
+            owner = await first.session.call_tool("whoami", {})
+            text = owner.content[0].text if isinstance(owner.content[0], types.TextContent) else ""
+            token = text.split("owner: ", 1)[1].split()[0].strip()
+            again = await second.session.call_tool("whoami", {})
+            assert token in (again.content[0].text if isinstance(again.content[0], types.TextContent) else "")
+            echoed = await second.session.call_tool("echo_value", {"value": token})
+            reply = echoed.content[0].text if isinstance(echoed.content[0], types.TextContent) else ""
+            assert "real=yes" in reply and OWNER_EMAIL not in reply
