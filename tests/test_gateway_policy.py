@@ -178,3 +178,81 @@ async def test_two_gateway_processes_share_tokens_through_redis(tmp_path: Path) 
             echoed = await second.session.call_tool("echo_value", {"value": token})
             reply = echoed.content[0].text if isinstance(echoed.content[0], types.TextContent) else ""
             assert "real=yes" in reply and OWNER_EMAIL not in reply
+
+
+async def test_a_restored_value_echoed_on_errors_progress_and_logs_is_pseudonymised_again(tmp_path: Path) -> None:
+    from tests.servers.leaky_server import OWNER_EMAIL
+
+    policy = tmp_path / "pseudonymising.yaml"
+    policy.write_text(PSEUDONYMISING)
+    logs: list[Any] = []
+    progress: list[str] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logs.append(params.data)
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append(message or "")
+
+    with anyio.fail_after(60):
+        async with Client(gateway("--policy", str(policy)), mode="legacy", logging_callback=on_log) as client:
+            owner = await client.session.call_tool("whoami", {})
+            text = owner.content[0].text if isinstance(owner.content[0], types.TextContent) else ""
+            token = text.split("owner: ", 1)[1].split()[0].strip()
+            with pytest.raises(MCPError) as failed:
+                await client.session.call_tool(
+                    "echo_value", {"value": token, "channels": True}, progress_callback=on_progress
+                )
+            with anyio.fail_after(5):
+                while not logs:
+                    await anyio.sleep(0.02)
+    emitted = json.dumps([failed.value.error.message, failed.value.error.data, logs, progress])
+    assert OWNER_EMAIL not in emitted, "the real value leaked on a side channel"
+    assert token in failed.value.error.message  # the tool got the real value; the client sees the token again
+
+
+def test_two_principals_cannot_reverse_each_others_tokens(tmp_path: Path) -> None:
+    """Over HTTP with bearer tokens and `scope: principal`: alice's token means nothing to bob."""
+    import re
+    import subprocess
+
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    policy = tmp_path / "per-principal.yaml"
+    policy.write_text(PSEUDONYMISING + "vault: {scope: principal}\n")
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text("tokens:\n  - {id: alice, token: alice-token}\n  - {id: bob, token: bob-token}\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "integrations.cli", "proxy", "--policy", str(policy), "--listen", "127.0.0.1:0",
+         "--tokens", str(tokens), "--", *UPSTREAM],
+        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert process.stderr is not None
+        url = None
+        for _ in range(50):
+            if match := re.search(r"listening on (http://\S+)", process.stderr.readline().decode()):
+                url = match.group(1)
+                break
+        assert url is not None
+
+        async def call(who: str, tool: str, arguments: dict[str, Any]) -> str:
+            http = httpx2.AsyncClient(headers={"authorization": f"Bearer {who}-token"})
+            async with http, Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+                result = await client.session.call_tool(tool, arguments)
+                return result.content[0].text if isinstance(result.content[0], types.TextContent) else ""
+
+        async def main() -> None:
+            token = (await call("alice", "whoami", {})).split("owner: ", 1)[1].split()[0].strip()
+            assert "real=yes" in await call("alice", "echo_value", {"value": token})
+            assert "real=no" in await call("bob", "echo_value", {"value": token})
+
+        anyio.run(main)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)

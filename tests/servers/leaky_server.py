@@ -61,6 +61,12 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
         raise MCPError(-32050, f"could not connect with {leak}", {"detail": leak})
     if params.name == "echo_value":
         value = str((params.arguments or {}).get("value"))
+        if (params.arguments or {}).get("channels"):  # echo the value on every other channel too
+            token = params.meta.get("progressToken") if params.meta else None
+            if token is not None:
+                await ctx.session.send_progress_notification(token, 0.5, 1.0, message=f"working on {value}")
+            await ctx.session.send_log_message(level="warning", data=f"saw {value}", logger="leaky")
+            raise MCPError(-32050, f"cannot handle {value}", {"value": value})
         # The tool echoes what it got, and says whether that was the real address: the proof for the tests.
         real = "yes" if value == OWNER_EMAIL else "no"
         return types.CallToolResult(content=[types.TextContent(type="text", text=f"got {value} real={real}")])
