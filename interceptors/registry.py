@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Required, TypedDict, TypeVar, Unpack
 
 from .enums import InterceptorType, Mode, Phase
 from .priority import Priority
@@ -70,6 +70,21 @@ def _check_events(events: str | Sequence[str]) -> tuple[str, ...]:
     return names
 
 
+class InterceptorOptions(TypedDict, total=False):
+    """The keyword options of `@registry.validator(...)` and `@registry.mutator(...)`."""
+
+    events: Required[str | Sequence[str]]
+    phase: PhaseSpec | Sequence[PhaseSpec]
+    priority: int | Priority | Mapping[str, int] | None
+    mode: Mode | str
+    fail_open: bool
+    config_schema: Mapping[str, Any] | None
+    description: str | None
+    version: str | None
+    compat: Compat | None
+    inline: bool
+
+
 class Registry:
     """An ordered set of interceptors with unique names. Hosts serve registries over MCP."""
 
@@ -126,56 +141,24 @@ class Registry:
         )
         return self.add(RegisteredInterceptor(info, handler, is_async, inline))
 
-    def validator(
-        self,
-        name: str,
-        *,
-        events: str | Sequence[str],
-        phase: PhaseSpec | Sequence[PhaseSpec] = "request",
-        priority: int | Priority | Mapping[str, int] | None = None,
-        mode: Mode | str = Mode.ACTIVE,
-        fail_open: bool = False,
-        config_schema: Mapping[str, Any] | None = None,
-        description: str | None = None,
-        version: str | None = None,
-        compat: Compat | None = None,
-        inline: bool = False,
-    ) -> Callable[[H], H]:
-        """Decorate `def check(inv: Invocation) -> Verdict | bool | None` (sync or async)."""
+    def validator(self, name: str, **options: Unpack[InterceptorOptions]) -> Callable[[H], H]:
+        """Decorate `def check(inv: Invocation) -> Verdict | bool | None` (sync or async).
 
+        Options as for `register`: events (required), phase, priority, mode, fail_open, config_schema,
+        description, version, compat, inline.
+        """
+        return self._decorator(name, InterceptorType.VALIDATION, options)
+
+    def mutator(self, name: str, **options: Unpack[InterceptorOptions]) -> Callable[[H], H]:
+        """Decorate `def rewrite(inv: Invocation) -> Mutation | new_payload | None` (sync or async).
+
+        Options as for `validator`.
+        """
+        return self._decorator(name, InterceptorType.MUTATION, options)
+
+    def _decorator(self, name: str, kind: InterceptorType, options: InterceptorOptions) -> Callable[[H], H]:
         def decorate(handler: H) -> H:
-            self.register(
-                handler, name=name, type=InterceptorType.VALIDATION, events=events, phase=phase,
-                priority=priority, mode=mode, fail_open=fail_open, config_schema=config_schema,
-                description=description, version=version, compat=compat, inline=inline,
-            )  # fmt: skip
-            return handler
-
-        return decorate
-
-    def mutator(
-        self,
-        name: str,
-        *,
-        events: str | Sequence[str],
-        phase: PhaseSpec | Sequence[PhaseSpec] = "request",
-        priority: int | Priority | Mapping[str, int] | None = None,
-        mode: Mode | str = Mode.ACTIVE,
-        fail_open: bool = False,
-        config_schema: Mapping[str, Any] | None = None,
-        description: str | None = None,
-        version: str | None = None,
-        compat: Compat | None = None,
-        inline: bool = False,
-    ) -> Callable[[H], H]:
-        """Decorate `def rewrite(inv: Invocation) -> Mutation | new_payload | None` (sync or async)."""
-
-        def decorate(handler: H) -> H:
-            self.register(
-                handler, name=name, type=InterceptorType.MUTATION, events=events, phase=phase,
-                priority=priority, mode=mode, fail_open=fail_open, config_schema=config_schema,
-                description=description, version=version, compat=compat, inline=inline,
-            )  # fmt: skip
+            self.register(handler, name=name, type=kind, **options)
             return handler
 
         return decorate
