@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 from pathlib import Path
 
 
@@ -22,3 +24,22 @@ def children(pid: int | None = None) -> dict[int, str]:
         if int(fields[1]) == parent:
             found[int(entry.name)] = fields[0]
     return found
+
+
+def listening_url(process: subprocess.Popen[bytes], lines: int = 50) -> str:
+    """The URL a gateway announces on stderr (`... listening on http://HOST:PORT/mcp`)."""
+    assert process.stderr is not None
+    for _ in range(lines):
+        if match := re.search(r"listening on (http://\S+)", process.stderr.readline().decode()):
+            return match.group(1)
+    raise AssertionError("the gateway did not start listening")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Terminate, then kill if it lingers, and always reap: no zombies left behind."""
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)

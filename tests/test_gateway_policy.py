@@ -14,6 +14,7 @@ from mcp import Client, StdioServerParameters, types
 from mcp.shared.exceptions import MCPError
 
 from tests.conftest import ROOT
+from tests.processes import listening_url, stop
 from tests.servers.leaky_server import SECRETS
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
@@ -213,7 +214,6 @@ async def test_a_restored_value_echoed_on_errors_progress_and_logs_is_pseudonymi
 
 def test_two_principals_cannot_reverse_each_others_tokens(tmp_path: Path) -> None:
     """Over HTTP with bearer tokens and `scope: principal`: alice's token means nothing to bob."""
-    import re
     import subprocess
 
     import httpx2
@@ -229,13 +229,7 @@ def test_two_principals_cannot_reverse_each_others_tokens(tmp_path: Path) -> Non
         cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
-        assert process.stderr is not None
-        url = None
-        for _ in range(50):
-            if match := re.search(r"listening on (http://\S+)", process.stderr.readline().decode()):
-                url = match.group(1)
-                break
-        assert url is not None
+        url = listening_url(process)
 
         async def call(who: str, tool: str, arguments: dict[str, Any]) -> str:
             http = httpx2.AsyncClient(headers={"authorization": f"Bearer {who}-token"})
@@ -250,9 +244,4 @@ def test_two_principals_cannot_reverse_each_others_tokens(tmp_path: Path) -> Non
 
         anyio.run(main)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop(process)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import urllib.error
@@ -17,6 +16,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from tests.conftest import ROOT
+from tests.processes import listening_url, stop
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 UPSTREAM = [sys.executable, "-m", "tests.servers.leaky_server"]
@@ -84,22 +84,9 @@ def http_gateway(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str
         cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
-        assert process.stderr is not None
-        url = None
-        for _ in range(50):
-            line = process.stderr.readline().decode()
-            if match := re.search(r"listening on (http://\S+)", line):
-                url = match.group(1)
-                break
-        assert url is not None, "the gateway did not start listening"
-        yield url
+        yield listening_url(process)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop(process)
 
 
 def test_http_without_a_valid_token_is_refused_before_any_mcp(http_gateway: str) -> None:
