@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-from .runner import Call, Measurement, echo_tool_server, measure
+from .runner import Call, Measurement, echo_tool_server, measure, print_table
 
 ROOT = Path(__file__).resolve().parent.parent
 UPSTREAM = [sys.executable, "-m", "bench.gateway_bench", "upstream"]
@@ -88,13 +88,7 @@ def main(argv: list[str]) -> int:
         return await gateway_benchmarks(iterations, rounds)
 
     results, ratios = anyio.run(run)
-    width = max(len(name) for name in [*results, *ratios]) + 2
-    print(f"{'scenario':<{width}}{'us/call':>10}{'calls/s':>12}")
-    for measurement in results.values():
-        print(f"{measurement.name:<{width}}{measurement.per_call_us:>10.1f}{measurement.calls_per_s:>12.0f}")
-    print()
-    for name, value in ratios.items():
-        print(f"{name:<{width}}{value:>10.3f}")
+    print_table(results, ratios)
     return 0
 
 

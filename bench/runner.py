@@ -209,7 +209,7 @@ async def remote_benchmarks(total: int) -> tuple[dict[str, Measurement], dict[st
     return results, ratios
 
 
-def _print_table(results: dict[str, Measurement], ratios: dict[str, float]) -> None:
+def print_table(results: dict[str, Measurement], ratios: dict[str, float]) -> None:
     width = max(len(name) for name in [*results, *ratios]) + 2
     print(f"{'scenario':<{width}}{'us/call':>10}{'calls/s':>12}")
     for measurement in results.values():
@@ -251,7 +251,7 @@ def main(args: argparse.Namespace) -> int:
         }
         print(json.dumps(payload, indent=2))
     else:
-        _print_table(results, ratios)
+        print_table(results, ratios)
         print()
         for name, value in costs.items():
             print(f"{name:<62}{value:>10.1f} us")
