@@ -220,6 +220,12 @@ def print_table(results: dict[str, Measurement], ratios: dict[str, float]) -> No
 
 
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "quality", False):
+        from .quality import format_report, quality_report
+
+        report = quality_report(args.quick)
+        print(json.dumps(report, indent=2, sort_keys=True) if args.json else format_report(report))
+        return 0
     iterations, rounds = (200, 3) if args.quick else (1000, 7)
 
     from .gateway_bench import gateway_benchmarks  # imports this module: loaded late

@@ -93,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="measure the chain against baselines taken in the same run")
     bench.add_argument("--json", action="store_true", help="print JSON instead of a table")
     bench.add_argument("--quick", action="store_true", help="fewer iterations (a smoke run)")
+    bench.add_argument(
+        "--quality", action="store_true", help="detection quality per detector family (needs the dev extra)"
+    )
     bench.set_defaults(func=_bench)
 
     from .gateway import add_proxy_command

@@ -1,0 +1,142 @@
+"""A property-based testing kit for redaction rules and interceptor chains (the one this project uses itself).
+
+Hypothesis strategies for every detector format (generated from the detector's pattern, so a custom
+detector gets one for free), decoys that must not be redacted, 28 embedding syntaxes, MCP payloads of every
+channel, interceptor plans with injected faults; assertions that search every spelling of a secret and
+never print one; the standard properties of a policy's redaction rules; and a pytest plugin
+(`interceptors.testing.plugin`) with fixtures, a marker and Hypothesis profiles. See doc/TESTING.md.
+
+Importing this package imports Hypothesis but never pytest or the MCP SDK (fixtures and `run_plan` import
+what they need when used). It is a development dependency: `pip install mcp-interceptors[dev]`.
+"""
+
+from .assertions import (
+    FalsePositiveError,
+    LeakError,
+    RoundtripError,
+    assert_no_leak,
+    assert_not_redacted,
+    assert_roundtrip,
+    find_leaks,
+    haystacks,
+)
+from .chains import (
+    ChainPlan,
+    Expected,
+    InterceptorSpec,
+    Observed,
+    assert_matches_model,
+    build_registries,
+    chain_cases,
+    chain_plans,
+    check_chain_case,
+    check_chain_model,
+    expected_outcome,
+    run_plan,
+)
+from .contexts import CONTEXTS, CONTEXTS_BY_NAME, ENCODED_CONTEXTS, NEUTRAL_KEYS, Context, Embedded, embedded, render
+from .formats import (
+    BUILTIN_FORMATS,
+    KNOWN_FALSE_POSITIVES,
+    NEAR_MISS_FAMILIES,
+    Decoy,
+    Secret,
+    SecretFormat,
+    decoys,
+    derived_near_misses,
+    format_for,
+    formats_for_detectors,
+    identifiers,
+    keyed_secrets,
+    known_false_positives,
+    near_misses,
+    placeholders,
+    secrets,
+    sensitive_keys,
+    sensitive_values,
+)
+from .payloads import KINDS, TRANSFORMED_KINDS, McpCase, json_values, mcp_payloads, payload_for, tool_call_requests
+from .profiles import PROFILES, register_profiles
+from .properties import (
+    MIN_SECRET_LENGTH,
+    STANDARD_PROPERTIES,
+    PropertyFailures,
+    RedactionSuite,
+    RedactionTarget,
+    check_redaction_rules,
+    property_settings,
+    run_property,
+)
+from .regexgen import SAFE_UNIVERSE, Generated, UnsupportedPattern, one_of_evenly, regex_strategy, uniform
+
+__all__ = [
+    "BUILTIN_FORMATS",
+    "CONTEXTS",
+    "CONTEXTS_BY_NAME",
+    "ENCODED_CONTEXTS",
+    "KINDS",
+    "KNOWN_FALSE_POSITIVES",
+    "MIN_SECRET_LENGTH",
+    "NEAR_MISS_FAMILIES",
+    "NEUTRAL_KEYS",
+    "PROFILES",
+    "SAFE_UNIVERSE",
+    "STANDARD_PROPERTIES",
+    "TRANSFORMED_KINDS",
+    "ChainPlan",
+    "Context",
+    "Decoy",
+    "Embedded",
+    "Expected",
+    "FalsePositiveError",
+    "Generated",
+    "InterceptorSpec",
+    "LeakError",
+    "McpCase",
+    "Observed",
+    "PropertyFailures",
+    "RedactionSuite",
+    "RedactionTarget",
+    "RoundtripError",
+    "Secret",
+    "SecretFormat",
+    "UnsupportedPattern",
+    "assert_matches_model",
+    "assert_no_leak",
+    "assert_not_redacted",
+    "assert_roundtrip",
+    "build_registries",
+    "chain_cases",
+    "chain_plans",
+    "check_chain_case",
+    "check_chain_model",
+    "check_redaction_rules",
+    "decoys",
+    "derived_near_misses",
+    "embedded",
+    "expected_outcome",
+    "find_leaks",
+    "format_for",
+    "formats_for_detectors",
+    "haystacks",
+    "identifiers",
+    "json_values",
+    "keyed_secrets",
+    "known_false_positives",
+    "mcp_payloads",
+    "near_misses",
+    "one_of_evenly",
+    "payload_for",
+    "placeholders",
+    "property_settings",
+    "regex_strategy",
+    "register_profiles",
+    "render",
+    "run_plan",
+    "run_property",
+    "secrets",
+    "sensitive_keys",
+    "sensitive_values",
+    "tool_call_requests",
+    "uniform",
+]

@@ -1,0 +1,73 @@
+"""The kit catches a weakened policy: the standard properties fail when one detector misses the last character
+of what it finds, or when the `sensitive_key` rule is dropped. (A property kit that passes everything is
+worthless; these tests show ours does not.)"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+import pytest
+
+from interceptors.testing import (
+    BUILTIN_FORMATS,
+    PropertyFailures,
+    RedactionSuite,
+    RedactionTarget,
+    check_redaction_rules,
+)
+from interceptors.transforms import STANDARD_TRANSFORMS, Redactor, assemble_output
+from interceptors.transforms.base import Pipeline
+from interceptors.transforms.catalog import BUILTIN_BY_NAME, BUILTIN_DETECTORS
+from interceptors.transforms.keyrules import BUILTIN_KEY_RULES
+
+
+def _off_by_one_github() -> RedactionTarget:
+    """The standard pipeline, except that `github_token` reports its match minus the last character."""
+    original = BUILTIN_BY_NAME["github_token"]
+    weakened = replace(
+        original, pattern=re.compile(r"(gh[pousr]_[A-Za-z0-9]{35,254})[A-Za-z0-9]|(github_pat_[A-Za-z0-9_]{21,254})\w"),
+        group=(1, 2),
+    )  # fmt: skip
+    catalog = tuple(weakened if d is original else d for d in BUILTIN_DETECTORS)
+    standard = assemble_output(STANDARD_TRANSFORMS)
+    steps = []
+    for step in standard.transforms:
+        if isinstance(step, Redactor):
+            redact = next(s for s in STANDARD_TRANSFORMS["transforms"] if isinstance(s, dict) and s["type"] == "redact")
+            step = Redactor({k: v for k, v in redact.items() if k != "type"}, catalog=catalog)
+        steps.append(step)
+    return RedactionTarget.load(Pipeline(tuple(steps)))
+
+
+def test_a_detector_that_misses_the_last_character_fails_the_standard_properties() -> None:
+    target = _off_by_one_github()
+    with pytest.raises(PropertyFailures) as caught:
+        RedactionSuite(target).run()
+    failures = caught.value.failures
+    assert "whole_values" in failures
+    message = str(failures["whole_values"])
+    assert "github_token" in message and "is not covered" in message and "[+0..-1]" in message
+    # The same suite passes on the real detector, and its messages never spell a token out.
+    assert not re.search(r"gh[pousr]_[A-Za-z0-9]{36}", str(caught.value))
+
+
+def test_the_real_detector_passes_the_same_property() -> None:
+    RedactionSuite(RedactionTarget.load(STANDARD_TRANSFORMS)).check(
+        "whole_values", formats=[BUILTIN_FORMATS["github_token"]]
+    )
+
+
+def test_dropping_the_sensitive_key_rule_fails_the_standard_properties() -> None:
+    rules = [rule.name for rule in BUILTIN_KEY_RULES if rule.name != "sensitive_key"]
+    weakened = {
+        **STANDARD_TRANSFORMS,
+        "transforms": [
+            {**step, "key_rules": rules} if isinstance(step, dict) and step.get("type") == "redact" else step
+            for step in STANDARD_TRANSFORMS["transforms"]
+        ],
+    }
+    with pytest.raises(PropertyFailures) as caught:
+        check_redaction_rules(weakened, properties=["sensitive_keys", "decoys_survive"])
+    assert list(caught.value.failures) == ["sensitive_keys"]
+    assert "came out in the tool result (value under" in str(caught.value)
