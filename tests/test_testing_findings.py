@@ -63,8 +63,8 @@ def test_a_resource_name_in_a_query_string_does_not_carry_other_values_past_the_
     assert_no_leak(target.transform("tools/call", {"content": [{"type": "text", "text": text}]}), [address])
 
 
-@pytest.mark.xfail(strict=True, reason=FINDING.format(8))
 def test_a_shared_redactor_does_not_reuse_another_pseudonymizers_tokens() -> None:
+    """Finding 8, fixed: pseudonyms are never served from the redactor's text cache."""
     pipeline = assemble_output(STRICT_TRANSFORMS)
     text = {"note": "host db-findings.example.com"}
     first = pipeline.apply(text, TransformContext(pseudonymizer=KeyedHasher(b"tenant-a")))

@@ -316,8 +316,9 @@ class _Run:
                 self.counts[(section, entity)] = self.counts.get((section, entity), 0) + 1
             return result
         findings = self.scanner.scan(text)
-        result, note_list = self._replace(text, findings)
-        if red.cache_size:
+        result, note_list, stateful = self._replace(text, findings)
+        # A pseudonym depends on the vault (its key, its TTL bookkeeping), not only on the text: never cached.
+        if red.cache_size and not stateful:
             if len(self.cache) >= red.cache_size:
                 self.cache.clear()
             self.cache[key] = (result, note_list)
@@ -325,27 +326,30 @@ class _Run:
             self.counts[(section, entity)] = self.counts.get((section, entity), 0) + 1
         return result
 
-    def _replace(self, text: str, findings: list[Finding]) -> tuple[Any, tuple[tuple[str, str], ...]]:
+    def _replace(self, text: str, findings: list[Finding]) -> tuple[Any, tuple[tuple[str, str], ...], bool]:
+        """(result, report notes, whether a pseudonymizer was consulted)."""
         if not findings:
-            return text, ()
+            return text, (), False
         parts: list[str] = []
         notes: list[tuple[str, str]] = []
+        stateful = False
         last = 0
         for finding in findings:
             strategy = self.red.strategy_for(finding)
             if strategy.keep:
                 continue
+            stateful = stateful or strategy.kind == "pseudonymize"
             replacement = strategy.apply(finding.value, finding.entity, self.env, finding.detector.name)
             notes.append((strategy.report_section(), finding.entity))
             if replacement is DROP:
-                return DROP, tuple(notes)
+                return DROP, tuple(notes), stateful
             parts.append(text[last : finding.start])
             parts.append(replacement)
             last = finding.end
         if not notes:
-            return text, ()
+            return text, (), False
         parts.append(text[last:])
-        return "".join(parts), tuple(notes)
+        return "".join(parts), tuple(notes), stateful
 
     # --- key rules ------------------------------------------------------------------------------------
 
