@@ -245,3 +245,17 @@ def test_two_principals_cannot_reverse_each_others_tokens(tmp_path: Path) -> Non
         anyio.run(main)
     finally:
         stop(process)
+
+
+async def test_standard_redacts_resources_prompts_completions_links_and_meta() -> None:
+    with anyio.fail_after(60):
+        async with Client(gateway(), mode="legacy") as client:
+            config = await client.session.call_tool("get_config", {})
+            assert_clean(dump(config))  # text, resource link, embedded resource, structuredContent, _meta
+            assert len(config.content) == 3
+            assert_clean(dump(await client.read_resource("file:///app.env")))
+            assert_clean(dump(await client.get_prompt("deploy")))
+            completion = await client.complete(
+                types.PromptReference(type="ref/prompt", name="deploy"), {"name": "token", "value": "g"}
+            )
+            assert_clean(dump(completion))

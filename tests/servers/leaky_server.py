@@ -47,10 +47,18 @@ async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListT
 async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
     leak = f"aws={AWS_KEY} github={GITHUB_TOKEN}"
     if params.name == "get_config":
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=f"config loaded: {leak}")],
-            structured_content={"aws_access_key_id": AWS_KEY, "notes": f"token {GITHUB_TOKEN}"},
-        )
+        return types.CallToolResult.model_validate(
+            {
+                "content": [
+                    {"type": "text", "text": f"config loaded: {leak}"},
+                    {"type": "resource_link", "uri": "file:///config.env", "name": "config",
+                     "description": f"the file with {GITHUB_TOKEN}"},
+                    {"type": "resource", "resource": {"uri": "file:///secrets.env", "text": f"TOKEN={GITHUB_TOKEN}"}},
+                ],
+                "structuredContent": {"aws_access_key_id": AWS_KEY, "notes": f"token {GITHUB_TOKEN}"},
+                "_meta": {"debug": f"loaded with {GITHUB_TOKEN}"},
+            }
+        )  # fmt: skip
     if params.name == "progress_report":
         token = (params.meta or {}).get("progressToken") if params.meta else None
         if token is not None:
@@ -75,6 +83,33 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
     return types.CallToolResult(content=[types.TextContent(type="text", text=f"{params.name} done")])
 
 
+async def list_resources(ctx: ServerRequestContext[Any], params: Any) -> types.ListResourcesResult:
+    return types.ListResourcesResult(resources=[types.Resource(uri="file:///app.env", name="app.env")])
+
+
+async def read_resource(
+    ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    return types.ReadResourceResult(
+        contents=[types.TextResourceContents(uri=str(params.uri), text=f"GITHUB_TOKEN={GITHUB_TOKEN}")]
+    )
+
+
+async def list_prompts(ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
+    return types.ListPromptsResult(prompts=[types.Prompt(name="deploy")])
+
+
+async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    text = f"Deploy with the token {GITHUB_TOKEN}"
+    return types.GetPromptResult(
+        messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))]
+    )
+
+
+async def complete(ctx: ServerRequestContext[Any], params: types.CompleteRequestParams) -> types.CompleteResult:
+    return types.CompleteResult(completion=types.Completion(values=[GITHUB_TOKEN, "plain"]))
+
+
 def build_server() -> Server[Any]:
     async def set_level(ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
         return types.EmptyResult()
@@ -84,7 +119,9 @@ def build_server() -> Server[Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return Server("leaky", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool,
-                      on_set_logging_level=set_level)  # fmt: skip
+                      on_set_logging_level=set_level, on_list_resources=list_resources,
+                      on_read_resource=read_resource, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
+                      on_completion=complete)  # fmt: skip
 
 
 async def serve() -> None:
