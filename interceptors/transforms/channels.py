@@ -163,6 +163,18 @@ def transform_tool_result(
     return (out, True) if changed else (dict(result), False)
 
 
+def _finish(
+    bundle: _Bundle, out: dict[str, Any], result: Mapping[str, Any], pipeline: Pipeline, ctx: TransformContext
+) -> tuple[dict[str, Any], bool]:
+    """Run the bundle (with `_meta`), attach the report, and hand back the original when nothing changed."""
+    _add_meta(bundle, out)
+    changed = bundle.run(pipeline, ctx)
+    if ctx.report:
+        _attach(out, ctx.report)
+        changed = True
+    return (out, True) if changed else (dict(result), False)
+
+
 def transform_resource_result(
     result: Mapping[str, Any], pipeline: Pipeline, ctx: TransformContext
 ) -> tuple[dict[str, Any], bool]:
@@ -180,12 +192,7 @@ def transform_resource_result(
                     items[index] = {**items[index], "text": _text(new)}
 
                 bundle.add(item["text"], f"contents[{index}].text", set_text)
-    _add_meta(bundle, out)
-    changed = bundle.run(pipeline, ctx)
-    if ctx.report:
-        _attach(out, ctx.report)
-        changed = True
-    return (out, True) if changed else (dict(result), False)
+    return _finish(bundle, out, result, pipeline, ctx)
 
 
 def transform_prompt_result(
@@ -217,12 +224,7 @@ def transform_prompt_result(
                         blocks[position] = new
 
                     _add_block(bundle, block, f"messages[{index}].content[{position}]", put_block)
-    _add_meta(bundle, out)
-    changed = bundle.run(pipeline, ctx)
-    if ctx.report:
-        _attach(out, ctx.report)
-        changed = True
-    return (out, True) if changed else (dict(result), False)
+    return _finish(bundle, out, result, pipeline, ctx)
 
 
 def transform_completion_result(
