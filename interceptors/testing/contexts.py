@@ -14,7 +14,7 @@ import json
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from hypothesis import strategies as st
@@ -267,8 +267,30 @@ ENCODED_CONTEXTS: tuple[Context, ...] = (
 CONTEXTS_BY_NAME: dict[str, Context] = {c.name: c for c in (*CONTEXTS, *ENCODED_CONTEXTS)}
 
 
+class _HasSamples(Protocol):
+    @property
+    def samples(self) -> tuple[Sample, ...]: ...
+
+
+class SampleViews:
+    """`secrets` and `decoys` of anything with `samples`, and a short repr in IPython."""
+
+    __slots__ = ()
+
+    @property
+    def secrets(self: _HasSamples) -> tuple[Secret, ...]:
+        return tuple(s for s in self.samples if isinstance(s, Secret))
+
+    @property
+    def decoys(self: _HasSamples) -> tuple[Decoy, ...]:
+        return tuple(s for s in self.samples if isinstance(s, Decoy))
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
+
 @dataclass(frozen=True, slots=True)
-class Embedded:
+class Embedded(SampleViews):
     """Samples rendered into one context: `value` is a string or a JSON value."""
 
     context: str
@@ -278,19 +300,8 @@ class Embedded:
     """The same rendering with the tokens replaced by markers: what the context itself contributes."""
     encoded: bool = False
 
-    @property
-    def secrets(self) -> tuple[Secret, ...]:
-        return tuple(s for s in self.samples if isinstance(s, Secret))
-
-    @property
-    def decoys(self) -> tuple[Decoy, ...]:
-        return tuple(s for s in self.samples if isinstance(s, Decoy))
-
     def __repr__(self) -> str:
         return f"Embedded({self.context}, {list(self.samples)!r})"
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(repr(self))
 
 
 def render(context: Context, samples: Sequence[Sample], seed: int) -> Embedded:

@@ -18,8 +18,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 from ..transforms.channels import CHANNEL_META_KEY
-from .contexts import Embedded, distinct_samples
-from .formats import Decoy, Sample, Secret
+from .contexts import Embedded, SampleViews, distinct_samples
+from .formats import Sample
 from .regexgen import uniform
 
 TOOL_PLACES = ("text", "structured", "both", "meta", "resource_link", "embedded_resource")
@@ -39,7 +39,7 @@ EVENTS = {
 
 
 @dataclass(frozen=True, slots=True)
-class McpCase:
+class McpCase(SampleViews):
     """One payload: `event` and `phase` say where an interceptor meets it; `kind` which channel it is."""
 
     kind: str
@@ -52,19 +52,8 @@ class McpCase:
     def samples(self) -> tuple[Sample, ...]:
         return tuple(s for e in self.embedded for s in e.samples)
 
-    @property
-    def secrets(self) -> tuple[Secret, ...]:
-        return tuple(s for s in self.samples if isinstance(s, Secret))
-
-    @property
-    def decoys(self) -> tuple[Decoy, ...]:
-        return tuple(s for s in self.samples if isinstance(s, Decoy))
-
     def __repr__(self) -> str:
         return f"McpCase({self.kind} {self.event}, {list(self.embedded)!r})"
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(repr(self))
 
 
 def as_text(value: Any) -> str:
