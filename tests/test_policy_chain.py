@@ -86,7 +86,7 @@ async def test_calls_are_judged_with_exact_codes_through_the_chain(tmp_path: Pat
     engine = primed(load_policy("soc-analyst"))
     async with LocalChain(policy_registry(engine, audit_sink=str(path))) as chain:
         allowed = await request(
-            chain, "tools/call", {"name": "get_asset", "arguments": {"id": "db1"}}, context("a", "analyst")
+            chain, "tools/call", {"name": "get_asset", "arguments": {"id": "quokka-prod"}}, context("a", "analyst")
         )
         assert not allowed.blocked
         hidden = await request(chain, "tools/call", {"name": "export_csv", "arguments": {}}, context("a", "analyst"))
@@ -114,7 +114,7 @@ async def test_calls_are_judged_with_exact_codes_through_the_chain(tmp_path: Pat
             refusal_from_info({"outcome": "odd"})
     decisions = [json.loads(line)["decision"] for line in path.read_text().splitlines()]
     assert decisions == ["allowed", "not_found", "not_found", "allowed", "not_found", "not_found"]  # audit: true
-    assert "db1" not in path.read_text()
+    assert "quokka" not in path.read_text()  # only a keyed fingerprint (hex) is logged
 
 
 async def test_denied_and_rate_limited_codes_through_the_chain() -> None:
