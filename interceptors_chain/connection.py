@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from mcp import types
@@ -23,6 +24,10 @@ class Connection(Protocol):
     async def request(self, method: str, params: dict[str, Any], timeout_s: float | None) -> dict[str, Any]: ...
 
 
+ExpressRequest = Callable[[ClientSession, str, dict[str, Any], float | None], Awaitable[dict[str, Any]]]
+"""A transport's own path for the session's requests (see `stdio_pipe.StdioPipe.request`)."""
+
+
 class _CustomRequest(types.Request[dict[str, Any], str]):
     """A request for an extension method, sent through the session so the era envelope is stamped."""
 
@@ -33,13 +38,16 @@ class SessionConnection:
     Concurrent requests are multiplexed on the one session.
     """
 
-    __slots__ = ("_fast", "session")
+    __slots__ = ("_express", "_fast", "session")
 
-    def __init__(self, session: ClientSession) -> None:
+    def __init__(self, session: ClientSession, express: ExpressRequest | None = None) -> None:
         self.session = session
         self._fast = _has_raw_path(session)
+        self._express = express
 
     async def request(self, method: str, params: dict[str, Any], timeout_s: float | None) -> dict[str, Any]:
+        if self._express is not None:
+            return strip_envelope(await self._express(self.session, method, params, timeout_s))
         if self._fast:
             return strip_envelope(await _send_raw(self.session, method, params, timeout_s))
         # A dict TypeAdapter skips building a model per result (the SDK TypeVar bound is too strict).

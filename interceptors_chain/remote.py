@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -25,7 +26,9 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
+from .concurrency import Slots
 from .connection import SessionConnection
+from .stdio_pipe import express_capable, open_stdio_pipe
 
 logger = logging.getLogger("interceptors.remote")
 
@@ -102,7 +105,7 @@ class RemoteServer:
         self.unavailable_wait_s = unavailable_wait_s
         self.restarts = 0
         self.on_restart: Callable[[], Awaitable[None]] | None = None
-        self._limit = anyio.CapacityLimiter(max_concurrency)
+        self._limit = Slots(max_concurrency)
         self._connection: SessionConnection | None = None
         self._lost = anyio.Event()
         self._ready = anyio.Event()
@@ -208,15 +211,24 @@ class RemoteServer:
             return
         assert self.command is not None and self._stderr is not None
         parameters = StdioServerParameters(command=self.command[0], args=self.command[1:], env=self.env, cwd=self.cwd)
-        async with Client(_watched_stdio(parameters, self._stderr.writer, self), mode=self.mode) as client:
-            yield SessionConnection(client.session)
+        if sys.platform == "win32":
+            async with Client(_watched_stdio(parameters, self._stderr.writer, self), mode=self.mode) as client:
+                yield SessionConnection(client.session)
+            return
+        async with (
+            open_stdio_pipe(parameters, self._stderr.writer, lambda: self._lost.set()) as pipe,
+            Client(pipe.transport(), mode=self.mode) as client,
+        ):
+            express = pipe.request if express_capable(client.session) else None
+            yield SessionConnection(client.session, express)
 
 
 @asynccontextmanager
 async def _watched_stdio(
     parameters: StdioServerParameters, errlog: IO[str], owner: RemoteServer
 ) -> AsyncIterator[tuple[Any, Any]]:
-    """The SDK's stdio transport, plus a relay that notices the child's stdout closing (it died)."""
+    """The SDK's stdio transport (where `stdio_pipe` does not run), plus a relay that notices the child's
+    stdout closing (it died)."""
     async with stdio_client(parameters, errlog=errlog) as (read, write):  # type: ignore[arg-type]
         relay_send, relay_receive = anyio.create_memory_object_stream[Any](0)
 

@@ -60,9 +60,10 @@ def _version() -> str:
 
 async def serve_stdio(server: Server[Any]) -> None:
     """Protocol data on stdout only; logs go to stderr."""
+    from .express import express_lane_for
     from .stdio import serve_streams
 
-    async with serve_streams() as (read, write):
+    async with serve_streams(lambda write: express_lane_for(server, write)) as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 

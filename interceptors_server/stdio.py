@@ -14,7 +14,7 @@ import logging
 import os
 import stat
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -22,6 +22,8 @@ import orjson
 from mcp.server.stdio import stdio_server
 
 from interceptors.errors import INVALID_REQUEST, PARSE_ERROR
+
+from .express import ExpressLane, WriteBytes
 
 logger = logging.getLogger("interceptors.stdio")
 
@@ -36,18 +38,19 @@ def _is_pipe_like(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
-def _refusal(line: bytes) -> bytes | None:
-    """The JSON-RPC error for a line the SDK would drop without an answer, or None to pass it on.
+def _examine(line: bytes) -> tuple[dict[str, Any] | None, bytes | None]:
+    """(the well-formed message, None), or (None, the JSON-RPC error for a line the SDK would drop).
 
     The SDK answers what it can parse; a request with a bad shape (array params, a float id, …) or a
     line that is not JSON would otherwise get no reply at all, and its caller would wait forever.
+    (None, None) is a blank line or a message the SDK is left to judge.
     """
     try:
         message = orjson.loads(line)
     except orjson.JSONDecodeError:
-        return None if not line.strip() else _error(None, PARSE_ERROR, "Parse error")
+        return None, None if not line.strip() else _error(None, PARSE_ERROR, "Parse error")
     if not isinstance(message, dict):
-        return _error(None, INVALID_REQUEST, "Invalid Request")
+        return None, _error(None, INVALID_REQUEST, "Invalid Request")
     request_id = message.get("id")
     id_ok = request_id is None or (isinstance(request_id, int | str) and not isinstance(request_id, bool))
     if "method" in message:
@@ -58,11 +61,11 @@ def _refusal(line: bytes) -> bytes | None:
             and id_ok
             and (params is None or isinstance(params, dict))
         ):
-            return None
-        return _error(request_id if id_ok else None, INVALID_REQUEST, "Invalid Request")
+            return message, None
+        return None, _error(request_id if id_ok else None, INVALID_REQUEST, "Invalid Request")
     if ("result" in message or "error" in message) and id_ok:
-        return None  # a response to one of our requests: the SDK's to judge
-    return _error(request_id if id_ok else None, INVALID_REQUEST, "Invalid Request")
+        return None, None  # a response to one of our requests: the SDK's to judge
+    return None, _error(request_id if id_ok else None, INVALID_REQUEST, "Invalid Request")
 
 
 def _error(request_id: Any, code: int, message: str) -> bytes:
@@ -72,12 +75,14 @@ def _error(request_id: Any, code: int, message: str) -> bytes:
 class _Lines:
     """`async for line in _Lines(reader)`: text lines, invalid UTF-8 replaced, oversized lines skipped.
 
-    Lines the SDK could not answer are answered here (see `_refusal`) and not passed on.
+    Lines the SDK could not answer are answered here (see `_examine`) and not passed on, and so are
+    the requests the express lane takes.
     """
 
-    def __init__(self, reader: asyncio.StreamReader, writer: _Writer) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: _Writer, express: ExpressLane | None) -> None:
         self._reader = reader
         self._writer = writer
+        self._express = express
 
     def __aiter__(self) -> _Lines:
         return self
@@ -98,9 +103,11 @@ class _Lines:
                     await self._discard_rest()
                 await self._writer.write_bytes(_error(None, INVALID_REQUEST, "Request too large"))
                 continue
-            refusal = _refusal(line)
+            message, refusal = _examine(line)
             if refusal is not None:
                 await self._writer.write_bytes(refusal)
+                continue
+            if message is not None and self._express is not None and self._express.take(message):
                 continue
             return line.decode("utf-8", "replace")
 
@@ -148,8 +155,13 @@ class _Writer:
 
 
 @contextlib.asynccontextmanager
-async def serve_streams() -> AsyncIterator[tuple[Any, Any]]:
-    """(read_stream, write_stream) for `Server.run`, over stdin/stdout."""
+async def serve_streams(
+    express: Callable[[WriteBytes], ExpressLane | None] | None = None,
+) -> AsyncIterator[tuple[Any, Any]]:
+    """(read_stream, write_stream) for `Server.run`, over stdin/stdout.
+
+    `express` builds the lane that answers eligible requests without the SDK (see `express.py`).
+    """
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -173,9 +185,14 @@ async def serve_streams() -> AsyncIterator[tuple[Any, Any]]:
     )
     writer = asyncio.StreamWriter(write_transport, write_protocol, reader, loop)
     out = _Writer(writer, loop)
+    lane = express(out.write_bytes) if express is not None else None
     try:
-        async with stdio_server(stdin=_Lines(reader, out), stdout=out) as streams:  # type: ignore[arg-type]
-            yield streams
+        try:
+            async with stdio_server(stdin=_Lines(reader, out, lane), stdout=out) as streams:  # type: ignore[arg-type]
+                yield streams
+        finally:
+            if lane is not None:
+                await lane.aclose()
     finally:
         try:
             # Shielded and bounded: even a cancelled exit flushes what was written, then restores the fds.
