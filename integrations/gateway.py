@@ -54,18 +54,19 @@ from pydantic import ValidationError
 from interceptors import INTERNAL_ERROR, InvocationContext, Phase, Registry
 from interceptors_chain import Chain
 from interceptors_server import install
+from interceptors_server.express import ExpressLane, WriteBytes, express_enabled, idle_middleware
 from interceptors_server.install import OpenParams
 from interceptors_server.stdio import serve_streams
 
 from .gateway_channels import filter_error, filter_log, filter_progress
 from .gateway_cli import add_proxy_command
+from .gateway_express import EXPRESS_METHODS, GatewayRoute
 from .gateway_tools import Authorize, LocalTool, LocalToolCalls, with_local_tools
-from .gateway_upstream import Upstream
+from .gateway_upstream import UPSTREAM_CLOSED_MESSAGE, Upstream
 from .middleware import ContextProvider, InterceptorMiddleware, default_context
 
 logger = logging.getLogger("interceptors.gateway")
 
-UPSTREAM_CLOSED_MESSAGE = "upstream server closed the connection"
 DRAIN_TIMEOUT_S = 1.5
 """When stopping (the upstream died, or a signal): how long in-flight calls get to answer first."""
 
@@ -477,8 +478,23 @@ class Gateway:
 
     async def serve_stdio(self) -> None:
         """Serve the mirror on this process's stdin/stdout until the client closes stdin."""
-        async with serve_streams() as (read, write):
+        async with serve_streams(self._express_lane) as (read, write):
             await self.server.run(read, write, self.server.create_initialization_options())
+
+    def _express_lane(self, write: WriteBytes) -> ExpressLane | None:
+        """Operations nothing hooks skip both SDK sessions on stdio, unless that would skip something else."""
+        server = self.server
+        own = (LocalToolCalls, _ClientTracker, InterceptorMiddleware, _ForwardUnknown)
+        if not express_enabled() or not self.upstream.raw_requests:
+            return None
+        if not all(isinstance(middleware, own) or idle_middleware(middleware) for middleware in server.middleware):
+            return None
+        methods = frozenset(
+            method
+            for method in EXPRESS_METHODS
+            if server.get_request_handler(method) is not None and method not in server.cache_hints
+        )
+        return ExpressLane(GatewayRoute(self, methods), server.server_info_stamp, write)
 
     async def serve_http(self, host: str, port: int, on_listening: Callable[[str, int], None] | None = None) -> None:
         """Serve Streamable HTTP at http://HOST:PORT/mcp (port 0 picks a free one, reported to `on_listening`)."""

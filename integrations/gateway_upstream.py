@@ -10,6 +10,7 @@ the gateway forwards what it received, field for field.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from types import TracebackType
@@ -29,9 +30,12 @@ from mcp_types import (
 )
 from pydantic import RootModel
 
+from interceptors_chain.stdio_pipe import StdioPipe, express_capable, open_stdio_pipe
+
 logger = logging.getLogger("interceptors.gateway")
 
 HANDSHAKE_TIMEOUT_S = 30.0
+UPSTREAM_CLOSED_MESSAGE = "upstream server closed the connection"
 
 # Downstream `_meta` keys that belong to the downstream hop: the 2026 envelope (a handshake-era upstream
 # refuses requests carrying it) and the progress token (the gateway asks upstream for progress itself).
@@ -119,10 +123,17 @@ class _SignalOnEof:
 
 
 @asynccontextmanager
-async def _watched_stdio(params: StdioServerParameters, closed: anyio.Event) -> AsyncIterator[tuple[Any, Any]]:
+async def _watched_stdio(
+    params: StdioServerParameters, closed: anyio.Event
+) -> AsyncIterator[tuple[Any, Any, StdioPipe | None]]:
+    """(read, write, the pipe when ours): our stdio pipe on POSIX, the SDK's transport elsewhere."""
     try:
-        async with stdio_client(params) as (read, write):
-            yield _SignalOnEof(read, closed), write
+        if sys.platform == "win32":
+            async with stdio_client(params) as (read, write):
+                yield _SignalOnEof(read, closed), write, None
+        else:
+            async with open_stdio_pipe(params, sys.stderr, closed.set) as pipe:
+                yield pipe.read_stream, pipe.write_stream, pipe
     finally:
         closed.set()
 
@@ -151,11 +162,12 @@ class Upstream:
         self._stack: AsyncExitStack | None = None
         self._session: ClientSession | None = None
         self._handshake: types.InitializeResult | None = None
+        self._pipe: StdioPipe | None = None
 
     async def __aenter__(self) -> Upstream:
         stack = AsyncExitStack()
         try:
-            read, write = await stack.enter_async_context(_watched_stdio(self.params, self.closed))
+            read, write, pipe = await stack.enter_async_context(_watched_stdio(self.params, self.closed))
             session = ClientSession(
                 read,
                 write,
@@ -181,12 +193,13 @@ class Upstream:
             raise
         self._session = session
         self._stack = stack
+        self._pipe = pipe if pipe is not None and express_capable(session) else None
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        stack, self._stack, self._session = self._stack, None, None
+        stack, self._stack, self._session, self._pipe = self._stack, None, None, None
         if stack is not None:
             await stack.aclose()
 
@@ -221,6 +234,20 @@ class Upstream:
         request = _Request(method=method, params=upstream_params(params))
         result = await self.session.send_request(request, _RawResult, progress_callback=progress)
         return result.root
+
+    @property
+    def raw_requests(self) -> bool:
+        """Whether `raw_request` skips the session (our stdio pipe is in use)."""
+        return self._pipe is not None
+
+    async def raw_request(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        """`request` without progress, off the session's per-message machinery when the pipe allows.
+
+        The result is the upstream's JSON as it arrived (not validated here: the caller sieves it).
+        """
+        if self._pipe is None:
+            return await self.request(method, params)
+        return await self._pipe.request(self.session, method, upstream_params(params) or {}, None)
 
     async def _log(self, params: types.LoggingMessageNotificationParams) -> None:
         if self._on_log is not None:

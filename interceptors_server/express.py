@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import orjson
 from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     CONNECTION_CLOSED,
@@ -48,12 +50,56 @@ _SHUTDOWN_S = 2.0
 _ENVELOPE = TypeAdapter(RequestParamsMeta)  # what the SDK validates `_meta` against
 
 
+class ExpressRoute(Protocol):
+    """What a lane takes, and how it answers: a result dict, or an error raised as MCPError or
+    InterceptorRpcError. `params` are the request's, `_meta` included; `version` is the request's era."""
+
+    def accepts(self, method: str, params: dict[str, Any]) -> bool: ...
+
+    async def answer(self, method: str, params: dict[str, Any], version: str) -> dict[str, Any]: ...
+
+
+class InvokeRoute:
+    """`interceptor/invoke`, answered by the host as the SDK-registered handler would."""
+
+    def __init__(self, host: InterceptorHost) -> None:
+        self._host = host
+
+    def accepts(self, method: str, params: dict[str, Any]) -> bool:
+        return method == INVOKE_METHOD
+
+    async def answer(self, method: str, params: dict[str, Any], version: str) -> dict[str, Any]:
+        # The SDK hands the host its params without `_meta` (a declared field of its params model).
+        return await self._host.invoke({key: value for key, value in params.items() if key != "_meta"})
+
+
+def express_enabled() -> bool:
+    """Lanes are on unless `MCP_INTERCEPTORS_EXPRESS=off` (every request then takes the SDK path)."""
+    return os.environ.get("MCP_INTERCEPTORS_EXPRESS", "").strip().lower() not in ("off", "0", "false", "no")
+
+
+def idle_middleware(middleware: object) -> bool:
+    """Middleware a lane may skip because it would do nothing: the SDK's tracing, with no tracer configured.
+
+    Checked when the lane is built: a tracer provider installed later is not seen by the lanes.
+    """
+    from mcp.server._otel import OpenTelemetryMiddleware
+    from opentelemetry import trace
+
+    provider = trace.get_tracer_provider()
+    return isinstance(middleware, OpenTelemetryMiddleware) and isinstance(
+        provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider
+    )
+
+
 def express_lane_for(server: Server[Any], write: WriteBytes) -> ExpressLane | None:
-    """The lane for `server`, or None when taking requests off the SDK would skip something."""
+    """The invoke lane for `server`, or None when taking requests off the SDK would skip something."""
     host = host_of(server)
-    if host is None or server.middleware or INVOKE_METHOD in server.cache_hints:
+    if not express_enabled() or host is None or INVOKE_METHOD in server.cache_hints:
         return None
-    return ExpressLane(host, server.server_info_stamp, write)
+    if not all(idle_middleware(middleware) for middleware in server.middleware):
+        return None
+    return ExpressLane(InvokeRoute(host), server.server_info_stamp, write)
 
 
 class ExpressLane:
@@ -63,9 +109,9 @@ class ExpressLane:
     a task group's bookkeeping would cost more than the host's work for a small invoke.
     """
 
-    def __init__(self, host: InterceptorHost, server_info: dict[str, Any], write: WriteBytes) -> None:
-        self._host = host
-        self._meta = {SERVER_INFO_META_KEY: server_info}
+    def __init__(self, route: ExpressRoute, server_info: dict[str, Any], write: WriteBytes) -> None:
+        self._route = route
+        self._server_info = server_info
         self._write = write
         self._era: str | None = None  # "modern" or "legacy", once the opening request is seen
         self._in_flight: dict[int | str, asyncio.Task[None]] = {}
@@ -94,14 +140,15 @@ class ExpressLane:
                 modern = method != "initialize" and isinstance(params, dict) and _has_version_key(params)
                 self._era = "modern" if modern else "legacy"
                 return False
-            if method != INVOKE_METHOD or self._era != "modern" or not self._open:
+            if self._era != "modern" or not self._open or not isinstance(params, dict):
                 return False
-            if not isinstance(params, dict) or not self._acceptable_envelope(params.get("_meta")):
+            if not self._acceptable_envelope(params.get("_meta")):
                 return False  # the SDK names what is wrong
             request_id = message["id"]
-            if request_id in self._in_flight:
-                return False  # a duplicate id in flight: leave the SDK to judge it
-            self._in_flight[request_id] = asyncio.get_running_loop().create_task(self._answer(request_id, params))
+            if request_id in self._in_flight or not self._route.accepts(method, params):
+                return False  # (a duplicate id in flight: the SDK judges it)
+            answer = self._answer(request_id, method, params)
+            self._in_flight[request_id] = asyncio.get_running_loop().create_task(answer)
             return True
         if method == "notifications/cancelled":
             params = message.get("params")
@@ -131,9 +178,9 @@ class ExpressLane:
         self._accepted_meta = meta
         return True
 
-    async def _answer(self, request_id: int | str, params: dict[str, Any]) -> None:
+    async def _answer(self, request_id: int | str, method: str, params: dict[str, Any]) -> None:
         try:
-            reply = await self._reply(request_id, params)
+            reply = await self._reply(request_id, method, params)
         except asyncio.CancelledError:
             if request_id not in self._cancelled_by_peer:  # shutdown: the peer is told, never left waiting
                 await self._write(_error(request_id, CONNECTION_CLOSED, "Connection closed", None))
@@ -143,17 +190,24 @@ class ExpressLane:
             self._cancelled_by_peer.discard(request_id)
         await self._write(reply)
 
-    async def _reply(self, request_id: int | str, params: dict[str, Any]) -> bytes:
+    async def _reply(self, request_id: int | str, method: str, params: dict[str, Any]) -> bytes:
         try:
-            # The SDK hands the host its params without `_meta` (a declared field of its params model).
-            result = await self._host.invoke({key: value for key, value in params.items() if key != "_meta"})
+            result = await self._route.answer(method, params, params["_meta"][PROTOCOL_VERSION_META_KEY])
         except InterceptorRpcError as exc:
             return _error(request_id, exc.code, exc.message, exc.data)
+        except MCPError as exc:
+            return _error(request_id, exc.error.code, exc.error.message, exc.error.data)
         except Exception as exc:  # never raw exception text on the wire (it may quote the payload)
-            logger.error("interceptor host error: %s", type(exc).__name__)
+            logger.error("express lane error: %s", type(exc).__name__)
             return _error(request_id, INTERNAL_ERROR, "interceptor host error", {"reason": type(exc).__name__})
-        result["resultType"] = "complete"
-        result["_meta"] = self._meta
+        # As the SDK shapes a 2026-era result: resultType required, the serverInfo stamp merged into `_meta`.
+        if result.get("resultType") is None:
+            result["resultType"] = "complete"
+        meta = result.get("_meta")
+        if meta is None:
+            result["_meta"] = {SERVER_INFO_META_KEY: self._server_info}
+        elif isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None:
+            result["_meta"] = {**meta, SERVER_INFO_META_KEY: self._server_info}
         return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}) + b"\n"
 
 
