@@ -2,14 +2,15 @@
 
 Why: with nothing to run, forwarding a call through the mirror costs a server dispatch downstream and a
 client session upstream, each building models per message; that doubled the latency of a call. The route
-takes a 2026-era request on stdio (see `interceptors_server.express` for the lane's own conditions) only
+takes a request on stdio (see `interceptors_server.express` for the lane's own conditions, per era) only
 when the SDK path would do nothing but forward it:
 
 - a context operation the mirror forwards as it is (tools/call, prompts/get, completion/complete), with
   no cache hint and no local tool of that name;
 - no interceptor on its request or response phase (so the error, progress and log channels pass
   untouched too), and no progress token or log opt-in in `_meta` (those ride the SDK path, which relays
-  them in order before the result);
+  them in order before the result); for a 2025-era client, an upstream without the logging capability
+  (its logs would otherwise race the result);
 - no middleware on the mirror besides the gateway's own; the upstream reached through our stdio pipe.
 
 The answer is shaped as the SDK shapes it: the upstream's result checked against the spec at the
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, LOG_LEVEL_META_KEY
 from mcp_types import methods as spec_methods
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from interceptors import INTERNAL_ERROR, Direction, Phase
@@ -47,10 +49,12 @@ class GatewayRoute:
         self._gateway = gateway
         self._methods = methods
 
-    def accepts(self, method: str, params: dict[str, Any]) -> bool:
+    def accepts(self, method: str, params: dict[str, Any], version: str) -> bool:
         gateway = self._gateway
         if method not in self._methods or not gateway.upstream.raw_requests or gateway.upstream.closed.is_set():
             return False
+        if version not in MODERN_PROTOCOL_VERSIONS and gateway.upstream.capabilities.logging is not None:
+            return False  # a 2025 client gets an operation's logs before its result: the SDK path orders them
         meta = params.get("_meta")
         if isinstance(meta, dict) and ("progressToken" in meta or LOG_LEVEL_META_KEY in meta):
             return False
@@ -75,7 +79,9 @@ class GatewayRoute:
             raise MCPError(INTERNAL_ERROR, INVALID_RESULT_MESSAGE) from None
         try:
             spec_methods.serialize_server_result(method, upstream.handshake.protocol_version, result)
-            return spec_methods.serialize_server_result(method, version, {"resultType": "complete", **result})
+            if version in MODERN_PROTOCOL_VERSIONS:
+                result = {"resultType": "complete", **result}  # required at 2026-07-28 (a 2025 upstream omits it)
+            return spec_methods.serialize_server_result(method, version, result)
         except ValidationError:
             logger.warning("the upstream returned an invalid %s result", method)
             raise MCPError(INTERNAL_ERROR, INVALID_RESULT_MESSAGE) from None

@@ -1,19 +1,25 @@
-"""Answer `interceptor/invoke` straight from the stdio line reader on a 2026-era connection.
+"""Express lanes: requests answered straight from the stdio line reader, off the SDK's dispatch.
 
-Why: for a small invoke the SDK's dispatch (a request model, a task, a runner and a connection per
-request, the result sieve) costs about three times the host's own work, and a remote interceptor
-server answers little else. The lane only takes what the SDK would answer the same way:
+Why: for a small request the SDK's dispatch (a request model, a task, a runner and a connection per
+request, the result sieve) costs about three times the work of an interceptor invoke, and a remote
+interceptor server answers little else; a gateway with nothing to run only forwards. A lane takes, for
+its route (`InvokeRoute` here, the gateway's in `integrations.gateway_express`), only what the SDK
+would answer the same way:
 
-- the server runs no middleware (nothing the SDK would run around the handler is skipped) and has
-  no cache hint for the method;
-- the connection's first request opened the 2026 era (the SDK decides the era from that request,
-  and the lane leaves the opening request to it);
-- the request carries a complete envelope at a version the SDK serves.
+- no middleware would be skipped (none, or only the SDK's tracing with no tracer configured), and no
+  cache hint applies to the method;
+- on a 2026-era connection (its first request carries the envelope; the SDK decides the era from that
+  request, and the lane leaves the opening request to it): requests with a complete envelope at a
+  version the SDK serves, `_meta` as the SDK's model accepts it;
+- on a 2025-era connection: requests after a valid `initialize` and `notifications/initialized`,
+  without the 2026 envelope, served at the version the SDK negotiated; a second `initialize` turns
+  the lane off for the connection.
 
-Everything else (other methods, legacy connections, bad envelopes) goes to the SDK unchanged. Replies
-have the SDK's shape: `resultType: "complete"` and the `serverInfo` stamp on results, the host's
-JSON-RPC errors as they are. A `notifications/cancelled` for a lane request cancels it unanswered;
-at shutdown (`aclose`) unanswered requests get CONNECTION_CLOSED, as the SDK does for its own.
+Everything else goes to the SDK unchanged. Replies have the SDK's shape: on 2026-era connections
+`resultType` and the `serverInfo` stamp merged into `_meta`; errors as the route raised them. A
+`notifications/cancelled` for a lane request cancels it unanswered; at shutdown (`aclose`) unanswered
+requests get CONNECTION_CLOSED, as the SDK does for its own. `MCP_INTERCEPTORS_EXPRESS=off` turns
+every lane off.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import anyio
 import orjson
@@ -33,9 +39,10 @@ from mcp_types import (
     CONNECTION_CLOSED,
     PROTOCOL_VERSION_META_KEY,
     SERVER_INFO_META_KEY,
+    InitializeRequestParams,
     RequestParamsMeta,
 )
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
 from interceptors import INTERNAL_ERROR, INVOKE_METHOD, InterceptorRpcError
@@ -54,7 +61,7 @@ class ExpressRoute(Protocol):
     """What a lane takes, and how it answers: a result dict, or an error raised as MCPError or
     InterceptorRpcError. `params` are the request's, `_meta` included; `version` is the request's era."""
 
-    def accepts(self, method: str, params: dict[str, Any]) -> bool: ...
+    def accepts(self, method: str, params: dict[str, Any], version: str) -> bool: ...
 
     async def answer(self, method: str, params: dict[str, Any], version: str) -> dict[str, Any]: ...
 
@@ -65,7 +72,7 @@ class InvokeRoute:
     def __init__(self, host: InterceptorHost) -> None:
         self._host = host
 
-    def accepts(self, method: str, params: dict[str, Any]) -> bool:
+    def accepts(self, method: str, params: dict[str, Any], version: str) -> bool:
         return method == INVOKE_METHOD
 
     async def answer(self, method: str, params: dict[str, Any], version: str) -> dict[str, Any]:
@@ -113,7 +120,9 @@ class ExpressLane:
         self._route = route
         self._server_info = server_info
         self._write = write
-        self._era: str | None = None  # "modern" or "legacy", once the opening request is seen
+        self._era: str | None = None  # "modern" or "legacy" once the opening request is seen; "closed": off
+        self._negotiated: str | None = None  # 2025 era: the version `initialize` settled on
+        self._initialized = False  # 2025 era: the client has sent `notifications/initialized`
         self._in_flight: dict[int | str, asyncio.Task[None]] = {}
         self._cancelled_by_peer: set[int | str] = set()
         self._accepted_meta: dict[str, Any] | None = None  # clients send one envelope over and over
@@ -136,20 +145,25 @@ class ExpressLane:
             if method is None:
                 return False
             params = message.get("params")
-            if self._era is None:  # the opening request is the SDK's; note the era it opens
+            opening = self._era is None
+            if opening:  # the opening request is the SDK's (it decides the era there too); note the era
                 modern = method != "initialize" and isinstance(params, dict) and _has_version_key(params)
                 self._era = "modern" if modern else "legacy"
+            if method == "initialize":
+                self._handshake(params)
+            if opening or method == "initialize":
                 return False
-            if self._era != "modern" or not self._open or not isinstance(params, dict):
-                return False
-            if not self._acceptable_envelope(params.get("_meta")):
-                return False  # the SDK names what is wrong
+            version = self._version_for(params)
+            if version is None or not self._open or not isinstance(params, dict):
+                return False  # (the SDK names what is wrong with a request the lane cannot take)
             request_id = message["id"]
-            if request_id in self._in_flight or not self._route.accepts(method, params):
+            if request_id in self._in_flight or not self._route.accepts(method, params, version):
                 return False  # (a duplicate id in flight: the SDK judges it)
-            answer = self._answer(request_id, method, params)
+            answer = self._answer(request_id, method, params, version)
             self._in_flight[request_id] = asyncio.get_running_loop().create_task(answer)
             return True
+        if method == "notifications/initialized" and self._negotiated is not None:
+            self._initialized = True
         if method == "notifications/cancelled":
             params = message.get("params")
             request_id = params.get("requestId") if isinstance(params, dict) else None
@@ -160,17 +174,33 @@ class ExpressLane:
                 return True
         return False
 
-    def _acceptable_envelope(self, meta: Any) -> bool:
-        """A complete envelope at a served version that the SDK's own `_meta` model accepts."""
-        if meta is not None and meta == self._accepted_meta:
+    def _handshake(self, params: Any) -> None:
+        """A 2025-era `initialize`: the version the SDK negotiates, or the lane stays off for good."""
+        if self._era != "legacy" or self._negotiated is not None:
+            self._era = "closed"  # initialize on a 2026 connection, or a second one: the SDK's alone
+            return
+        try:
+            requested = InitializeRequestParams.model_validate(params or {}, by_name=False).protocol_version
+        except ValidationError:
+            self._era = "closed"
+            return
+        self._negotiated = requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
+
+    def _version_for(self, params: Any) -> str | None:
+        """The protocol version a request is served at, if the lane may take it; None leaves it to the SDK."""
+        if not isinstance(params, dict):
+            return None
+        meta = params.get("_meta")
+        if self._era == "modern":
+            return cast(str, params["_meta"][PROTOCOL_VERSION_META_KEY]) if self._acceptable_envelope(meta) else None
+        if self._era == "legacy" and self._initialized and not _has_version_key(params):
+            return self._negotiated if meta is None or self._acceptable_meta(meta) else None
+        return None
+
+    def _acceptable_meta(self, meta: Any) -> bool:
+        """`_meta` as the SDK's own model accepts it (cached: clients send one envelope over and over)."""
+        if meta == self._accepted_meta:
             return True
-        if not (
-            isinstance(meta, dict)
-            and CLIENT_CAPABILITIES_META_KEY in meta
-            and isinstance(version := meta.get(PROTOCOL_VERSION_META_KEY), str)
-            and version in MODERN_PROTOCOL_VERSIONS
-        ):
-            return False
         try:
             _ENVELOPE.validate_python(meta)
         except ValidationError:
@@ -178,9 +208,19 @@ class ExpressLane:
         self._accepted_meta = meta
         return True
 
-    async def _answer(self, request_id: int | str, method: str, params: dict[str, Any]) -> None:
+    def _acceptable_envelope(self, meta: Any) -> bool:
+        """A complete envelope at a served version that the SDK's own `_meta` model accepts."""
+        return (
+            isinstance(meta, dict)
+            and CLIENT_CAPABILITIES_META_KEY in meta
+            and isinstance(version := meta.get(PROTOCOL_VERSION_META_KEY), str)
+            and version in MODERN_PROTOCOL_VERSIONS
+            and self._acceptable_meta(meta)
+        )
+
+    async def _answer(self, request_id: int | str, method: str, params: dict[str, Any], version: str) -> None:
         try:
-            reply = await self._reply(request_id, method, params)
+            reply = await self._reply(request_id, method, params, version)
         except asyncio.CancelledError:
             if request_id not in self._cancelled_by_peer:  # shutdown: the peer is told, never left waiting
                 await self._write(_error(request_id, CONNECTION_CLOSED, "Connection closed", None))
@@ -190,9 +230,9 @@ class ExpressLane:
             self._cancelled_by_peer.discard(request_id)
         await self._write(reply)
 
-    async def _reply(self, request_id: int | str, method: str, params: dict[str, Any]) -> bytes:
+    async def _reply(self, request_id: int | str, method: str, params: dict[str, Any], version: str) -> bytes:
         try:
-            result = await self._route.answer(method, params, params["_meta"][PROTOCOL_VERSION_META_KEY])
+            result = await self._route.answer(method, params, version)
         except InterceptorRpcError as exc:
             return _error(request_id, exc.code, exc.message, exc.data)
         except MCPError as exc:
@@ -200,6 +240,8 @@ class ExpressLane:
         except Exception as exc:  # never raw exception text on the wire (it may quote the payload)
             logger.error("express lane error: %s", type(exc).__name__)
             return _error(request_id, INTERNAL_ERROR, "interceptor host error", {"reason": type(exc).__name__})
+        if self._era != "modern":
+            return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}) + b"\n"
         # As the SDK shapes a 2026-era result: resultType required, the serverInfo stamp merged into `_meta`.
         if result.get("resultType") is None:
             result["resultType"] = "complete"
