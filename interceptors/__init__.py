@@ -1,6 +1,6 @@
 """mcp-interceptors core: SEP-2624 types, wire models and authoring API. Never imports an MCP SDK."""
 
-from .codec import canonical, dumps, loads
+from .codec import canonical, dumps, dumps_exact, loads, loads_exact
 from .enums import Direction, InterceptorType, Mode, Phase, Severity
 from .errors import (
     INTERNAL_ERROR,
@@ -67,9 +67,11 @@ __all__ = [
     "WireError",
     "canonical",
     "dumps",
+    "dumps_exact",
     "hooks_match",
     "is_context_operation",
     "loads",
+    "loads_exact",
     "pattern_matches",
     "result_from_wire",
 ]

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from decimal import Decimal
 from typing import Any
 
 import orjson
+
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")  # orjson reads integers beyond 64 bits as floats
 
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 
@@ -22,6 +26,32 @@ def dumps_str(value: Any) -> str:
 
 def loads(data: bytes | str) -> Any:
     return orjson.loads(data)
+
+
+def may_round_numbers(data: bytes) -> bool:
+    """Whether orjson could read `data` inexactly: it holds a run of 19+ digits (maybe an integer beyond 64 bits)."""
+    return _LONG_DIGITS.search(data) is not None
+
+
+def loads_exact(data: bytes) -> Any:
+    """Like `loads`, but integers of any size stay exact (the stdlib reads the rare text orjson would round)."""
+    if _LONG_DIGITS.search(data) is None:
+        return orjson.loads(data)
+    return json.loads(data, parse_constant=_no_constant)
+
+
+def dumps_exact(value: Any) -> bytes:
+    """Like `dumps`, but integers beyond 64 bits are written exactly (by the stdlib) instead of refused."""
+    try:
+        return orjson.dumps(value)
+    except TypeError as exc:
+        if "64-bit" not in str(exc):
+            raise
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _canonical_string(text: str) -> str:

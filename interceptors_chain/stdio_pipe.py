@@ -22,7 +22,6 @@ from typing import IO, Any
 import anyio
 import anyio.abc
 import mcp_types
-import orjson
 from mcp import StdioServerParameters
 from mcp.client.session import ClientSession
 from mcp.client.stdio import get_default_environment
@@ -30,6 +29,8 @@ from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+from interceptors.codec import dumps_exact, loads_exact
 
 logger = logging.getLogger("interceptors.remote")
 
@@ -101,7 +102,7 @@ class StdioPipe:
                         "params": {"requestId": request_id, "reason": reason}})  # fmt: skip
 
     def _send(self, message: dict[str, Any]) -> None:
-        self._queue(orjson.dumps(message) + b"\n")
+        self._queue(dumps_exact(message) + b"\n")
 
     def _queue(self, data: bytes) -> None:
         self._out += data
@@ -127,8 +128,8 @@ class StdioPipe:
 
     async def _deliver(self, line: bytes) -> None:
         try:
-            message = orjson.loads(line)
-        except orjson.JSONDecodeError:
+            message = loads_exact(line)
+        except ValueError:
             message = None
         if isinstance(message, dict) and "method" not in message:
             request_id = message.get("id")

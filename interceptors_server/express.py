@@ -31,7 +31,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, cast
 
 import anyio
-import orjson
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
@@ -46,6 +45,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from pydantic import TypeAdapter, ValidationError
 
 from interceptors import INTERNAL_ERROR, INVOKE_METHOD, InterceptorRpcError
+from interceptors.codec import dumps_exact
 
 from .host import InterceptorHost
 from .install import host_of
@@ -241,7 +241,7 @@ class ExpressLane:
             logger.error("express lane error: %s", type(exc).__name__)
             return _error(request_id, INTERNAL_ERROR, "interceptor host error", {"reason": type(exc).__name__})
         if self._era != "modern":
-            return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}) + b"\n"
+            return dumps_exact({"jsonrpc": "2.0", "id": request_id, "result": result}) + b"\n"
         # As the SDK shapes a 2026-era result: resultType required, the serverInfo stamp merged into `_meta`.
         if result.get("resultType") is None:
             result["resultType"] = "complete"
@@ -250,7 +250,7 @@ class ExpressLane:
             result["_meta"] = {SERVER_INFO_META_KEY: self._server_info}
         elif isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None:
             result["_meta"] = {**meta, SERVER_INFO_META_KEY: self._server_info}
-        return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}) + b"\n"
+        return dumps_exact({"jsonrpc": "2.0", "id": request_id, "result": result}) + b"\n"
 
 
 def _has_version_key(params: dict[str, Any]) -> bool:
@@ -262,4 +262,4 @@ def _error(request_id: int | str, code: int, message: str, data: Any) -> bytes:
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
-    return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}) + b"\n"
+    return dumps_exact({"jsonrpc": "2.0", "id": request_id, "error": error}) + b"\n"

@@ -21,6 +21,7 @@ import anyio
 import orjson
 from mcp.server.stdio import stdio_server
 
+from interceptors.codec import may_round_numbers
 from interceptors.errors import INVALID_REQUEST, PARSE_ERROR
 
 from .express import ExpressLane, WriteBytes
@@ -107,7 +108,8 @@ class _Lines:
             if refusal is not None:
                 await self._writer.write_bytes(refusal)
                 continue
-            if message is not None and self._express is not None and self._express.take(message):
+            lane = self._express
+            if message is not None and lane is not None and not may_round_numbers(line) and lane.take(message):
                 continue
             return line.decode("utf-8", "replace")
 
