@@ -28,7 +28,7 @@ from mcp.client.stdio import get_default_environment
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
-from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 
 from interceptors.codec import dumps_exact, loads_exact
 
@@ -37,6 +37,7 @@ logger = logging.getLogger("interceptors.remote")
 _EXIT_GRACE_S = 2.0  # after stdin closes, before the group is terminated
 _KILL_GRACE_S = 2.0  # after SIGTERM, before SIGKILL
 _FLUSH_S = 0.5
+INVALID_REPLY_MESSAGE = "the server replied with a malformed result or error"
 
 
 class _Waiter:
@@ -142,8 +143,8 @@ class StdioPipe:
         try:
             item = SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
         except ValueError as exc:
-            logger.warning("an interceptor server wrote a line that is not JSON-RPC (%d bytes)", len(line))
-            item = exc
+            logger.warning("a server wrote a line that is not valid JSON-RPC (%d bytes)", len(line))
+            item = _answer_for(message) or exc
         with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             await self._to_session.send(item)
 
@@ -185,6 +186,18 @@ class StdioPipe:
                 await anyio.sleep(0.005)
 
 
+def _answer_for(message: Any) -> SessionMessage | None:
+    """An error reply for the session's request whose reply was malformed (a result that is not an object,
+    an error without a code): the SDK cannot match an invalid reply to its waiter, which would wait forever."""
+    if not isinstance(message, dict) or "method" in message or not ("result" in message or "error" in message):
+        return None
+    request_id = message.get("id")
+    if not isinstance(request_id, int | str) or isinstance(request_id, bool):
+        return None
+    error = mcp_types.ErrorData(code=INTERNAL_ERROR, message=INVALID_REPLY_MESSAGE)
+    return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+
+
 def _outcome(reply: dict[str, Any] | None) -> dict[str, Any]:
     if reply is None:
         raise MCPError(code=CONNECTION_CLOSED, message="Connection closed")
@@ -192,10 +205,10 @@ def _outcome(reply: dict[str, Any] | None) -> dict[str, Any]:
         error = reply["error"]
         if isinstance(error, dict) and isinstance(error.get("code"), int) and isinstance(error.get("message"), str):
             raise MCPError(code=error["code"], message=error["message"], data=error.get("data"))
-        raise TypeError("the server answered with a malformed JSON-RPC error")
+        raise TypeError(INVALID_REPLY_MESSAGE)
     result = reply.get("result")
     if not isinstance(result, dict):
-        raise TypeError("the result of an extension method must be an object")
+        raise TypeError(INVALID_REPLY_MESSAGE)
     return result
 
 

@@ -8,6 +8,8 @@ would answer the same way:
 
 - no middleware would be skipped (none, or only the SDK's tracing with no tracer configured), and no
   cache hint applies to the method;
+- a spec method's params valid at the request's version as the SDK's runner checks them (the 2026
+  envelope's clientInfo and clientCapabilities included), so the SDK names what is wrong with the rest;
 - on a 2026-era connection (its first request carries the envelope; the SDK decides the era from that
   request, and the lane leaves the opening request to it): requests with a complete envelope at a
   version the SDK serves, `_meta` as the SDK's model accepts it;
@@ -39,10 +41,11 @@ from mcp_types import (
     PROTOCOL_VERSION_META_KEY,
     SERVER_INFO_META_KEY,
     InitializeRequestParams,
-    RequestParamsMeta,
+    RequestParams,
 )
+from mcp_types import methods as spec_methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from interceptors import INTERNAL_ERROR, INVOKE_METHOD, InterceptorRpcError
 from interceptors.codec import dumps_exact
@@ -54,7 +57,6 @@ logger = logging.getLogger("interceptors.host")
 
 WriteBytes = Callable[[bytes], Awaitable[None]]
 _SHUTDOWN_S = 2.0
-_ENVELOPE = TypeAdapter(RequestParamsMeta)  # what the SDK validates `_meta` against
 
 
 class ExpressRoute(Protocol):
@@ -138,10 +140,14 @@ class ExpressLane:
             with anyio.CancelScope(shield=True), anyio.move_on_after(_SHUTDOWN_S):
                 await asyncio.gather(*tasks, return_exceptions=True)
 
-    def take(self, message: Mapping[str, Any]) -> bool:
-        """True when the lane handles `message` (a well-formed JSON-RPC message); the SDK must not see it."""
+    def take(self, message: Mapping[str, Any], movable: bool = True) -> bool:
+        """True when the lane handles `message` (a well-formed JSON-RPC message); the SDK must not see it.
+
+        Every message comes here, so the lane follows the era as the SDK does; `movable=False` (the line
+        may hold numbers the lane cannot carry exactly) leaves a request to the SDK all the same.
+        """
         method = message.get("method")
-        if "id" in message:  # a request (responses have no method and never get here with one)
+        if message.get("id") is not None:  # a request (the SDK reads `"id": null` as a notification)
             if method is None:
                 return False
             params = message.get("params")
@@ -157,8 +163,10 @@ class ExpressLane:
             if version is None or not self._open or not isinstance(params, dict):
                 return False  # (the SDK names what is wrong with a request the lane cannot take)
             request_id = message["id"]
-            if request_id in self._in_flight or not self._route.accepts(method, params, version):
+            if not movable or request_id in self._in_flight or not self._route.accepts(method, params, version):
                 return False  # (a duplicate id in flight: the SDK judges it)
+            if not _valid_spec_request(method, params, version):
+                return False
             answer = self._answer(request_id, method, params, version)
             self._in_flight[request_id] = asyncio.get_running_loop().create_task(answer)
             return True
@@ -201,8 +209,8 @@ class ExpressLane:
         """`_meta` as the SDK's own model accepts it (cached: clients send one envelope over and over)."""
         if meta == self._accepted_meta:
             return True
-        try:
-            _ENVELOPE.validate_python(meta)
+        try:  # as the SDK validates it: a params model field, wire aliases (`progressToken`) and all
+            RequestParams.model_validate({"_meta": meta}, by_name=False)
         except ValidationError:
             return False
         self._accepted_meta = meta
@@ -251,6 +259,21 @@ class ExpressLane:
         elif isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None:
             result["_meta"] = {**meta, SERVER_INFO_META_KEY: self._server_info}
         return dumps_exact({"jsonrpc": "2.0", "id": request_id, "result": result}) + b"\n"
+
+
+def _valid_spec_request(method: str, params: dict[str, Any], version: str) -> bool:
+    """A spec method's whole body valid at `version`, as the SDK's runner checks it before any handler.
+
+    The route may forward params as they are, and the 2026 envelope never reaches an upstream: without
+    this the lane would answer requests the SDK refuses as INVALID_PARAMS (e.g. a malformed clientInfo).
+    """
+    if method not in spec_methods.SPEC_CLIENT_METHODS:
+        return True
+    try:
+        spec_methods.validate_client_request(method, version, params)
+    except (ValidationError, KeyError, ValueError):  # KeyError, ValueError: not at this version; the SDK says so
+        return False
+    return True
 
 
 def _has_version_key(params: dict[str, Any]) -> bool:

@@ -109,7 +109,7 @@ class _Lines:
                 await self._writer.write_bytes(refusal)
                 continue
             lane = self._express
-            if message is not None and lane is not None and not may_round_numbers(line) and lane.take(message):
+            if message is not None and lane is not None and lane.take(message, movable=not may_round_numbers(line)):
                 continue
             return line.decode("utf-8", "replace")
 

@@ -18,6 +18,11 @@ from hypothesis import strategies as st
 
 from tests.conftest import ROOT
 
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "fuzz", "version": "0"},
+}
 METHODS = ["interceptors/list", "interceptor/invoke", "tools/call", "ping", "initialize", "nope/nope", "", "*"]
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
@@ -44,6 +49,7 @@ class ServeProcess:
         )
         self.replies: queue.Queue[bytes] = queue.Queue()
         self.ids = itertools.count(1)
+        self.envelope: dict[str, Any] | None = None  # on a 2026-era connection: added to every dict `params`
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -58,6 +64,8 @@ class ServeProcess:
 
     def request(self, message: dict[str, Any]) -> dict[str, Any]:
         """Send one request and return the reply carrying its id (other lines are checked and skipped)."""
+        if self.envelope is not None and isinstance(message.get("params", {}), dict):
+            message = {**message, "params": {**message.get("params", {}), "_meta": self.envelope}}
         self.send(json.dumps(message).encode() + b"\n")
         while True:
             try:
@@ -82,26 +90,34 @@ class ServeProcess:
             self.process.wait(timeout=10)
 
 
-@pytest.fixture(scope="module")
-def serve() -> Iterator[ServeProcess]:
+@pytest.fixture(scope="module", params=["2025", "2026"])
+def serve(request: pytest.FixtureRequest) -> Iterator[ServeProcess]:
+    """A served process on a 2025-era connection (initialize), or a 2026-era one (opened by server/discover,
+    every request then carrying the envelope: `interceptor/invoke` is answered by the express lane)."""
     child = ServeProcess()
-    handshake = child.request({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "0"}},
-    })  # fmt: skip
-    assert "result" in handshake
-    child.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+    if request.param == "2026":
+        child.envelope = ENVELOPE
+        handshake = child.request({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {}})
+        assert "result" in handshake
+    else:
+        client = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "0"}}
+        handshake = child.request({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": client})
+        assert "result" in handshake
+        child.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
     yield child
     child.close()
 
 
-def assert_well_formed(reply: dict[str, Any]) -> None:
+def assert_well_formed(reply: dict[str, Any], modern: bool = False) -> None:
     assert ("result" in reply) != ("error" in reply), reply
     if "error" in reply:
         error = reply["error"]
         assert isinstance(error.get("code"), int) and isinstance(error.get("message"), str), reply
     else:
         assert isinstance(reply["result"], dict)
+        if modern:  # a 2026-era result, from the lane or the SDK, carries its envelope
+            assert reply["result"].get("resultType") == "complete", reply
+            assert "io.modelcontextprotocol/serverInfo" in reply["result"].get("_meta", {}), reply
 
 
 def probe(serve: ServeProcess) -> None:
@@ -133,7 +149,7 @@ def test_arbitrary_json_rpc_requests_get_well_formed_answers(serve: ServeProcess
     message: dict[str, Any] = {"jsonrpc": "2.0", "id": next(serve.ids), "method": method}
     if params is not None:
         message["params"] = params
-    assert_well_formed(serve.request(message))
+    assert_well_formed(serve.request(message), modern=serve.envelope is not None)
     assert serve.alive()
 
 
