@@ -1,6 +1,7 @@
 """The chain engine: discovery, compiled execution plans, trust-boundary ordering, invoker policy."""
 
 from .chain import Chain, DiscoveryError
+from .concurrency import Slots
 from .connection import Connection, SessionConnection, strip_envelope
 from .plan import Plan, PlanEntry, ServerEntry, compile_plan
 from .policy import ExecutionHandler, HandlerOutcome, InterceptorOverride, InvokeCall, NextInvoke
@@ -14,6 +15,7 @@ from .result import (
     ValidationSummary,
     abort_to_error,
 )
+from .stdio_pipe import StdioPipe, open_stdio_pipe
 
 __all__ = [
     "AbortInfo",
@@ -34,9 +36,12 @@ __all__ = [
     "ServerEntry",
     "ServerUnavailable",
     "SessionConnection",
+    "Slots",
     "Status",
+    "StdioPipe",
     "ValidationSummary",
     "abort_to_error",
     "compile_plan",
+    "open_stdio_pipe",
     "strip_envelope",
 ]
