@@ -18,11 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import time
 import uuid
@@ -31,6 +27,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from interceptors import Invocation, InvocationContext, Phase, Principal
+from interceptors.testing.redis import RedisStartError, RedisUnavailable, throwaway_redis
 from interceptors.vault import RedisStore, TokenVault, VaultStages, VaultStore, operation_key
 
 KEY = "bench-vault-key"
@@ -101,60 +98,16 @@ def _scenarios(store: VaultStore | None, quick: bool, prefix: str) -> dict[str, 
     return out
 
 
-def _answers(url: str) -> bool:
-    try:
-        import redis
-    except ImportError:
-        return False
-    try:
-        client = redis.Redis.from_url(url, socket_connect_timeout=1)
-        try:
-            return bool(client.ping())
-        finally:
-            client.close()
-    except redis.RedisError:
-        return False
-
-
 @contextmanager
 def _redis() -> Iterator[str | None]:
     """A Redis URL for the run, or None (with a note on stderr)."""
     try:
-        import redis  # noqa: F401
-    except ImportError:
-        print("vault bench: Redis runs skipped: the redis package is not installed", file=sys.stderr)
-        yield None
-        return
-    configured = os.environ.get("REDIS_URL")
-    if configured and _answers(configured):
-        yield configured
-        return
-    binary = shutil.which("redis-server")
-    if binary is None:
-        print("vault bench: Redis runs skipped: no REDIS_URL and no redis-server (see .ci/redis.sh)", file=sys.stderr)
-        yield None
-        return
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    try:
-        deadline = time.monotonic() + 10
-        while not _answers(url):
-            if server.poll() is not None or time.monotonic() > deadline:
-                print("vault bench: Redis runs skipped: redis-server did not start", file=sys.stderr)
-                yield None
-                return
-            time.sleep(0.05)
-        yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+        with throwaway_redis() as url:
+            yield url
+            return
+    except (RedisUnavailable, RedisStartError) as exc:
+        print(f"vault bench: Redis runs skipped: {exc} (see .ci/redis.sh)", file=sys.stderr)
+    yield None
 
 
 def vault_benchmarks(quick: bool) -> dict[str, float]:

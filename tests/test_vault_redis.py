@@ -8,13 +8,9 @@ installed; skips only when neither is possible, and says so.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
 import subprocess
 import sys
 import textwrap
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,11 +19,11 @@ from typing import Any
 import pytest
 
 from interceptors import Invocation, InvocationContext, Phase, Principal
+from interceptors.testing.redis import RedisUnavailable, throwaway_redis
 from interceptors.vault import Entry, RedisStore, TokenVault, VaultStages
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "redis-shared-key-0123456789"
-NO_SERVER = "no Redis: REDIS_URL is not set and no redis-server binary is installed (run .ci/redis.sh)"
 
 
 def _client_module() -> Any:
@@ -38,50 +34,14 @@ def _client_module() -> Any:
     return redis
 
 
-def _answers(url: str) -> bool:
-    redis = _client_module()
-    try:
-        client = redis.Redis.from_url(url, socket_connect_timeout=1)
-        try:
-            return bool(client.ping())
-        finally:
-            client.close()
-    except redis.RedisError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     _client_module()
-    configured = os.environ.get("REDIS_URL")
-    if configured and _answers(configured):
-        yield configured
-        return
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip(
-            NO_SERVER if not configured else NO_SERVER.replace("REDIS_URL is not set", "REDIS_URL does not answer")
-        )
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    workdir = tmp_path_factory.mktemp("redis")
-    server = subprocess.Popen(
-        [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no", "--dir", str(workdir)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
     try:
-        deadline = time.monotonic() + 10
-        while not _answers(url):
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("redis-server did not start")
-            time.sleep(0.05)
-        yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+        with throwaway_redis(str(tmp_path_factory.mktemp("redis"))) as url:
+            yield url
+    except RedisUnavailable as exc:
+        pytest.skip(f"{exc} (run .ci/redis.sh)")
 
 
 @pytest.fixture
