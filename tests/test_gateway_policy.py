@@ -78,6 +78,28 @@ async def test_standard_redacts_every_channel_and_hides_reveal(tmp_path: Path) -
     assert '"x"' not in text and all(secret not in text for secret in SECRETS)
 
 
+async def test_standard_redacts_inside_what_the_upstream_marks_as_encoded() -> None:
+    """base64 fields, data URLs, a Kubernetes Secret, a percent-encoded query, hex: redacted, still well-formed."""
+    import base64
+    import re
+
+    from interceptors.testing import assert_no_leak
+
+    with anyio.fail_after(60):
+        async with Client(gateway("--policy", "standard"), mode="legacy") as client:
+            result = dump(await client.session.call_tool("echo_value", {"value": "x", "encoded": True}))
+    assert_no_leak(result, SECRETS)  # in every spelling: base64, hex, URL-encoding
+    expected = "aws=AKIA************7P2L github=[REDACTED:api_token]"  # credentials masked 4 + 4, secrets redacted
+    structured = result["structuredContent"]
+    assert base64.b64decode(structured["file"]["content"], validate=True).decode() == expected
+    assert bytes.fromhex(structured["dump"]["data"]).decode() == expected
+    attachment, manifest, url = (block["text"] for block in result["content"])
+    assert base64.b64decode(attachment.split(",", 1)[1], validate=True).decode() == expected
+    match = re.search(r"\n  config: (\S+)\n", manifest)
+    assert match is not None and base64.b64decode(match.group(1), validate=True).decode() == expected
+    assert url.startswith("https://api.example.com/callback?state=") and url.endswith("&page=2")
+
+
 async def test_an_admin_may_reveal_and_read_only_hides_destructive_tools() -> None:
     with anyio.fail_after(60):
         async with Client(gateway("--role", "admin"), mode="legacy") as client:

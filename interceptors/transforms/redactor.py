@@ -7,6 +7,7 @@ replaced in one part is replaced the same way everywhere, including mentions of 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ import orjson
 from .base import Options, Transform, TransformContext, count
 from .catalog import BUILTIN_DETECTORS
 from .detectors import Detector, Finding, Scanner, detector_from_config, merge_detectors
+from .encoded import MARKER_KEYS, MAX_DEPTH, UNDECODED, Decoder
 from .entities import entity_chain, fold_for_hints, normalize_key
 from .keyrules import (
     BUILTIN_KEY_RULES,
@@ -32,13 +34,17 @@ from .triepattern import literal_alternation
 REDACT_OPTIONS = (
     "strategies", "default", "custom_detectors", "disabled_detectors", "key_rules", "extra_key_rules",
     "min_confidence", "scan_keys", "tags", "tag_key_allowlist", "skip_keys", "allow_pseudonymize", "redact_template",
-    "hash_template", "cache_size", "name_mentions", "structured_text", "exempt_keys",
+    "hash_template", "cache_size", "name_mentions", "structured_text", "exempt_keys", "decode",
 )  # fmt: skip
 DEFAULT_SKIP_KEYS = ("_meta", "_annotations", "cursor", "next_cursor", "nextCursor")
 # Entities whose replaced values are not chased through the rest of the payload: secrets have no
 # business being mentioned anywhere else, and tag values and chunk ids are too generic to chase.
 _NO_MENTION = frozenset({"sensitive_field", "tag_value", "person", "rag_chunk_id", "rag_content"})
 _MENTION_LIMIT = 5000
+_MIN_MARKED = 7
+"""The shortest text `decode` could find something in (`/?a=%41`)."""
+_SAME: Any = object()
+"""A cached string result: the text came out unchanged."""
 _FREE_TEXT_MARK = re.compile(r"[ ,\n]|->")
 _RAG_LINE = re.compile(r"^(\s*)(Resource|Account|Tags)(\s*:\s*)(.*)$")
 
@@ -82,6 +88,7 @@ class Redactor(Transform):
         self.exempt_keys = frozenset(opts.strings("exempt_keys", ()))
         self.name_mentions = opts.flag("name_mentions", True)
         self.structured_text = opts.flag("structured_text", True)
+        self.decoder = Decoder.from_option(options.get("decode", True), f"{path}.decode")
         redact_template = opts.text("redact_template", "[REDACTED:{entity}]") or ""
         hash_template = opts.text("hash_template", "{entity}:{digest}") or ""
         self.redact_template = check_template(redact_template, ("entity", "length"), f"{path}.redact_template")
@@ -161,11 +168,11 @@ class Redactor(Transform):
         return self.apply_all([value], ctx, [label])[0]
 
     def apply_all(self, values: Sequence[Any], ctx: TransformContext, labels: Sequence[str]) -> list[Any]:
-        scanner, walk_needed = self._narrow(values)
+        scanner, walk_needed, decoding = self._narrow(values)
         if not walk_needed:
             return list(values)
         env = Env(ctx.pseudonymizer, ctx.namespace, self.redact_template, self.hash_template)
-        run = _Run(self, scanner, env)
+        run = _Run(self, scanner, env, decoding)
         out = [run.top(value) for value in values]
         if run.mentions and self.name_mentions:
             out = run.replace_mentions(out)
@@ -173,19 +180,19 @@ class Redactor(Transform):
             count(ctx.report, section, entity, amount)
         return out
 
-    def _narrow(self, values: Sequence[Any]) -> tuple[Scanner, bool]:
-        """One look at the whole payload decides which detectors can match anywhere in it, if any."""
+    def _narrow(self, values: Sequence[Any]) -> tuple[Scanner, bool, bool]:
+        """One look at the whole payload decides which detectors can match anywhere in it, if any, and whether
+        anything in it could be marked as encoded: (scanner, walk needed, decoding)."""
         try:
             raw = orjson.dumps(list(values), option=orjson.OPT_NON_STR_KEYS).decode()
         except TypeError:
-            return self.scanner, True
+            return self.scanner, True, self.decoder is not None
         folded = fold_for_hints(raw)
         scanner = self.scanner.narrow(folded, raw)
-        if scanner.detectors:
-            return scanner, True
-        if self._key_hints is None:
-            return scanner, True
-        return scanner, any(h in folded for h in self._key_hints)
+        decoding = self.decoder is not None and self.decoder.may_apply(folded)
+        if scanner.detectors or decoding or self._key_hints is None:
+            return scanner, True, decoding
+        return scanner, any(h in folded for h in self._key_hints), decoding
 
     # --- pieces shared with the run ------------------------------------------------------------------------
 
@@ -212,12 +219,14 @@ class Redactor(Transform):
 class _Run:
     """The state of one redaction run: the narrowed scanner, counts, and replaced identifier values."""
 
-    __slots__ = ("cache", "counts", "env", "mentions", "red", "scanner")
+    __slots__ = ("cache", "counts", "decoding", "depth", "env", "mentions", "red", "scanner")
 
-    def __init__(self, red: Redactor, scanner: Scanner, env: Env) -> None:
+    def __init__(self, red: Redactor, scanner: Scanner, env: Env, decoding: bool = False) -> None:
         self.red = red
         self.scanner = scanner
         self.env = env
+        self.decoding = decoding  # the payload's text shows a marker `decode` reads (else nothing is looked at)
+        self.depth = 0
         self.counts: dict[tuple[str, str], int] = {}
         self.mentions: dict[str, tuple[str, str]] = {}
         self.cache = red._cache
@@ -256,10 +265,14 @@ class _Run:
             out.append(new)
         return out if changed or isinstance(items, tuple) else items
 
-    def mapping(self, data: dict[Any, Any]) -> Any:
+    def mapping(self, data: dict[Any, Any], encoded: Mapping[Any, str] | None = None) -> Any:
+        """`encoded`: keys whose values are encoded (the decoder's `fields`; None: ask the decoder)."""
         red = self.red
         normalized = {k: normalize_key(k) for k in data if isinstance(k, str)}
         siblings = frozenset(normalized.values())
+        if encoded is None and self.decoding and ("kind" in data or not siblings.isdisjoint(MARKER_KEYS)):
+            assert red.decoder is not None
+            encoded = red.decoder.fields(data, normalized, siblings)
         out: dict[Any, Any] = {}
         changed = False
         for key, item in data.items():
@@ -276,13 +289,17 @@ class _Run:
                     if new_key != key:
                         new_key = _unique_key(new_key, out)
                 norm = normalized[key]
-                rule = red.rule_for(key, norm, siblings) if red.key_rules else None
-                if rule is not None:
-                    new = self.ruled(rule, item)
-                elif red.tags and norm in TAG_CONTAINERS:
-                    new = self.tag_container(item)
-                else:
-                    new = self.value(item)
+                new = UNDECODED
+                if encoded and key in encoded and red.decoder is not None:  # decoded first: key rules apply inside
+                    new = red.decoder.field(self, key, item, encoded[key])
+                if new is UNDECODED:
+                    rule = red.rule_for(key, norm, siblings) if red.key_rules else None
+                    if rule is not None:
+                        new = self.ruled(rule, item)
+                    elif red.tags and norm in TAG_CONTAINERS:
+                        new = self.tag_container(item)
+                    else:
+                        new = self.value(item)
             else:
                 new = self.value(item)
             if new is DROP:
@@ -306,7 +323,8 @@ class _Run:
                     return text
                 indent = orjson.OPT_INDENT_2 if "\n" in text else 0
                 return orjson.dumps(new, option=indent | orjson.OPT_NON_STR_KEYS).decode()
-        if len(text) < self.scanner.min_length:
+        marked = self.decoding and len(text) >= _MIN_MARKED and red.decoder is not None and red.decoder.marked(text)
+        if len(text) < self.scanner.min_length and not marked:
             return text
         key = (self.env.namespace, text)
         hit = self.cache.get(key)
@@ -314,17 +332,60 @@ class _Run:
             result, notes = hit
             for section, entity in notes:
                 self.counts[(section, entity)] = self.counts.get((section, entity), 0) + 1
-            return result
+            return text if result is _SAME else result  # the caller's own object: "unchanged" stays `is`
+        if marked and red.decoder is not None:
+            # Cached below only when nothing in it decodes; never when it was too deep to look.
+            rewritten = red.decoder.rewrite(self, text) if self.depth < MAX_DEPTH else None
+            if rewritten is not None:
+                return self._around_decoded(*rewritten)
         findings = self.scanner.scan(text)
         result, note_list, stateful = self._replace(text, findings)
         # A pseudonym depends on the vault (its key, its TTL bookkeeping), not only on the text: never cached.
-        if red.cache_size and not stateful:
+        if red.cache_size and not stateful and not (marked and self.depth >= MAX_DEPTH):
             if len(self.cache) >= red.cache_size:
                 self.cache.clear()
-            self.cache[key] = (result, note_list)
+            self.cache[key] = (_SAME if result is text else result, note_list)
         for section, entity in note_list:
             self.counts[(section, entity)] = self.counts.get((section, entity), 0) + 1
         return result
+
+    def _around_decoded(self, text: Any, decoded: list[tuple[int, int]]) -> Any:
+        """Text whose encoded spans were redacted decoded: the rest is scanned with those spans blanked out (so a
+        finding can neither start inside one nor run across one), not cached; the spans counted themselves."""
+        if text is DROP:
+            return DROP
+        parts: list[str] = []
+        last = 0
+        for start, end in decoded:
+            parts += (text[last:start], " " * (end - start))
+            last = end
+        parts.append(text[last:])
+        starts = [start for start, _ in decoded]
+
+        def clear(finding: Finding) -> bool:
+            at = bisect_right(starts, finding.end - 1) - 1
+            return at < 0 or decoded[at][1] <= finding.start
+
+        findings = [f for f in self.scanner.scan("".join(parts)) if clear(f)]
+        result, notes, _ = self._replace(text, findings)
+        for section, entity in notes:
+            self.counts[(section, entity)] = self.counts.get((section, entity), 0) + 1
+        return result
+
+    def nested(self, decoded: str, key: str | None) -> Any:
+        """Decoded text, redacted as a string (or as the value of `key`, so key rules apply), or DROP."""
+        saved, saved_decoding = self.scanner, self.decoding
+        # Neither narrowed nor gated: the payload's text did not show what the decoded text holds.
+        self.scanner, self.decoding = self.red.scanner, True
+        self.depth += 1
+        try:
+            if key is None:
+                return self.string(decoded)
+            out = self.mapping({key: decoded}, {})
+            return next(iter(out.values())) if out else DROP
+        finally:
+            self.depth -= 1
+            self.scanner, self.decoding = saved, saved_decoding
 
     def _replace(self, text: str, findings: list[Finding]) -> tuple[Any, tuple[tuple[str, str], ...], bool]:
         """(result, report notes, whether a pseudonymizer was consulted)."""
