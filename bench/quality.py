@@ -13,13 +13,14 @@ detector should report) embedded the same way. Measured, per family:
 - `standard_recall`: for the families the `standard` profile replaces (secrets, credentials), planted
   values that do not come out of the whole standard pipeline.
 - `encoded_recall`: the same samples in encoded syntaxes (base64 blobs, data URLs, URL-encoding, hex,
-  Kubernetes secrets), which the transforms do not decode: informative, no target.
+  Kubernetes secrets), which `redact` decodes where the payload marks them: informative, no target.
 - `samples`, `near_misses`: corpus sizes.
 
 Pseudo-families: `placeholder` (secret slots holding templates or markers), `sensitive_keys` (values under
-sensitive keys, standard pipeline), `known:<finding>` (decoys the built-ins are known to flag, see
-`interceptors.testing.KNOWN_FALSE_POSITIVES`: their `near_miss_pass` says how often they still pass), and
-`known:unterminated_quotes` (two quoted assignments on one line with their closing quotes cut off).
+sensitive keys, standard pipeline), `unterminated_quotes` (two quoted assignments on one line with their
+closing quotes cut off, standard pipeline; target 1.0), and `known:<finding>` (decoys the built-ins are known
+to flag, see `interceptors.testing.KNOWN_FALSE_POSITIVES`: their `near_miss_pass` says how often they still
+pass; none at present).
 
 `python -m bench.quality [--quick] [--json]`; `quality_report(quick)` for a runner.
 """
@@ -193,7 +194,7 @@ def quality_report(quick: bool) -> dict[str, dict[str, float]]:
         "samples": float(len(keyed)),
         "standard_recall": _ratio(len(keyed) - keyed_missed, len(keyed)),
     }
-    report["known:unterminated_quotes"] = _unterminated_quotes(standard, size)
+    report["unterminated_quotes"] = _unterminated_quotes(standard, size)
     report["overall"] = _overall(report)
     return report
 

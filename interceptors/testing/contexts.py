@@ -3,8 +3,8 @@
 Each context renders one to three tokens (a `Secret` or `Decoy`'s `text`) the way a real document would
 carry them, keeping every token verbatim (quoting is chosen so nothing is escaped, except by JSON, which
 the redactor reads as data). Encoded contexts (`ENCODED_CONTEXTS`: base64 blobs marked as such, data URLs,
-URL-encoding, hex, Kubernetes secrets) change the token's spelling: the transforms do not decode them yet,
-so they are reported separately and are not part of the standard properties.
+URL-encoding, hex, Kubernetes secrets) change the token's spelling where the payload says so: `redact`
+decodes them (its `decode` option), and the standard properties use those a policy's redactor decodes.
 """
 
 from __future__ import annotations
@@ -52,6 +52,8 @@ class Context:
     multiline: bool = True
     encoded: bool = False
     description: str = ""
+    encoding: str = ""
+    """For an encoded context: the name `redact`'s `decode` option gives the encoding."""
 
     def accepts(self, token: str) -> bool:
         if not self.multiline and ("\n" in token or "\r" in token):
@@ -63,8 +65,8 @@ class Context:
 
 
 def _plain(tokens: list[str], rng: random.Random) -> str:
-    # A full stop never touches a token: `password: none.` is a known false positive, reported separately.
-    return " ".join(f"{_words(rng)} {token} {_words(rng, 1, 3)}." for token in tokens)
+    # A sentence may end right after a token (`… password: none. Then …`).
+    return " ".join(f"{_words(rng)} {token}{rng.choice(['.', ''])} {_words(rng, 1, 3)}." for token in tokens)
 
 
 def _json_text(tokens: list[str], rng: random.Random) -> str:
@@ -256,13 +258,16 @@ CONTEXTS: tuple[Context, ...] = (
 """The syntaxes the transforms are expected to handle: the token is verbatim or JSON-escaped."""
 
 ENCODED_CONTEXTS: tuple[Context, ...] = (
-    Context("base64_blob", _base64_blob, encoded=True, description='{"encoding": "base64", "config": "..."}'),
-    Context("data_url", _data_url, encoded=True, description="data:text/plain;base64,..."),
-    Context("url_encoded", _url_encoded, encoded=True, description="percent-encoded query values"),
-    Context("hex_blob", _hex_blob, encoded=True, description='{"encoding": "hex", "data": "..."}'),
-    Context("k8s_secret", _k8s_secret, encoded=True, description="a Kubernetes Secret manifest (base64 data)"),
-)
-"""Syntaxes that re-spell the token. The transforms do not decode these (a known gap; see doc/TESTING.md)."""
+    Context("base64_blob", _base64_blob, encoded=True, description='{"encoding": "base64", "config": "..."}',
+            encoding="base64"),
+    Context("data_url", _data_url, encoded=True, description="data:text/plain;base64,...", encoding="data_url"),
+    Context("url_encoded", _url_encoded, encoded=True, description="percent-encoded query values",
+            encoding="url_query"),
+    Context("hex_blob", _hex_blob, encoded=True, description='{"encoding": "hex", "data": "..."}', encoding="hex"),
+    Context("k8s_secret", _k8s_secret, encoded=True, description="a Kubernetes Secret manifest (base64 data)",
+            encoding="k8s_secret"),
+)  # fmt: skip
+"""Syntaxes that re-spell the token where the payload marks it; `redact` decodes each (`Context.encoding`)."""
 
 CONTEXTS_BY_NAME: dict[str, Context] = {c.name: c for c in (*CONTEXTS, *ENCODED_CONTEXTS)}
 

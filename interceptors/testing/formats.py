@@ -94,8 +94,9 @@ class SecretFormat:
 def _reported(detector: Detector, scanner: Scanner, text: str, *, close_quotes: bool = True) -> Secret | None:
     """The sample if `detector` alone reports something in `text` (its longest finding is the value).
 
-    A value opened by a quote gets its closing quote (`password="abc` becomes `password="abc"`): an
-    unterminated quote is a truncated document, a separate case (see doc/TESTING.md, known findings).
+    With `close_quotes`, a value opened by a quote gets its closing quote (`password="abc` becomes
+    `password="abc"`); without, it stays unterminated, as in a truncated document, and whatever follows it on
+    its line may join the finding (which then covers more than the value, never less).
     """
     findings = scanner.scan(text)
     if not findings:
@@ -117,10 +118,15 @@ def _present(samples: st.SearchStrategy[Secret | None]) -> st.SearchStrategy[Sec
 
 
 def _from_generated(detector: Detector, scanner: Scanner) -> Any:
-    def check(generated: Generated) -> Secret | None:
-        return _reported(detector, scanner, generated.text + generated.tail)
+    def check(drawn: tuple[Generated, bool]) -> Secret | None:
+        generated, unterminated = drawn
+        return _reported(detector, scanner, generated.text + generated.tail, close_quotes=not unterminated)
 
     return check
+
+
+UNTERMINATED_QUOTES = st.integers(0, 3).map(lambda n: n == 3)
+"""One value in four that a quote opens is left unterminated (the closed form is what examples shrink to)."""
 
 
 def derived_samples(detector: Detector, *, max_extra: int = 24) -> tuple[st.SearchStrategy[Secret], str]:
@@ -131,7 +137,7 @@ def derived_samples(detector: Detector, *, max_extra: int = 24) -> tuple[st.Sear
     except UnsupportedPattern:
         raw = st.from_regex(detector.pattern, fullmatch=True)
         return _present(raw.map(lambda text: _reported(detector, scanner, text))), "from_regex"
-    return _present(generated.map(_from_generated(detector, scanner))), "pattern"
+    return _present(st.tuples(generated, UNTERMINATED_QUOTES).map(_from_generated(detector, scanner))), "pattern"
 
 
 # --- curated generators for the built-ins that need them --------------------------------------------------
@@ -252,22 +258,23 @@ PLACEHOLDER_VALUES = (
     "********", "****", "xxxx", "xxxxxxxxxxxx", "null", "none", "undefined", "redacted", "[REDACTED]", "%(password)s",
     "$(cat /run/secrets/db)", "n/a", "...", "required", "optional", "string", "empty", "----",
 )  # fmt: skip
-_PLACEHOLDER_STYLES = ("{k}: {v}", "{k}={v}", '{k}="{v}"', '"{k}": "{v}"', "{k} = '{v}'", '{k} := "{v}"', "{k}: '{v}'")
+_PLACEHOLDER_STYLES = (
+    "{k}: {v}", "{k}={v}", '{k}="{v}"', '"{k}": "{v}"', "{k} = '{v}'", '{k} := "{v}"', "{k}: '{v}'", "{k}: {v}.",
+    "{k}:={v}", "{k} => {v}",
+)  # fmt: skip
 
 
 @st.composite
 def _placeholder(draw: st.DrawFn) -> Decoy:
     style = draw(st.sampled_from(_PLACEHOLDER_STYLES))
     label = draw(st.sampled_from(SECRET_LABELS))
-    if style == "{k}={v}" and ("pass" in label.lower() or "pwd" in label.lower()):
-        # `Password=****` followed by punctuation is a known false positive (KNOWN_FALSE_POSITIVES).
-        style = "{k}: {v}"
     text = style.format(k=label, v=draw(st.sampled_from(PLACEHOLDER_VALUES)))
     return Decoy("placeholder", text, text, "placeholder")
 
 
 def placeholders() -> st.SearchStrategy[Decoy]:
-    """Secret slots holding a template, a marker or a redaction: `password: ${DB_PASSWORD}`, `token=<token>`."""
+    """Secret slots holding a template, a marker or a redaction: `password: ${DB_PASSWORD}`, `token=<token>`,
+    also followed by a full stop (`password: none.`) or behind a glued separator (`password:=n/a`)."""
     return _placeholder()
 
 
@@ -328,6 +335,12 @@ _NEAR_MISSES: dict[str, Any] = {
     ]),
     "connection_string_secret": lambda r: rng_choice(r, [
         "Password=;Encrypt=True", "Password=${DB_PASSWORD};", "AccountKey=<key>;", "Pwd=****;",
+        # A masked value followed by punctuation (known finding 3): the value is not `****,ok`.
+        r.choice(["Password", "PWD", "DB_PASSWORD"]) + "=" + r.choice(["********", "xxxx", "none"])
+        + r.choice([",", "&", "`", ")", "]", "<"]),
+        "https://localhost/login?password=" + r.choice(["********", "xxxx", "none"]) + "&next=/",
+        # `password => ${X}` (known finding 2): the arrow's `>` is no value.
+        r.choice(["password", "pwd"]) + " => " + r.choice(PLACEHOLDER_VALUES[:6]),
     ]),
     "aws_secret_access_key": lambda r: rng_choice(r, [
         "aws_secret_access_key: <your-secret-key>", "AWS secret rotation is enabled",
@@ -336,6 +349,9 @@ _NEAR_MISSES: dict[str, Any] = {
     "secret_assignment": lambda r: rng_choice(r, [
         "password_last_changed: " + _timestamp(r)[:10], "token_count: " + str(r.randint(1, 99999)),
         "passwordless sign-in is enabled", "secret rotation: every " + str(r.randint(2, 90)) + " days",
+        # A placeholder ending a sentence (known finding 1) or behind a glued separator (known finding 2).
+        r.choice(SECRET_LABELS[:4]) + ": " + r.choice(["none", "n/a", "null"]) + ".",
+        r.choice(SECRET_LABELS) + ":=" + r.choice(["n/a", "xxx", "na"]),
     ]),
     "authorization_header": lambda r: rng_choice(r, [
         "Basic " + r.choice(["authentication_is_disabled", "understanding_of_the_material", "AUTHENTICATION"]),
@@ -391,33 +407,19 @@ _NEAR_MISSES: dict[str, Any] = {
                  for _ in range(r.randint(4, 7))),
         "/usr/local/lib/python3.11/site-packages/" + _pick(r, string.ascii_lowercase, 4, 10),
         "A" * r.randint(32, 60),
+        # A long CamelCase name with a number (known finding 4): one letter run, mixed case, a digit.
+        "".join(r.choice(["Abstract", "Singleton", "Proxy", "Factory", "Bean", "Request", "Handler", "Impl", "Http"])
+                for _ in range(r.randint(4, 6))) + str(r.randint(2, 99)),
     ]),
     "url_userinfo": lambda r: "https://" + _pick(r, string.ascii_lowercase, 3, 8) + "/"
     + _pick(r, string.ascii_lowercase, 3, 8),
 }  # fmt: skip
 
-KNOWN_FALSE_POSITIVES: dict[str, Any] = {
-    # `password: none.`: the full stop becomes part of the value, which is then no placeholder.
-    "placeholder_full_stop": lambda r: r.choice(SECRET_LABELS[:4]) + ": " + r.choice(["none", "n/a", "null"]) + ".",
-    # `password:=n/a`, `password => ${X}`: the separator's last character becomes the value's first.
-    "glued_separator": lambda r: rng_choice(r, [
-        r.choice(SECRET_LABELS) + ":=" + r.choice(["n/a", "xxx", "na"]),
-        r.choice(["password", "pwd"]) + " => " + r.choice(PLACEHOLDER_VALUES[:6]),
-    ]),
-    # `Password=****,` or `?password=xxxx&next=/`: connection_string_secret's bare value runs over punctuation.
-    "punctuation_after_placeholder": lambda r: rng_choice(r, [
-        r.choice(["Password", "PWD", "DB_PASSWORD"]) + "=" + r.choice(["********", "xxxx", "none"])
-        + r.choice([",", "&", "`", ")", "]", "<"]),
-        "https://example.com/login?password=" + r.choice(["********", "xxxx", "none"]) + "&next=/",
-    ]),
-    # `AbstractSingletonProxyFactoryBean42`: one long letter run, mixed case, a digit, dense enough.
-    "camel_case_identifier": lambda r: "".join(
-        r.choice(["Abstract", "Singleton", "Proxy", "Factory", "Bean", "Request", "Handler", "Impl", "Http"])
-        for _ in range(r.randint(4, 6))
-    ) + str(r.randint(2, 99)),
-}  # fmt: skip
-"""Decoys the built-in detectors still flag (doc/TESTING.md, known findings): measured by the quality report,
-kept out of `near_misses()` and the standard properties."""
+KNOWN_FALSE_POSITIVES: dict[str, Any] = {}
+"""Decoys the built-in detectors still flag (doc/TESTING.md, known findings), by finding: measured by the
+quality report, kept out of `near_misses()` and the standard properties. None at present: findings 1 to 4
+were fixed, and their decoys joined the near-misses of `secret_assignment`, `connection_string_secret` and
+`high_entropy_secret` and the placeholders."""
 
 
 NEAR_MISS_FAMILIES: tuple[str, ...] = tuple(sorted(_NEAR_MISSES))

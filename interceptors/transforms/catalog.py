@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from .detectors import Detector, Validator, validate_high_entropy, validate_ip, validate_secret
+from .entities import is_placeholder
 
 _GUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
 # Between a label and its value: optional quotes or backslashes (JSON inside JSON), then `:` or `=`.
@@ -37,11 +38,83 @@ def _validate_timestamp(value: str, entity: str) -> str | None:
     return entity if 1 <= month <= 12 and 1 <= day <= 31 and hour <= 24 else None
 
 
+def _validate_iri(value: str, entity: str) -> str | None:
+    """`cmr:` needs two characters after it that are not the punctuation ending a sentence (`see cmr:a.`)."""
+    return entity if len(value.rstrip(".:")) >= 6 else None
+
+
 def _validate_auth_value(value: str, entity: str) -> str | None:
-    """`Basic understanding_of_the_material` is prose: a credential has a digit, a symbol or mixed case."""
-    if is_plain_word(value):
+    """`Basic understanding_of_the_material` is prose (also ending a sentence): a credential has a digit, a
+    symbol or mixed case."""
+    if is_plain_word(value.rstrip(".")):
         return None
     return validate_secret(value, entity)
+
+
+# --- labelled values: secret_assignment and connection_string_secret ----------------------------------------
+
+# The labels of `secret_assignment`, and where one may start: not inside a word, or at a camelCase hump.
+_SECRET_LABEL = (
+    r"(?:(?<![a-z0-9])|(?-i:(?<=[a-z0-9])(?=[A-Z])))"
+    r"(?:client[ _.-]?secret|secret[ _.-]?key|private[ _.-]?key|api[ _.-]?key|apikey|access[ _.-]?token|"
+    r"auth[ _.-]?token|refresh[ _.-]?token|passphrase|password|passwd|secret|bearer|token|pwd)"
+)
+_CONNECTION_LABEL = r"(?<![a-z0-9])(?:password|pwd|accountkey|sharedaccesskey|sharedsecret|clientsecret)"
+_CONNECTION_SEP = r"[ \t]{0,4}=[ \t]{0,4}"
+
+
+def _quoted(quote: str, chars: str, low: int, high: int, next_label: str, *, escapes: bool) -> str:
+    """A group for a value opened by `quote`: up to its closing quote (or the end of the line, in a truncated
+    document), but never over another `label SEP quote` or the blanks before it (`next_label`: the next
+    assignment, whose opening quote an unterminated value would take for its closing one, swallowing the
+    label). With `escapes`, a backslash ends the value only before a quote (`\\"` closes a value inside JSON
+    text); elsewhere it is part of it (`C:\\keys`, `apikey:\\value` after an unterminated one). Every
+    alternative takes one character and the look-ahead is bounded, so the repetition stays linear."""
+    char = r"(?:[^" + chars + r"]|\\(?!" + quote + "))" if escapes else r"[^" + chars + "]"
+    return quote + r"((?:(?![ \t]{0,8}" + next_label + ")" + char + f"){{{low},{high}}})"
+
+
+def _bare(chars: str, low: int, high: int, next_label: str) -> str:
+    """A group for an unquoted value: a run of `chars` that stops before another assignment (`next_label`:
+    `<td>Password=x</td><td>Password= y` is two values, not one holding the second label)."""
+    return r"((?:(?!" + next_label + r")[^" + chars + f"]){{{low},{high}}})"
+
+
+# Another assignment: a label where the detector would see one, and its separator; before a quoted value's end,
+# followed by a quote (either kind: a value may be quoted with one and its label with the other, `key':= 'value`).
+_NEXT_SECRET = _SECRET_LABEL + r"""[ \t"'\\]{0,6}(?::=|=>|:|=)"""
+_NEXT_CONNECTION = _CONNECTION_LABEL + r"[ \t]{0,4}="
+
+_ASSIGNED_SECRET = (
+    r"(?i)" + _SECRET_LABEL + _SEP + "(?:"
+    + _quoted('"', r'"\\\r\n', 4, 256, _NEXT_SECRET + r"""[ \t\\]{0,6}["']""", escapes=True) + "|"
+    + _quoted("'", r"'\\\r\n", 4, 256, _NEXT_SECRET + r"""[ \t\\]{0,6}["']""", escapes=True) + "|"
+    + _bare(r"""\s"'\\,;&<>{}()\[\]""", 4, 256, _NEXT_SECRET) + ")"
+)  # fmt: skip
+_CONNECTION_SECRET = (
+    r"(?i)" + _CONNECTION_LABEL + _CONNECTION_SEP + "(?:"
+    + _quoted('"', r'"\r\n', 1, 512, _NEXT_CONNECTION + r"""[ \t]{0,4}["']""", escapes=False) + "|"
+    + _quoted("'", r"'\r\n", 1, 512, _NEXT_CONNECTION + r"""[ \t]{0,4}["']""", escapes=False) + "|"
+    + _bare(r""";\s"'\\""", 1, 512, _NEXT_CONNECTION) + ")"
+)  # fmt: skip
+
+# What is left of a separator when a value's first character is its last one (`password:=n/a` reads as
+# `password:` and `=n/a`; `Password => ${X}` as `Password=` and `>`), and where a bare value in prose, a URL
+# or Markdown ends (`Password=****,ok`, `?password=xxxx&next=/`, `` `pwd=****` ``).
+_GLUED = "=:>"
+_VALUE_STOP = re.compile(r"[,&<>(){}\[\]`]")
+
+
+def _validate_assigned(value: str, entity: str) -> str | None:
+    """A labelled value is no secret when it is a placeholder, once separator debris before it and
+    punctuation after it (three characters or more in: `****,ok`, `xxxx&next=/`) are taken off."""
+    core = value.lstrip(_GLUED)
+    if is_placeholder(core):
+        return None
+    stop = _VALUE_STOP.search(core)
+    if stop is not None and stop.start() >= 3 and is_placeholder(core[: stop.start()]):
+        return None
+    return entity
 
 
 def is_plain_word(value: str) -> bool:
@@ -85,7 +158,7 @@ def _d(
 BUILTIN_DETECTORS: tuple[Detector, ...] = (
     _d(
         "cloudg_uri", "cloudg_uri", "identifier", 0.99,
-        r"cloudg://(?:assets|datasets)/([^\s\"'<>`]{1,1024}+)",
+        r"cloudg://(?:assets|datasets)/([^\s\"'<>`&?#]{1,1024}+)",
         hints=("cloudg://",), group=1, min_length=18,
         description="the reference inside an asset or dataset URI of the cloudg estate scheme",
     ),
@@ -116,10 +189,9 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "connection_string_secret", "password", "secret", 0.95,
-        r"(?i)(?<![a-z0-9])(?:password|pwd|accountkey|sharedaccesskey|sharedsecret|clientsecret)[ \t]{0,4}=[ \t]{0,4}"
-        r"(?:\"([^\"\r\n]{1,512})|'([^'\r\n]{1,512})|([^;\s\"'\\]{1,512}))",
+        _CONNECTION_SECRET,
         hints=("password", "pwd", "accountkey", "sharedaccesskey", "sharedsecret", "clientsecret"),
-        group=(1, 2, 3), min_length=6, validator=validate_secret,
+        group=(1, 2, 3), min_length=6, validator=_validate_assigned,
         description="the value after Password=, Pwd=, AccountKey=, SharedAccessKey=, SharedSecret= or ClientSecret=",
     ),
     _d(
@@ -131,12 +203,9 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "secret_assignment", "secret_value", "secret", 0.85,
-        r"(?i)(?:(?<![a-z0-9])|(?-i:(?<=[a-z0-9])(?=[A-Z])))"
-        r"(?:client[ _.-]?secret|secret[ _.-]?key|private[ _.-]?key|api[ _.-]?key|apikey|access[ _.-]?token|"
-        r"auth[ _.-]?token|refresh[ _.-]?token|passphrase|password|passwd|secret|bearer|token|pwd)" + _SEP
-        + r"(?:\"([^\"\\\r\n]{4,256})|'([^'\\\r\n]{4,256})|([^\s\"'\\,;&<>{}()\[\]]{4,256}))",
+        _ASSIGNED_SECRET,
         hints=("pass", "pwd", "secret", "key", "token", "bearer"),
-        group=(1, 2, 3), min_length=8, validator=validate_secret,
+        group=(1, 2, 3), min_length=8, validator=_validate_assigned,
         description="the value after password/secret/api_key/token/... and ':' or '='",
     ),
     _d(
@@ -214,27 +283,27 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     _d(
         "cloudg_iri", "cloudg_iri", "identifier", 0.95,
         r"(?<![A-Za-z0-9_])cmr:[A-Za-z0-9_.:#/-]{2,512}+|https?://cloudg\.io/resource/[^\s\"'<>`]{1,1024}+",
-        hints=("cmr:", "cloudg.io/resource/"), min_length=6,
+        hints=("cmr:", "cloudg.io/resource/"), min_length=6, validator=_validate_iri,
         description="ontology IRIs of the cloudg estate (cmr:... or https://cloudg.io/resource/...)",
     ),
     _d(
         "aws_arn", "aws_arn", "identifier", 0.99,
         r"(?<![A-Za-z0-9_-])arn:(?:aws|aws-cn|aws-us-gov|aws-iso(?:-[a-z])?):[a-z0-9-]{1,64}:[a-z0-9-]{0,32}:"
-        r"(?:\d{12}|aws)?:[^\s\"'<>`,;|(){}\[\]]{1,2048}+",
+        r"(?:\d{12}|aws)?:[^\s\"'<>`,;|(){}\[\]&?#]{1,2048}+",
         hints=("arn:",), min_length=12,
         description="an AWS ARN in the standard, China, GovCloud or ISO partitions",
     ),
     _d(
         "azure_resource_id", "azure_resource_id", "identifier", 0.99,
-        r"(?i)/subscriptions/" + _GUID + r"(?:/[^\s\"'<>`,;?#|]{0,2048}+)?",
+        r"(?i)/subscriptions/" + _GUID + r"(?:/[^\s\"'<>`,;?#&|]{0,2048}+)?",
         hints=("/subscriptions/",), min_length=51,
         description="an Azure resource id: /subscriptions/<GUID> and the path after it",
     ),
     _d(
         "gcp_resource_name", "gcp_resource_name", "identifier", 0.95,
-        r"//[a-z0-9-]{1,63}\.googleapis\.com/[^\s\"'<>`,;|]{1,2048}+"
+        r"//[a-z0-9-]{1,63}\.googleapis\.com/[^\s\"'<>`,;|&?#]{1,2048}+"
         r"|(?<![A-Za-z0-9_/.-])(?:projects/(?:[a-z][a-z0-9-]{4,28}[a-z0-9]|\d{6,20})|(?:organizations|folders)/\d{6,20})"
-        r"(?![A-Za-z0-9_-])(?:/[^\s\"'<>`,;|]{1,2048}+)?",
+        r"(?![A-Za-z0-9_-])(?:/[^\s\"'<>`,;|&?#]{1,2048}+)?",
         hints=("googleapis.com/", "projects/", "organizations/", "folders/"), min_length=14,
         description="a GCP full resource name (//svc.googleapis.com/...) or a projects/, organizations/, folders/ name",
     ),
@@ -253,7 +322,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     _d(
         "ipv6", "ip_address", "network", 0.9,
         r"(?<![\w:.])(?:[0-9A-Fa-f]{1,4})?(?::[0-9A-Fa-f]{0,4}){2,7}(?:(?<=:)(?:\d{1,3}\.){3}\d{1,3})?"
-        r"(?:/\d{1,3})?(?![\w:.])",
+        r"(?:/\d{1,3})?(?![\w:]|\.\w)",
         hints=(":",), min_length=2, validator=_validate_ipv6, refines=_IP_CLASSES,
         description="an IPv6 address or CIDR with real structure (checked and classified); '::' only as ::/0",
     ),

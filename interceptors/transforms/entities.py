@@ -49,12 +49,24 @@ _PLACEHOLDER_PREFIXES = ("[redacted", "${", "{{", "<", "%(", "$(")
 _PLACEHOLDER_CHARS = frozenset("*x#-.,\u2026")
 
 
-def is_placeholder(value: str) -> bool:
-    """Whether a secret-shaped slot holds a template, an empty marker or a redaction instead of a secret."""
-    text = value.strip().strip("\"'`").strip().lower()
+_SENTENCE_END = ".,;:!?"
+
+
+def _is_placeholder_text(text: str) -> bool:
     if text in _PLACEHOLDER_WORDS or text.startswith(_PLACEHOLDER_PREFIXES):
         return True
     return all(char in _PLACEHOLDER_CHARS for char in text)
+
+
+def is_placeholder(value: str) -> bool:
+    """Whether a secret-shaped slot holds a template, an empty marker or a redaction instead of a secret.
+
+    Punctuation that ends a sentence is not part of the slot: `none.` and `n/a;` are placeholders."""
+    text = value.strip().strip("\"'`").strip().lower()
+    if _is_placeholder_text(text):
+        return True
+    trimmed = text.rstrip(_SENTENCE_END).rstrip("\"'`")
+    return bool(trimmed) and trimmed != text and _is_placeholder_text(trimmed)
 
 
 # --- IP classification ------------------------------------------------------------------------------
@@ -123,17 +135,22 @@ def shannon_entropy(text: str) -> float:
 
 
 _LETTER_RUN = re.compile(r"[A-Za-z]{4,}")
+_CAPITALISED_WORD = re.compile(r"[A-Z][a-z]{3,}")
 _HEX = re.compile(r"[0-9a-fA-F]+")
 
 
 def looks_high_entropy(text: str, bits: float = 4.0) -> bool:
-    """An opaque token: mixed case and digits, not hex, few word-like runs, and dense in information."""
+    """An opaque token: mixed case and digits, not hex, few word-like runs, not mostly capitalised words
+    (`HttpRequestHandlerFactoryBean42` is a CamelCase name: one letter run, but over three quarters of it in
+    runs of three or more lower-case letters after a capital), and dense in information."""
     if len(text) < 32 or _HEX.fullmatch(text):
         return False
     if not (any(c.islower() for c in text) and any(c.isupper() for c in text) and any(c.isdigit() for c in text)):
         return False
     if len(_LETTER_RUN.findall(text)) >= 3:
         return False
+    if 4 * sum(len(word) for word in _CAPITALISED_WORD.findall(text)) > 3 * len(text):
+        return False  # of the random base62 tokens accepted here, about 1 in 40,000 is this wordy
     return shannon_entropy(text) >= bits
 
 

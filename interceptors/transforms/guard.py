@@ -53,6 +53,7 @@ class SecretGuard(Transform):
                 "scan_keys": False,
                 "tags": False,
                 "name_mentions": False,
+                "decode": False,  # arguments are refused or scrubbed as spelled
                 "custom_detectors": opts.items("custom_detectors"),
                 "disabled_detectors": list(opts.strings("disabled_detectors", ())),
             },

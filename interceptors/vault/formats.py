@@ -243,6 +243,18 @@ def shape_entity(value: str) -> str:
     return "resource_name"
 
 
+_PLAIN_SEGMENT = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,127}")
+
+
+def _kept(segment: str, req: FormatRequest) -> str:
+    """A segment a composite format keeps as it is (a collection, a zone, a resource type, a provider
+    namespace) stays only when it is a plain name or a variable. Anything else (an address, a query string a
+    looser pattern let in) is a token of what it looks like, so a value never rides through unchanged."""
+    if _is_variable(segment) or _PLAIN_SEGMENT.fullmatch(segment):
+        return segment
+    return req.sub(segment, shape_entity(segment))
+
+
 def resource_ref(value: str, req: FormatRequest) -> str | None:
     if _is_variable(value):
         return None
@@ -268,7 +280,8 @@ def _segment(value: str, req: FormatRequest) -> str:
 
 
 def aws_arn(value: str, req: FormatRequest) -> str | None:
-    """Partition, service and region stay; the account and each resource segment are tokens of their own."""
+    """Partition, service and region stay; the account and each resource segment are tokens of their own (a
+    resource type stays when it is a plain name)."""
     match = _ARN.fullmatch(value)
     if not match:
         return generic(value, req)
@@ -285,15 +298,18 @@ def aws_arn(value: str, req: FormatRequest) -> str | None:
             continue
         position = index // 2
         short_number = position > 0 and piece.isdigit() and len(piece) <= 4
-        if (position == 0 and keep_type) or _is_variable(piece) or short_number:
+        if _is_variable(piece) or short_number:
             out.append(piece)
+        elif position == 0 and keep_type:
+            out.append(_kept(piece, req))
         else:
             out.append(_segment(piece, req))
     return f"arn:{partition}:{service}:{region}:{account}:{''.join(out)}{req.suffix()}"
 
 
 def azure_resource_id(value: str, req: FormatRequest) -> str | None:
-    """Subscriptions and tenants become GUID tokens, resource groups `rg-…`, names `res-…`; the rest stays."""
+    """Subscriptions and tenants become GUID tokens, resource groups `rg-…`, names `res-…`; the rest stays
+    (collections and provider namespaces that are plain names)."""
     segments = value.split("/")
     if segments[0] != "" or len(segments) < 3:
         return generic(value, req)
@@ -301,13 +317,13 @@ def azure_resource_id(value: str, req: FormatRequest) -> str | None:
     index = 1
     while index < len(segments):
         collection = segments[index]
-        out.append(collection)
+        out.append(_kept(collection, req))
         if index + 1 >= len(segments):
             break
         name = segments[index + 1]
         lower = collection.lower()
         if lower == "providers" or _is_variable(name):
-            out.append(name)  # the provider namespace stays
+            out.append(_kept(name, req))  # the provider namespace stays
         elif lower == "subscriptions":
             out.append(req.sub(name, "azure_subscription_id"))
         elif lower == "tenants":
@@ -325,7 +341,8 @@ _GCP_NUMBERED = frozenset({"organizations", "folders", "billingAccounts"})
 
 
 def gcp_resource_name(value: str, req: FormatRequest) -> str | None:
-    """Collections, zones, regions and locations stay; projects and names become tokens."""
+    """Collections, zones, regions and locations stay (when they are plain names); projects and names become
+    tokens."""
     head, body = "", value
     if value.startswith("//"):
         host, _, body = value[2:].partition("/")
@@ -336,11 +353,11 @@ def gcp_resource_name(value: str, req: FormatRequest) -> str | None:
     out: list[str] = []
     for index, segment in enumerate(segments):
         if index % 2 == 0:
-            out.append(segment)
+            out.append(_kept(segment, req))
             continue
         collection = segments[index - 1]
         if collection in _GCP_KEEP_AFTER or _is_variable(segment):
-            out.append(segment)
+            out.append(_kept(segment, req))
         elif collection == "projects":
             out.append(req.sub(segment, "gcp_project_number" if segment.isdigit() else "gcp_project_id"))
         elif collection in _GCP_NUMBERED and segment.isdigit():
