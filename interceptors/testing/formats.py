@@ -103,8 +103,10 @@ def _reported(detector: Detector, scanner: Scanner, text: str, *, close_quotes: 
         return None
     best = max(findings, key=lambda f: f.end - f.start)
     value = best.value
-    if not value.strip() or text.count(value) != 1:
-        return None  # a value also spelled by its own label cannot be told apart in the output
+    if not value.strip(" \t\r\n\"'\\") or text.count(value) != 1:
+        # Only quotes, backslashes and blanks: in another context that is the separator's own punctuation
+        # (`key:="'\\'`); and a value also spelled by its own label cannot be told apart in the output.
+        return None
     if close_quotes and best.start > 0 and text[best.start - 1] in "\"'":
         quote = text[best.start - 1]
         if text[best.end : best.end + 1] != quote:
