@@ -92,9 +92,11 @@ def idle_middleware(middleware: object) -> bool:
 
     Checked when the lane is built: a tracer provider installed later is not seen by the lanes.
     """
-    from mcp.server._otel import OpenTelemetryMiddleware
-    from opentelemetry import trace
-
+    try:  # the SDK's private module: if it moves, no middleware counts as idle and the lanes stay off
+        from mcp.server._otel import OpenTelemetryMiddleware
+        from opentelemetry import trace
+    except ImportError:
+        return False
     provider = trace.get_tracer_provider()
     return isinstance(middleware, OpenTelemetryMiddleware) and isinstance(
         provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider
