@@ -31,12 +31,13 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import SessionMessage
 
+from tests.servers.upstream_server import complete, get_prompt, list_prompts  # the same prompt and completions
+
 warnings.filterwarnings("ignore", category=MCPDeprecationWarning)  # logging/setLevel is a 2025-era feature
 
 FAIL_CODE = -32051
 INVALID_MARK = "__rewrite-as-invalid__"
 NONOBJECT_MARK = "__rewrite-as-nonobject__"
-NAMES = ("alice", "albert", "bob")
 STATE = {"running": 0, "cancelled": 0}
 
 
@@ -91,27 +92,6 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
     if name == "nonobject":
         return types.CallToolResult(content=_text(NONOBJECT_MARK))
     raise MCPError(types.INVALID_PARAMS, f"unknown tool {name}")
-
-
-async def list_prompts(
-    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-) -> types.ListPromptsResult:
-    argument = types.PromptArgument(name="name", required=True)
-    return types.ListPromptsResult(prompts=[types.Prompt(name="greet", description="a greeting", arguments=[argument])])
-
-
-async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
-    if params.name != "greet":
-        raise MCPError(types.INVALID_PARAMS, f"no prompt {params.name}")
-    name = (params.arguments or {}).get("name", "you")
-    message = types.PromptMessage(role="user", content=types.TextContent(type="text", text=f"Hello {name}"))
-    return types.GetPromptResult(description="a greeting", messages=[message])
-
-
-async def complete(ctx: ServerRequestContext[Any], params: types.CompleteRequestParams) -> types.CompleteResult:
-    prefix = params.argument.value
-    values = [name for name in NAMES if name.startswith(prefix)] if params.argument.name == "name" else []
-    return types.CompleteResult(completion=types.Completion(values=values, total=len(values), has_more=False))
 
 
 class _Rewriting:
