@@ -1,6 +1,6 @@
 """Address classes as the vault sees them: special (left alone), private (kept in its block) or public.
 
-The classes agree with the transforms' detectors (`interceptors.transforms.entities.ip_class`), so an
+The classes are the transforms' detectors' own (`interceptors.transforms.entities.ip_class`), so an
 address the redactor calls `private_ip` is formatted here as a private address.
 """
 
@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ipaddress
 from functools import lru_cache
+
+from ..transforms.entities import ip_class
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -46,28 +48,14 @@ def parse_ip(text: str) -> tuple[IPAddress, int | None] | None:
     return address, prefixlen
 
 
-def _address_class(address: IPAddress) -> str:
-    if (
-        address.is_unspecified
-        or address.is_loopback
-        or address.is_link_local
-        or address.is_multicast
-        or (address.version == 4 and (address.is_reserved or int(address) == 0xFFFFFFFF))
-    ):
-        return "special"
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return _address_class(address.ipv4_mapped)
-    return "private" if any(address.version == b.version and address in b for b in PRIVATE_BLOCKS) else "public"
-
-
 def classify(address: IPAddress, prefixlen: int | None) -> str:
     """`special`, `private` or `public`; a CIDR is classified by its network address, and /0 is special."""
     if prefixlen is None:
-        return _address_class(address)
+        return ip_class(address)
     if prefixlen == 0:
         return "special"
     network = ipaddress.ip_network(f"{address}/{prefixlen}", strict=False)
-    return _address_class(network.network_address)
+    return ip_class(network.network_address)
 
 
 def block_of(address: IPAddress) -> IPNetwork:
