@@ -233,7 +233,7 @@ class ExpressLane:
             reply = await self._reply(request_id, method, params, version)
         except asyncio.CancelledError:
             if request_id not in self._cancelled_by_peer:  # shutdown: the peer is told, never left waiting
-                await self._write(_error(request_id, CONNECTION_CLOSED, "Connection closed", None))
+                await self._write(error_line(request_id, CONNECTION_CLOSED, "Connection closed", None))
             raise
         finally:
             self._in_flight.pop(request_id, None)
@@ -244,12 +244,12 @@ class ExpressLane:
         try:
             result = await self._route.answer(method, params, version)
         except InterceptorRpcError as exc:
-            return _error(request_id, exc.code, exc.message, exc.data)
+            return error_line(request_id, exc.code, exc.message, exc.data)
         except MCPError as exc:
-            return _error(request_id, exc.error.code, exc.error.message, exc.error.data)
+            return error_line(request_id, exc.error.code, exc.error.message, exc.error.data)
         except Exception as exc:  # never raw exception text on the wire (it may quote the payload)
             logger.error("express lane error: %s", type(exc).__name__)
-            return _error(request_id, INTERNAL_ERROR, "interceptor host error", {"reason": type(exc).__name__})
+            return error_line(request_id, INTERNAL_ERROR, "interceptor host error", {"reason": type(exc).__name__})
         if self._era != "modern":
             return dumps_exact({"jsonrpc": "2.0", "id": request_id, "result": result}) + b"\n"
         # As the SDK shapes a 2026-era result: resultType required, the serverInfo stamp merged into `_meta`.
@@ -283,7 +283,8 @@ def _has_version_key(params: dict[str, Any]) -> bool:
     return isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
 
 
-def _error(request_id: int | str, code: int, message: str, data: Any) -> bytes:
+def error_line(request_id: int | str | None, code: int, message: str, data: Any = None) -> bytes:
+    """One JSON-RPC error response, newline-terminated, as the stdio transports write it."""
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data

@@ -24,7 +24,7 @@ from mcp.server.stdio import stdio_server
 from interceptors.codec import may_round_numbers
 from interceptors.errors import INVALID_REQUEST, PARSE_ERROR
 
-from .express import ExpressLane, WriteBytes
+from .express import ExpressLane, WriteBytes, error_line
 
 logger = logging.getLogger("interceptors.stdio")
 
@@ -49,9 +49,9 @@ def _examine(line: bytes) -> tuple[dict[str, Any] | None, bytes | None]:
     try:
         message = orjson.loads(line)
     except orjson.JSONDecodeError:
-        return None, None if not line.strip() else _error(None, PARSE_ERROR, "Parse error")
+        return None, None if not line.strip() else error_line(None, PARSE_ERROR, "Parse error")
     if not isinstance(message, dict):
-        return None, _error(None, INVALID_REQUEST, "Invalid Request")
+        return None, error_line(None, INVALID_REQUEST, "Invalid Request")
     request_id = message.get("id")
     id_ok = request_id is None or (isinstance(request_id, int | str) and not isinstance(request_id, bool))
     if "method" in message:
@@ -63,14 +63,10 @@ def _examine(line: bytes) -> tuple[dict[str, Any] | None, bytes | None]:
             and (params is None or isinstance(params, dict))
         ):
             return message, None
-        return None, _error(request_id if id_ok else None, INVALID_REQUEST, "Invalid Request")
+        return None, error_line(request_id if id_ok else None, INVALID_REQUEST, "Invalid Request")
     if ("result" in message or "error" in message) and id_ok:
         return None, None  # a response to one of our requests: the SDK's to judge
-    return None, _error(request_id if id_ok else None, INVALID_REQUEST, "Invalid Request")
-
-
-def _error(request_id: Any, code: int, message: str) -> bytes:
-    return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}) + b"\n"
+    return None, error_line(request_id if id_ok else None, INVALID_REQUEST, "Invalid Request")
 
 
 class _Lines:
@@ -102,7 +98,7 @@ class _Lines:
                 await self._reader.readexactly(exc.consumed)
                 with contextlib.suppress(asyncio.LimitOverrunError, asyncio.IncompleteReadError):
                     await self._discard_rest()
-                await self._writer.write_bytes(_error(None, INVALID_REQUEST, "Request too large"))
+                await self._writer.write_bytes(error_line(None, INVALID_REQUEST, "Request too large"))
                 continue
             message, refusal = _examine(line)
             if refusal is not None:
