@@ -8,8 +8,10 @@ true positives that must still be redacted.
 from __future__ import annotations
 
 import pytest
+from hypothesis import example, given
 
-from interceptors.testing import RedactionTarget, assert_no_leak, assert_not_redacted
+from interceptors.testing import RedactionTarget, Secret, assert_no_leak, assert_not_redacted, format_for
+from interceptors.testing.properties import whole_values
 from interceptors.transforms import (
     STANDARD_TRANSFORMS,
     STRICT_TRANSFORMS,
@@ -17,7 +19,7 @@ from interceptors.transforms import (
     TransformContext,
     assemble_output,
 )
-from interceptors.transforms.catalog import BUILTIN_DETECTORS
+from interceptors.transforms.catalog import BUILTIN_BY_NAME, BUILTIN_DETECTORS
 from interceptors.transforms.detectors import Scanner
 from interceptors.transforms.entities import is_placeholder
 from interceptors.vault import TokenVault
@@ -281,3 +283,28 @@ def test_a_shared_redactor_does_not_reuse_another_pseudonymizers_tokens() -> Non
     first = pipeline.apply(text, TransformContext(pseudonymizer=KeyedHasher(b"tenant-a")))
     second = pipeline.apply(text, TransformContext(pseudonymizer=KeyedHasher(b"tenant-b")))
     assert first != second
+
+
+# --- a CI flake, fixed: a quoted value ending in a backslash ---------------------------------------------------------
+
+REPRODUCER = Secret("secret_assignment", 'apikey:="UY&Eg\\"', "UY&Eg\\", "secret_value", "secret")
+ASSIGNMENTS, COVERED_WHOLE = whole_values(STANDARD, formats=[format_for(BUILTIN_BY_NAME["secret_assignment"])])
+
+
+@given(ASSIGNMENTS)
+@example(('x "apikey:="UY&Eg\\"" y', REPRODUCER))
+def test_a_quoted_value_is_covered_to_its_last_character(case: tuple[str, Secret]) -> None:
+    """Found by `whole_values` in CI: after a plain opening quote, `\\"` is an escaped quote inside the value (JSON,
+    YAML, shells), so a value ending in a backslash is covered whole instead of all but its last character."""
+    COVERED_WHOLE(case)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [('{"apikey": "abcdefg\\\\"}', "abcdefg\\\\"),  # JSON: the escaped backslash is the value's last character
+     ('password="C:\\keys\\x" user=bob', "C:\\keys\\x"),
+     ('apikey:="UY&Eg\\', "UY&Eg\\"),  # truncated after a backslash
+     ('{\\"apikey\\": \\"abcdefgh\\", \\"n\\": 1}', "abcdefgh")],  # JSON in a JSON string: \\" closes
+)  # fmt: skip
+def test_escapes_inside_quoted_values_are_read_as_their_syntax_reads_them(text: str, value: str) -> None:
+    assert [f.value for f in SCANNER.scan(text)] == [value]

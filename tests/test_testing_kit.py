@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import anyio
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from interceptors.testing import (
@@ -24,6 +24,7 @@ from interceptors.testing import (
     NEUTRAL_KEYS,
     ChainPlan,
     Decoy,
+    Embedded,
     FalsePositiveError,
     InterceptorSpec,
     LeakError,
@@ -107,6 +108,15 @@ def test_supported_contexts_keep_every_token_verbatim(case: Any) -> None:
 
 @settings(max_examples=80)
 @given(embedded(secrets(), contexts=ENCODED_CONTEXTS))
+@example(  # CI flake: 8 bytes encode to 11 base64 characters and their padding, a run the assertion skipped
+    Embedded(
+        "data_url",
+        "data:text/plain;base64,Oi8vOlhdQGs=",
+        (Secret("url_credentials", "://:X]@k", "X]", "password", "secret"),),
+        "data:text/plain;base64,",
+        encoded=True,
+    )
+)
 def test_the_leak_assertion_sees_through_encoded_contexts(case: Any) -> None:
     assert case.encoded
     with pytest.raises(LeakError):

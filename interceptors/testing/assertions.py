@@ -21,8 +21,12 @@ from ._mask import mask, masked_window
 MAX_DEPTH = 3
 """How many layers of encoding (JSON in strings, base64, hex, URL-encoding) are peeled off, nested."""
 
-_B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{12,}={0,2}")
-_HEX_RUN = re.compile(r"(?:[0-9a-fA-F]{2}){8,}")
+_MIN_ENCODED_BYTES = 6
+"""Encoded runs of 6 bytes or more are decoded (base64: 8 characters, padding included; hex: 12 digits), so the
+shortest sample encoded alone (`://:p@h` in a data: URL or a Kubernetes Secret field) is still found."""
+_B64_MIN_RUN = 4 * _MIN_ENCODED_BYTES // 3
+_B64_RUN = re.compile(rf"[A-Za-z0-9+/_-]{{{_B64_MIN_RUN - 2},}}={{0,2}}")
+_HEX_RUN = re.compile(rf"(?:[0-9a-fA-F]{{2}}){{{_MIN_ENCODED_BYTES},}}")
 _JSON_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|[\"\\/bfnrt])")
 _SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
@@ -69,6 +73,8 @@ def _texty(decoded: str) -> bool:
 def _b64_decodings(text: str) -> Iterator[tuple[int, str]]:
     for match in _B64_RUN.finditer(text):
         run = match.group(0)
+        if len(run) < _B64_MIN_RUN:
+            continue
         core = run.rstrip("=")
         for offset in range(4):
             piece = core[offset:]

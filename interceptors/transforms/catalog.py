@@ -64,20 +64,34 @@ _CONNECTION_SEP = r"[ \t]{0,4}=[ \t]{0,4}"
 
 
 def _quoted(quote: str, chars: str, low: int, high: int, next_label: str, *, escapes: bool) -> str:
-    """A group for a value opened by `quote`: up to its closing quote (or the end of the line, in a truncated
-    document), but never over another `label SEP quote` or the blanks before it (`next_label`: the next
-    assignment, whose opening quote an unterminated value would take for its closing one, swallowing the
-    label). With `escapes`, a backslash ends the value only before a quote (`\\"` closes a value inside JSON
-    text); elsewhere it is part of it (`C:\\keys`, `apikey:\\value` after an unterminated one). Every
-    alternative takes one character and the look-ahead is bounded, so the repetition stays linear."""
-    char = r"(?:[^" + chars + r"]|\\(?!" + quote + "))" if escapes else r"[^" + chars + "]"
-    return quote + r"((?:(?![ \t]{0,8}" + next_label + ")" + char + f"){{{low},{high}}})"
+    """The group(s) for a value opened by `quote`: up to its closing quote (or the end of the line, in a
+    truncated document), but never over another `label SEP quote` or the blanks before it (`next_label`: the
+    next assignment, whose opening quote an unterminated value would take for its closing one, swallowing the
+    label). Every alternative takes one character or one escape pair, each starting with a different
+    character, and the look-ahead is bounded, so the repetition stays linear.
+
+    With `escapes` a backslash starts a pair, read as the syntax around the value reads it: after a plain
+    opening quote (`key="…"`: JSON, YAML, shells, .env) `\\"` is an escaped quote inside the value and the
+    value goes on; after an escaped opening quote (`\\"key\\": \\"…\\"`: JSON inside a JSON string) `\\"`
+    closes it. Either way `\\\\` is one escaped backslash, so a value ending in a backslash is covered to
+    its last character (two groups: escaped opening, then plain). Without `escapes`, a backslash is an
+    ordinary character (connection strings: `C:\\keys`)."""
+    guard = r"(?![ \t]{0,8}" + next_label + ")"
+    if not escapes:
+        return quote + r"((?:" + guard + r"[^" + chars + f"]){{{low},{high}}})"
+    plain = r"[^" + chars + "]"
+    inner_closes = r"(?<=\\)" + quote + r"((?:" + guard + r"(?:" + plain + r"|\\[^" + quote + r"\r\n])"
+    inner_closes += f"){{{low},{high}}})"
+    pair = r"\\(?:[^\r\n]|(?![^\r\n]))"  # a backslash and what it escapes (nothing at the end of a line)
+    outer = r"(?<!\\)" + quote + r"((?:" + guard + r"(?:" + plain + "|" + pair + f")){{{low},{high}}})"
+    return inner_closes + "|" + outer
 
 
 def _bare(chars: str, low: int, high: int, next_label: str) -> str:
     """A group for an unquoted value: a run of `chars` that stops before another assignment (`next_label`:
-    `<td>Password=x</td><td>Password= y` is two values, not one holding the second label)."""
-    return r"((?:(?!" + next_label + r")[^" + chars + f"]){{{low},{high}}})"
+    `<td>Password=x</td><td>Password= y` is two values, not one holding the second label). Never right after a
+    quote: a quoted value is read by `_quoted`, with its escapes (`"abc\\\\"` is `abc\\`, backslash included)."""
+    return r"(?<![\"'])((?:(?!" + next_label + r")[^" + chars + f"]){{{low},{high}}})"
 
 
 # Another assignment: a label where the detector would see one, and its separator; before a quoted value's end,
@@ -205,7 +219,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         "secret_assignment", "secret_value", "secret", 0.85,
         _ASSIGNED_SECRET,
         hints=("pass", "pwd", "secret", "key", "token", "bearer"),
-        group=(1, 2, 3), min_length=8, validator=_validate_assigned,
+        group=(1, 2, 3, 4, 5), min_length=8, validator=_validate_assigned,
         description="the value after password/secret/api_key/token/... and ':' or '='",
     ),
     _d(
