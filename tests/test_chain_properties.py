@@ -16,8 +16,9 @@ import anyio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from integrations.testing import run_plan
 from interceptors import Invocation, Mutation, Registry
-from interceptors.testing import ChainPlan, assert_matches_model, chain_plans, expected_outcome, json_values, run_plan
+from interceptors.testing import ChainPlan, assert_matches_model, chain_plans, expected_outcome, json_values
 from interceptors_server import LocalChain
 from tests.chain_helpers import EVENT
 

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from integrations.testing import run_plan
 from interceptors.testing import (
     BUILTIN_FORMATS,
     CONTEXTS,
@@ -46,7 +47,6 @@ from interceptors.testing import (
     near_misses,
     placeholders,
     regex_strategy,
-    run_plan,
     secrets,
 )
 from interceptors.transforms import STANDARD_TRANSFORMS, KeyedHasher, transform_payload

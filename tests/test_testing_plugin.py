@@ -1,6 +1,6 @@
 """The pytest plugin: the marker, the fixtures and the Hypothesis profiles, in separate pytest processes.
 
-The plugin is loaded with `-p interceptors.testing.plugin`, which works whether or not the package's
+The plugin is loaded with `-p integrations.pytest_plugin`, which works whether or not the package's
 `pytest11` entry point is installed (the entry point carries the module's own name).
 """
 
@@ -28,7 +28,7 @@ detectors:
 def run(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
     pytester.makefile(".yaml", policy=TINY_POLICY)
     pytester.makepyfile(test_suite=textwrap.dedent(source))
-    return pytester.runpytest_subprocess("-p", "interceptors.testing.plugin", "-p", "no:cacheprovider", *args)
+    return pytester.runpytest_subprocess("-p", "integrations.pytest_plugin", "-p", "no:cacheprovider", *args)
 
 
 def test_the_marker_runs_the_standard_properties(pytester: pytest.Pytester) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from interceptors.testing import STANDARD_PROPERTIES, RedactionSuite, RedactionTarget, check_chain_model
+from integrations.testing import check_chain_model
+from interceptors.testing import STANDARD_PROPERTIES, RedactionSuite, RedactionTarget
 
 STANDARD = RedactionTarget.load("standard")
 STRICT = RedactionTarget.load("strict")

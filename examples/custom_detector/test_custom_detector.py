@@ -1,7 +1,7 @@
 """A three-test property suite for a custom detector, written with `interceptors.testing`.
 
 Run it with `pytest examples/custom_detector` (the kit's pytest plugin is registered by the package; from a
-checkout that is not installed, add `-p interceptors.testing.plugin`). See doc/TESTING.md for the walk-through.
+checkout that is not installed, add `-p integrations.pytest_plugin`). See doc/TESTING.md for the walk-through.
 """
 
 from __future__ import annotations

@@ -4,11 +4,21 @@ Hypothesis strategies for every detector format (generated from the detector's p
 detector gets one for free), decoys that must not be redacted, 28 embedding syntaxes, MCP payloads of every
 channel, interceptor plans with injected faults; assertions that search every spelling of a secret and
 never print one; the standard properties of a policy's redaction rules; and a pytest plugin
-(`interceptors.testing.plugin`) with fixtures, a marker and Hypothesis profiles. See doc/TESTING.md.
+(entry point `integrations.pytest_plugin`) with fixtures, a marker and Hypothesis profiles. See doc/TESTING.md.
 
-Importing this package imports Hypothesis but never pytest or the MCP SDK (fixtures and `run_plan` import
-what they need when used). It is a development dependency: `pip install mcp-interceptors[dev]`.
+Importing this package imports Hypothesis but never pytest, the MCP SDK or the layers above the core: what
+runs real chains, hosts and gateways (`run_plan`, `check_chain_model`, the fixtures' factories) is
+`integrations.testing`. It needs the `testing` extra: `pip install "mcp-interceptors[testing]"`.
 """
+
+try:
+    import hypothesis as _hypothesis  # noqa: F401  (fails early, naming the extra)
+except ImportError as _missing:
+    raise ImportError(
+        "interceptors.testing needs Hypothesis, which is not installed: "
+        'pip install "mcp-interceptors[testing]" (the testing extra: hypothesis and pytest)',
+        name="hypothesis",
+    ) from _missing
 
 from .assertions import (
     FalsePositiveError,
@@ -29,10 +39,7 @@ from .chains import (
     build_registries,
     chain_cases,
     chain_plans,
-    check_chain_case,
-    check_chain_model,
     expected_outcome,
-    run_plan,
 )
 from .contexts import CONTEXTS, CONTEXTS_BY_NAME, ENCODED_CONTEXTS, NEUTRAL_KEYS, Context, Embedded, embedded, render
 from .formats import (
@@ -108,8 +115,6 @@ __all__ = [
     "build_registries",
     "chain_cases",
     "chain_plans",
-    "check_chain_case",
-    "check_chain_model",
     "check_redaction_rules",
     "decoys",
     "derived_near_misses",
@@ -132,7 +137,6 @@ __all__ = [
     "regex_strategy",
     "register_profiles",
     "render",
-    "run_plan",
     "run_property",
     "secrets",
     "sensitive_keys",

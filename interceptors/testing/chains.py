@@ -8,13 +8,12 @@ change, and a timeout.
 
 `expected_outcome` is a small model written from SEP-2624 §2 (ordering by direction, concurrent validators
 that all complete, mutators sorted by the phase's priority then code points then server order, an atomic
-mutation pass, the audit x failOpen matrix); it shares no code with the engine. `run_plan` executes a plan
-through a real `LocalChain` (imported when called, so this module never imports the MCP SDK by itself).
+mutation pass, the audit x failOpen matrix); it shares no code with the engine. `integrations.testing.run_plan`
+executes a plan through a real `LocalChain` (this package never imports the layers above it).
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -281,18 +280,6 @@ def build_registries(plan: ChainPlan, log: Observed) -> list[Registry]:
     return regs
 
 
-async def run_plan(plan: ChainPlan, event: str, phase: str, direction: str, payload: Any) -> tuple[Any, Observed]:
-    """Execute `plan` through a `LocalChain`: the `ExecutionResult` and what the handlers saw."""
-    from interceptors_chain import InterceptorOverride
-    from interceptors_server import LocalChain
-
-    log = Observed()
-    overrides = {s.label: InterceptorOverride(timeout_ms=SLOW_TIMEOUT_MS) for s in plan.specs if s.behaviour == "slow"}
-    async with LocalChain(*build_registries(plan, log), overrides=overrides) as engine:
-        result = await engine.execute(event, phase, payload, direction=direction)
-    return result, log
-
-
 def assert_matches_model(result: Any, log: Observed, expected: Expected, payload: Any, snapshot: Any) -> None:
     """Compare an `ExecutionResult` (and the handlers' log) with the model; `snapshot` is the payload before."""
     assert payload == snapshot, "execute mutated the caller's payload"
@@ -325,28 +312,4 @@ def chain_cases(**plan_options: Any) -> st.SearchStrategy[tuple[ChainPlan, str, 
         st.sampled_from(EVENTS),
         st.sampled_from(("request", "response")),
         st.sampled_from(("sending", "receiving")),
-    )
-
-
-def check_chain_case(case: tuple[ChainPlan, str, str, str]) -> None:
-    """One case: run it through a LocalChain and compare with the model."""
-    import anyio
-
-    plan, event, phase, direction = case
-    payload = {"trail": [], "nested": {"keep": [1, 2, {"deep": "value"}]}}
-    snapshot = copy.deepcopy(payload)
-
-    async def run() -> tuple[Any, Observed]:
-        return await run_plan(plan, event, phase, direction, payload)
-
-    result, log = anyio.run(run)
-    assert_matches_model(result, log, expected_outcome(plan, event, phase, direction), payload, snapshot)
-
-
-def check_chain_model(*, profile: str | None = None, weight: float = 1.0, **plan_options: Any) -> None:
-    """The property: random plans through a LocalChain agree with the model (raises on a counterexample)."""
-    from .properties import property_settings, run_property
-
-    run_property(
-        "chain_model", chain_cases(**plan_options), check_chain_case, property_settings(profile, weight=weight)
     )
