@@ -20,7 +20,7 @@ def _conformance(args: argparse.Namespace) -> int:
     from interceptors_server.conformance import run_conformance
 
     async def main() -> tuple[int, int]:
-        return await run_conformance(args.paths, mode=args.mode, verbose=args.verbose)
+        return await run_conformance(args.paths, mode=args.mode, verbose=args.verbose, transport=args.transport)
 
     try:
         passed, failed = anyio.run(main)
@@ -81,7 +81,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--mode",
         choices=("auto", "legacy"),
         default="auto",
-        help="protocol era of the in-memory session (default: auto = 2026-07-28)",
+        help="protocol era of the in-memory session with --transport mcp (default: auto = 2026-07-28)",
+    )
+    conformance.add_argument(
+        "--transport",
+        choices=("inprocess", "mcp"),
+        default="inprocess",
+        help="how the chain reaches the interceptors: a function call (default) or an MCP session in memory",
     )
     conformance.set_defaults(func=_conformance)
 

@@ -25,6 +25,7 @@ from interceptors.testing.chains import SLOW_TIMEOUT_MS, chain_cases
 from interceptors.testing.properties import property_settings, run_property
 from interceptors_chain import Chain, InterceptorOverride
 from interceptors_server import InterceptorHost, LocalChain
+from interceptors_server.local import Transport
 
 __all__ = [
     "check_chain_case",
@@ -38,11 +39,13 @@ __all__ = [
 ]
 
 
-async def run_plan(plan: ChainPlan, event: str, phase: str, direction: str, payload: Any) -> tuple[Any, Observed]:
-    """Execute `plan` through a `LocalChain`: the `ExecutionResult` and what the handlers saw."""
+async def run_plan(
+    plan: ChainPlan, event: str, phase: str, direction: str, payload: Any, *, transport: Transport = "inprocess"
+) -> tuple[Any, Observed]:
+    """Execute `plan` through a `LocalChain` (over `transport`): the `ExecutionResult` and what the handlers saw."""
     log = Observed()
     overrides = {s.label: InterceptorOverride(timeout_ms=SLOW_TIMEOUT_MS) for s in plan.specs if s.behaviour == "slow"}
-    async with LocalChain(*build_registries(plan, log), overrides=overrides) as engine:
+    async with LocalChain(*build_registries(plan, log), overrides=overrides, transport=transport) as engine:
         result = await engine.execute(event, phase, payload, direction=direction)
     return result, log
 

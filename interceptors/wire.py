@@ -386,7 +386,11 @@ class ValidationResult:
 
 @dataclass(slots=True)  # built per invoke: a frozen init costs a setattr call per field
 class MutationResult:
-    """Flat SEP-2624 mutation result. `modified: false` must echo the input payload unchanged."""
+    """Flat SEP-2624 mutation result. `modified: false` must echo the input payload unchanged.
+
+    For interop, `modified: false` without any `payload` is read as "unchanged" (the working group's Python
+    SDK answers that way): `payload` is then None and `echoed` False; nothing is applied either way.
+    """
 
     interceptor: str
     phase: Phase
@@ -394,6 +398,8 @@ class MutationResult:
     payload: Any
     duration_ms: float | None = None
     info: Mapping[str, Any] | None = None
+    echoed: bool = True
+    """Whether the result carried a payload (always, when `modified` is true)."""
 
     type = InterceptorType.MUTATION
 
@@ -403,8 +409,9 @@ class MutationResult:
             "type": "mutation",
             "phase": self.phase.value,
             "modified": self.modified,
-            "payload": self.payload,
         }
+        if self.echoed:
+            out["payload"] = self.payload
         if self.duration_ms is not None:
             out["durationMs"] = self.duration_ms
         if self.info is not None:
@@ -419,15 +426,17 @@ class MutationResult:
         modified = data.get("modified")
         if not isinstance(modified, bool):
             raise WireError(f"{path}.modified", "must be a boolean")
-        if "payload" not in data:
-            raise WireError(f"{path}.payload", "is required")
+        echoed = "payload" in data
+        if modified and not echoed:
+            raise WireError(f"{path}.payload", "is required when modified is true")
         return cls(
             interceptor=_str(data.get("interceptor"), path, "interceptor"),
             phase=_phase(data.get("phase"), path, "phase"),
             modified=modified,
-            payload=data["payload"],
+            payload=data.get("payload"),
             duration_ms=_duration(data),
             info=_info(data),
+            echoed=echoed,
         )
 
 

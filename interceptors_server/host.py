@@ -35,6 +35,10 @@ from interceptors.outcomes import MalformedHandlerResult, to_mutation_result, to
 logger = logging.getLogger("interceptors.host")
 
 DEFAULT_MAX_PAYLOAD_BYTES = 4 * 1024 * 1024
+INLINE_MAX_PAYLOAD_BYTES = 64 * 1024
+"""A sync handler registered `inline=True` runs on the event loop up to this payload size (its JSON), and in a
+worker thread above it: cheap CPU-bound stages skip the thread hop (~100 µs) on ordinary payloads, while a
+10 MB result still cannot stall the loop (redaction scans ~13 MB/s: 64 KiB is about 5 ms)."""
 
 
 class _Compiled:
@@ -173,8 +177,8 @@ class InterceptorHost:
                 )
         return invoke, compiled
 
-    def _isolated_payload(self, payload: Any) -> Any:
-        """A private copy of the payload, refused if oversized, before any handler runs.
+    def _isolated_payload(self, payload: Any) -> tuple[Any, int]:
+        """A private copy of the payload and its size as JSON, refused if oversized, before any handler runs.
 
         In-memory transports hand over the caller's objects; a handler must never be able to change the
         invoker's payload (or another concurrent validator's), so it gets its own copy.
@@ -194,23 +198,25 @@ class InterceptorHost:
                 "payload exceeds the host's maximum size",
                 {"field": "payload", "size": size, "maxBytes": self.max_payload_bytes},
             )
-        return loads(encoded)
+        return loads(encoded), size
 
     async def invoke(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
         """Run one interceptor. Every failure is an InterceptorRpcError, never a "successful" result."""
         invoke, compiled = self._parse_invoke(params)
-        invoke.payload = self._isolated_payload(invoke.payload)
+        invoke.payload, size = self._isolated_payload(invoke.payload)
+        if invoke.config is not None:  # the caller's config objects stay the caller's, as over the wire
+            invoke.config = loads(dumps(invoke.config))
         entry = compiled.entry
         invocation = Invocation(entry.name, invoke.event, invoke.phase, invoke.payload, invoke.config, invoke.context)
         started = time.perf_counter()
         raw: Any = None
         try:
             if invoke.timeout_ms is None:
-                raw = await _call(entry, invocation)
+                raw = await _call(entry, invocation, size)
             else:
                 # A cancel scope, not fail_after: a TimeoutError the handler raises itself is a failure.
                 with anyio.move_on_after(invoke.timeout_ms / 1000) as scope:
-                    raw = await _call(entry, invocation)
+                    raw = await _call(entry, invocation, size)
                 if scope.cancelled_caught:
                     raise InterceptorRpcError(
                         INTERNAL_ERROR,
@@ -243,10 +249,10 @@ class InterceptorHost:
         return result
 
 
-async def _call(entry: RegisteredInterceptor, invocation: Invocation) -> Any:
+async def _call(entry: RegisteredInterceptor, invocation: Invocation, payload_bytes: int) -> Any:
     if entry.is_async:
         return await entry.handler(invocation)
-    if entry.inline:
+    if entry.inline and payload_bytes <= INLINE_MAX_PAYLOAD_BYTES:
         return entry.handler(invocation)
     # A sync handler may block or ignore cancellation: run it in a worker thread we can abandon on timeout.
     return await anyio.to_thread.run_sync(entry.handler, invocation, abandon_on_cancel=True)

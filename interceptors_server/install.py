@@ -30,7 +30,8 @@ def _params_dict(params: OpenParams) -> dict[str, Any]:
     return params.model_extra or {}
 
 
-def _internal(exc: Exception) -> MCPError:
+def internal_error(exc: Exception) -> MCPError:
+    """-32603 for a host bug: the exception's type in `data`, never its text (it may quote the payload)."""
     logger.error("interceptor host error: %s", type(exc).__name__)
     return MCPError(code=INTERNAL_ERROR, message="interceptor host error", data={"reason": type(exc).__name__})
 
@@ -70,7 +71,7 @@ def install(
         except InterceptorRpcError as exc:
             raise to_mcp_error(exc) from None
         except Exception as exc:  # never a non-standard error code or raw exception text on the wire
-            raise _internal(exc) from None
+            raise internal_error(exc) from None
 
     async def on_invoke(ctx: ServerRequestContext[Any], params: OpenParams) -> dict[str, Any]:
         try:
@@ -78,7 +79,7 @@ def install(
         except InterceptorRpcError as exc:
             raise to_mcp_error(exc) from None
         except Exception as exc:
-            raise _internal(exc) from None
+            raise internal_error(exc) from None
 
     low.add_request_handler(LIST_METHOD, OpenParams, on_list)
     low.add_request_handler(INVOKE_METHOD, OpenParams, on_invoke)

@@ -1,7 +1,9 @@
-"""LocalChain: a chain wired to in-process interceptor hosts through the SDK's in-memory transport.
+"""LocalChain: a chain wired to interceptor hosts in the same process.
 
-Every interceptor is still invoked over the real MCP request path, so in-process and remote
-interceptors behave identically.
+By default through the in-process transport (`HostConnection`: a function call with the wire's copies,
+limits and error table); with `transport="mcp"` over the SDK's in-memory MCP transport instead, so every
+invoke takes the real MCP request path. The conformance suite runs in both, which is what keeps
+in-process and remote interceptors behaving identically.
 """
 
 from __future__ import annotations
@@ -18,23 +20,27 @@ from mcp.server.mcpserver import MCPServer
 from interceptors import Registry
 from interceptors_chain import Chain, ExecutionHandler, InterceptorOverride
 
+from .inprocess import HostConnection
 from .install import host_of, interceptor_server, lowlevel_server
 
 Source = Registry | Server[Any] | MCPServer
+Transport = Literal["inprocess", "mcp"]
 
 
 class LocalChain:
     """`async with LocalChain(registry, ...) as chain:` yields a connected, discovered `Chain`.
 
-    Sources are registries (each gets its own in-memory interceptor server) or servers that already
-    have interceptors installed. `mode` is the client's protocol mode: "auto" (2026 era, direct
-    dispatch) or "legacy" (2025-11-25 handshake over memory streams).
+    Sources are registries (each gets its own interceptor host) or servers that already have interceptors
+    installed. `transport` is "inprocess" (the default: `HostConnection`) or "mcp" (an SDK `Client` per
+    host); with "mcp", `mode` is the client's protocol mode: "auto" (2026 era, direct dispatch) or
+    "legacy" (2025-11-25 handshake over memory streams).
     """
 
     def __init__(
         self,
         *sources: Source,
         mode: Literal["auto", "legacy"] = "auto",
+        transport: Transport = "inprocess",
         overrides: Mapping[str, InterceptorOverride] | None = None,
         execution_handler: ExecutionHandler | None = None,
         default_timeout_ms: int | None = None,
@@ -43,7 +49,10 @@ class LocalChain:
         if not sources:
             raise ValueError("LocalChain needs at least one registry or server")
         self._sources = sources
+        if transport not in ("inprocess", "mcp"):
+            raise ValueError(f"transport must be 'inprocess' or 'mcp', not {transport!r}")
         self._mode = mode
+        self._transport = transport
         self.chain = Chain(
             overrides=overrides,
             execution_handler=execution_handler,
@@ -60,11 +69,16 @@ class LocalChain:
                     server: Server[Any] = interceptor_server(source, name=f"local-{index}")
                 else:
                     server = lowlevel_server(source)
-                    if host_of(server) is None:
-                        raise ValueError(f"server {server.name!r} has no interceptors installed")
-                client = await stack.enter_async_context(Client(server, mode=self._mode))
-                name = server.name if not any(s.name == server.name for s in self.chain.servers) else None
-                await self.chain.add_session(client.session, name or f"{server.name}-{index}")
+                host = host_of(server)
+                if host is None:
+                    raise ValueError(f"server {server.name!r} has no interceptors installed")
+                taken = any(s.name == server.name for s in self.chain.servers)
+                name = f"{server.name}-{index}" if taken else server.name
+                if self._transport == "inprocess":
+                    await self.chain.add_connection(HostConnection(host), name)
+                else:
+                    client = await stack.enter_async_context(Client(server, mode=self._mode))
+                    await self.chain.add_session(client.session, name)
         except BaseException:
             await stack.aclose()
             raise

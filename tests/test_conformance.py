@@ -17,28 +17,34 @@ from tests.conftest import ROOT, shared_fixtures
 OWN_FIXTURES = ROOT / "tests" / "fixtures" / "conformance"
 
 
-def _run(paths: list[Path], mode: str = "auto") -> tuple[int, int, str]:
+def _run(paths: list[Path], mode: str = "auto", transport: str = "inprocess") -> tuple[int, int, str]:
     out = io.StringIO()
 
     async def main() -> tuple[int, int]:
-        return await run_conformance(paths, mode=mode, out=out)  # type: ignore[arg-type]
+        return await run_conformance(paths, mode=mode, out=out, transport=transport)  # type: ignore[arg-type]
 
     passed, failed = anyio.run(main)
     return passed, failed, out.getvalue()
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
-def test_public_fixtures_all_pass(mode: str) -> None:
+TRANSPORTS = [("inprocess", "auto"), ("mcp", "auto"), ("mcp", "legacy")]
+"""The in-process transport, and the SDK's in-memory MCP transport in both eras: the same fixtures, the same
+results, which is what "in-process and remote take the same path" rests on."""
+
+
+@pytest.mark.parametrize(("transport", "mode"), TRANSPORTS)
+def test_public_fixtures_all_pass(transport: str, mode: str) -> None:
     fixtures = shared_fixtures()
     if fixtures is None:
         pytest.skip("the shared conformance fixtures are not beside this checkout")
-    passed, failed, output = _run([fixtures], mode)
+    passed, failed, output = _run([fixtures], mode, transport)
     assert (passed, failed) == (24, 0), output
     assert output.strip().splitlines()[-1] == "24 passed, 0 failed"
 
 
-def test_own_fixtures_cover_the_rest_of_the_secret_catalog() -> None:
-    passed, failed, output = _run([OWN_FIXTURES])
+@pytest.mark.parametrize(("transport", "mode"), TRANSPORTS)
+def test_own_fixtures_cover_the_rest_of_the_secret_catalog(transport: str, mode: str) -> None:
+    passed, failed, output = _run([OWN_FIXTURES], mode, transport)
     assert failed == 0, output
     assert passed == len(list(OWN_FIXTURES.glob("*.json")))
 

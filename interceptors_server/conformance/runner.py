@@ -14,7 +14,7 @@ from mcp.shared.exceptions import MCPError
 from interceptors import INVOKE_METHOD, LIST_METHOD, Direction, InvocationContext, canonical
 from interceptors_chain import Chain
 
-from ..local import LocalChain
+from ..local import LocalChain, Transport
 from .behaviors import FixtureError, build_registry
 
 _ABSENT = object()
@@ -134,7 +134,9 @@ async def _run_step(session: _Session, step: Mapping[str, Any], volatile: frozen
     return f"unknown op {op!r}"
 
 
-async def run_fixture(path: Path, document: Mapping[str, Any], mode: Literal["auto", "legacy"]) -> FixtureReport:
+async def run_fixture(
+    path: Path, document: Mapping[str, Any], mode: Literal["auto", "legacy"], transport: Transport = "inprocess"
+) -> FixtureReport:
     report = FixtureReport(str(document.get("id", path.stem)), str(path), document.get("requirement"))
     volatile = frozenset(document.get("volatile") or ())
     try:
@@ -145,7 +147,7 @@ async def run_fixture(path: Path, document: Mapping[str, Any], mode: Literal["au
     if not len(registry):
         report.failures.append("setup: a fixture needs at least one interceptor")
         return report
-    async with LocalChain(registry, mode=mode) as chain:
+    async with LocalChain(registry, mode=mode, transport=transport) as chain:
         session = _Session(chain)
         for index, step in enumerate(document["steps"]):
             op = step.get("op") if isinstance(step, Mapping) else None
@@ -162,9 +164,12 @@ async def run_fixture(path: Path, document: Mapping[str, Any], mode: Literal["au
 
 async def run_conformance(
     paths: Iterable[str | Path], *, mode: Literal["auto", "legacy"] = "auto", out: TextIO = sys.stdout,
-    verbose: bool = False,
+    verbose: bool = False, transport: Transport = "inprocess",
 ) -> tuple[int, int]:  # fmt: skip
-    """Replay every fixture found; print one line per failing step and `N passed, M failed` last."""
+    """Replay every fixture found; print one line per failing step and `N passed, M failed` last.
+
+    `transport` is how the chain reaches the fixture's interceptors: "inprocess" (`HostConnection`) or
+    "mcp" (an SDK client session, in the era `mode` names)."""
     passed = failed = 0
     for path in find_fixtures(paths):
         try:
@@ -175,7 +180,7 @@ async def run_conformance(
             continue
         if not _is_fixture(document):
             continue  # manifests, schemas and other JSON that is not a fixture
-        report = await run_fixture(path, document, mode)
+        report = await run_fixture(path, document, mode, transport)
         if report.passed:
             passed += 1
             if verbose:

@@ -1,0 +1,240 @@
+"""The in-process transport (`HostConnection`, LocalChain's default) gives what the MCP transport gives.
+
+Differential: random plans and payloads through both transports give identical `ExecutionResult`s (all but
+durations). Isolation: a handler editing its input, its config or what it returned changes nothing the caller
+or the next interceptor sees. Errors: the host's table reaches the invoker as the SDK's `MCPError`s. Interop:
+a host that answers `modified: false` without a payload (as the working group's Python SDK does) is read as
+"unchanged". Threads: cheap sync stages run inline up to the payload threshold, in a worker thread above.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mcp import Client
+from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
+
+from integrations.testing import run_plan
+from interceptors import CAPABILITY, Invocation, Mutation, Registry, Verdict
+from interceptors.testing import ChainPlan, chain_plans, json_values
+from interceptors_chain import Chain, InterceptorOverride
+from interceptors_server import InterceptorHost, LocalChain
+from interceptors_server.host import INLINE_MAX_PAYLOAD_BYTES
+from interceptors_server.inprocess import HostConnection
+from interceptors_server.install import OpenParams
+
+EVENT = "tools/call"
+
+
+def without_durations(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: without_durations(v) for k, v in value.items() if k not in ("durationMs", "totalDurationMs")}
+    if isinstance(value, list):
+        return [without_durations(v) for v in value]
+    return value
+
+
+@settings(max_examples=40)
+@given(
+    plan=chain_plans(),
+    data=json_values(),
+    event=st.sampled_from(("tools/call", "resources/read")),
+    phase=st.sampled_from(("request", "response")),
+    direction=st.sampled_from(("sending", "receiving")),
+)
+def test_the_inprocess_and_mcp_transports_give_identical_results(
+    plan: ChainPlan, data: Any, event: str, phase: str, direction: str
+) -> None:
+    async def both() -> list[tuple[Any, Any]]:
+        runs = []
+        for transport in ("inprocess", "mcp"):
+            payload = {"trail": [], "data": data}
+            result, log = await run_plan(plan, event, phase, direction, payload, transport=transport)  # type: ignore[arg-type]
+            runs.append((without_durations(result.to_wire()), (log.mutator_calls, log.validator_saw)))
+        return runs
+
+    (inprocess, inprocess_log), (mcp, mcp_log) = anyio.run(both)
+    assert inprocess == mcp
+    assert inprocess_log == mcp_log
+
+
+ORIGINAL = {"params": {"name": "t", "arguments": {"x": "original"}}}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("transport", ["inprocess", "mcp"])
+async def test_a_handler_editing_its_input_changes_nothing_outside(transport: Any) -> None:
+    """Edits in place (payload and config) reach neither the caller, the next interceptor, nor the next call."""
+    registry = Registry()
+    seen: list[Any] = []
+    configs: list[Any] = []
+
+    @registry.validator("look", events=EVENT, phase="request")
+    def look(inv: Invocation) -> Verdict:
+        seen.append(copy.deepcopy(inv.payload))
+        inv.payload["params"] = "gone"  # a concurrent validator's view, and the caller's, stay as they were
+        return Verdict.allow()
+
+    @registry.mutator("editor", events=EVENT, phase="request", priority=0)
+    def editor(inv: Invocation) -> Any:
+        seen.append(copy.deepcopy(inv.payload))
+        configs.append(copy.deepcopy(inv.config))
+        assert inv.config is not None
+        inv.config["nested"]["n"] = 99
+        inv.payload["params"]["arguments"]["x"] = "edited"
+        return Mutation(inv.payload, True)
+
+    @registry.mutator("next", events=EVENT, phase="request", priority=1)
+    def next_one(inv: Invocation) -> Any:
+        seen.append(copy.deepcopy(inv.payload))
+        inv.payload["params"]["arguments"]["x"] = "next"
+        return Mutation.unchanged()  # an in-place edit claiming no change: malformed, fail closed
+
+    payload = copy.deepcopy(ORIGINAL)
+    config = {"nested": {"n": 1}}
+    overrides = {"editor": InterceptorOverride(config=config)}
+    async with LocalChain(registry, transport=transport, overrides=overrides) as chain:
+        first = await chain.execute(EVENT, "request", payload, direction="receiving")
+        second = await chain.execute(EVENT, "request", payload, direction="receiving")
+    assert payload == ORIGINAL and config == {"nested": {"n": 1}}
+    assert configs == [{"nested": {"n": 1}}, {"nested": {"n": 1}}]
+    edited = {"params": {"name": "t", "arguments": {"x": "edited"}}}
+    assert seen == [ORIGINAL, ORIGINAL, edited] * 2  # receiving: the validator, then the mutators in order
+    for result in (first, second):
+        assert result.blocked and "differs from the input" in result.aborted_at[0].reason
+
+
+@pytest.mark.anyio
+async def test_a_returned_payload_kept_by_its_handler_is_the_callers_own() -> None:
+    registry = Registry()
+    cache: dict[str, Any] = {"value": [1]}
+
+    @registry.mutator("cached", events=EVENT, phase="response")
+    def cached(inv: Invocation) -> Any:
+        return Mutation(cache, True)
+
+    async with LocalChain(registry) as chain:
+        result = await chain.execute(EVENT, "response", {"content": []}, direction="receiving")
+    cache["value"].append(2)
+    assert result.final_payload == {"value": [1]}
+
+
+@pytest.mark.anyio
+async def test_errors_reach_the_invoker_as_the_sdk_raises_them() -> None:
+    registry = Registry()
+
+    @registry.validator("ok", events=EVENT, phase="request")
+    def ok(inv: Invocation) -> Verdict:
+        return Verdict.allow()
+
+    host = InterceptorHost(registry, max_payload_bytes=64)
+    connection = HostConnection(host)
+    async with Client(_server(host)) as client:
+        for method, params in [
+            ("interceptor/invoke", {"name": "nope", "event": EVENT, "phase": "request", "payload": {}}),
+            ("interceptor/invoke", {"name": "ok", "event": EVENT, "phase": "request"}),
+            ("interceptor/invoke", {"name": "ok", "event": EVENT, "phase": "request", "payload": "x" * 100}),
+            ("interceptor/invoke", {"name": "ok", "event": "tools/list", "phase": "request", "payload": {}}),
+            ("interceptors/list", {"event": "tools/*"}),
+        ]:
+            with pytest.raises(MCPError) as direct:
+                await connection.request(method, params, None)
+            with pytest.raises(MCPError) as over_mcp:
+                await client.session.send_request(_custom(method, params), dict)  # type: ignore[arg-type, type-var]
+            assert (direct.value.error.code, direct.value.error.data) == (
+                over_mcp.value.error.code,
+                over_mcp.value.error.data,
+            ), method
+        with pytest.raises(MCPError) as unknown:
+            await connection.request("interceptors/nope", {}, None)
+        assert unknown.value.error.code == -32601
+
+
+def _server(host: InterceptorHost) -> Server[Any]:
+    from interceptors_server import install
+
+    server: Server[Any] = Server("errors")
+    install(server, host=host)
+    return server
+
+
+def _custom(method: str, params: dict[str, Any]) -> Any:
+    from mcp import types
+
+    class Custom(types.Request[dict[str, Any], str]):
+        pass
+
+    return Custom(method=method, params=params)
+
+
+# --- interop: `modified: false` with no payload -----------------------------------------------------------------
+
+
+def working_group_style_host() -> Server[Any]:
+    """A host written like the working group's Python SDK: unmodified mutations carry no payload."""
+    server: Server[Any] = Server("wg-style")
+    info = {
+        "name": "noop",
+        "type": "mutation",
+        "hooks": [{"events": [EVENT], "phase": "response"}],
+    }
+
+    async def on_list(ctx: Any, params: OpenParams) -> dict[str, Any]:
+        return {"interceptors": [info]}
+
+    async def on_invoke(ctx: Any, params: OpenParams) -> dict[str, Any]:
+        extra = params.model_extra or {}
+        return {"interceptor": extra["name"], "type": "mutation", "phase": extra["phase"], "modified": False}
+
+    server.add_request_handler("interceptors/list", OpenParams, on_list)
+    server.add_request_handler("interceptor/invoke", OpenParams, on_invoke)
+    server.extensions[CAPABILITY] = {"supportedEvents": [EVENT]}
+    return server
+
+
+@pytest.mark.anyio
+async def test_modified_false_without_a_payload_reads_as_unchanged() -> None:
+    chain = Chain()
+    async with Client(working_group_style_host()) as client:
+        await chain.add_session(client.session, "wg")
+        payload = {"content": [{"type": "text", "text": "hello"}]}
+        result = await chain.execute(EVENT, "response", payload, direction="receiving")
+    assert not result.blocked
+    assert result.modified is False and result.payload_or(payload) is payload
+    record = result.results[0]
+    assert record.error is None and record.applied is False
+    assert record.result is not None and "payload" not in record.result
+
+
+# --- threads: inline up to the threshold ------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("size", "on_loop"), [(100, True), (INLINE_MAX_PAYLOAD_BYTES + 1, False)])
+async def test_inline_handlers_leave_the_loop_only_for_large_payloads(size: int, on_loop: bool) -> None:
+    registry = Registry()
+    threads: list[int] = []
+
+    @registry.validator("cheap", events=EVENT, phase="response", inline=True)
+    def cheap(inv: Invocation) -> Verdict:
+        threads.append(threading.get_ident())
+        return Verdict.allow()
+
+    @registry.validator("plain", events=EVENT, phase="response")
+    def plain(inv: Invocation) -> Verdict:  # not declared cheap: may block, so always in a worker thread
+        threads.append(threading.get_ident())
+        return Verdict.allow()
+
+    async with LocalChain(registry) as chain:
+        result = await chain.execute(EVENT, "response", {"text": "x" * size}, direction="receiving")
+    assert not result.blocked
+    loop_thread = threading.get_ident()
+    assert (threads[0] == loop_thread) is on_loop
+    assert threads[1] != loop_thread
