@@ -338,6 +338,16 @@ class PolicyEngine:
 
     # Lists -------------------------------------------------------------------------------------
 
+    @property
+    def permits_everything(self) -> bool:
+        """Nothing to deny, hide, limit or record: the document says no more than `open` does (a name, a
+        description, display flags and no transforms) and no audit sink listens. The policy stage then has no
+        work and registers no interceptor (an unknown primitive is left for the upstream to refuse)."""
+        document = self.policy.document
+        keys = set(document) - {"name", "description", "extends", "hide_denied", "honor_hints"}
+        empty = all(not document.get(key) for key in keys & {"transforms", "input_transforms"})
+        return keys <= {"transforms", "input_transforms"} and empty and not self.audit.sinks
+
     def learn(self, method: str, result: Any) -> None:
         """Prime the metadata store with a list result (e.g. the gateway's first list of the upstream)."""
         if method in LIST_KEYS:

@@ -52,6 +52,8 @@ def policy_registry(
     else:
         engine = PolicyEngine(policy, audit_sinks=() if audit_sink is None else (audit_sink,), audit_key=audit_key)
     registry = Registry()
+    if engine.permits_everything:
+        return registry  # `open`: no decision can refuse anything, so no interceptor costs anything
 
     def check(invocation: Invocation) -> Verdict:
         """Request phase of calls: the full decision, with the exact error in `info`."""

@@ -106,22 +106,34 @@ def _call_key(invocation: Invocation) -> tuple[str, str, str] | None:
     return (context.session_id or "", context.trace_id, invocation.event)
 
 
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """What the request phase learned about a call, for its input and response passes: selected once."""
+
+    facts: CallFacts
+    selection: Selection
+
+
 class _Memo:
-    """Request facts waiting for their response phase (bounded: abandoned calls age out)."""
+    """Calls waiting for their response phase (bounded: abandoned calls age out)."""
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size
-        self.items: OrderedDict[tuple[str, str, str], CallFacts] = OrderedDict()
+        self.items: OrderedDict[tuple[str, str, str], _Call] = OrderedDict()
         self.lock = threading.Lock()
 
-    def put(self, key: tuple[str, str, str], facts: CallFacts) -> None:
+    def put(self, key: tuple[str, str, str], call: _Call) -> None:
         with self.lock:
-            self.items[key] = facts
+            self.items[key] = call
             self.items.move_to_end(key)
             while len(self.items) > self.size:
                 self.items.popitem(last=False)
 
-    def pop(self, key: tuple[str, str, str]) -> CallFacts | None:
+    def get(self, key: tuple[str, str, str]) -> _Call | None:
+        with self.lock:
+            return self.items.get(key)
+
+    def pop(self, key: tuple[str, str, str]) -> _Call | None:
         with self.lock:
             return self.items.pop(key, None)
 
@@ -170,17 +182,39 @@ class TransformStages:
             pseudonymizer=self.pseudonymizer,
         )
 
+    def possible_work(self) -> PossibleWork:
+        """What any call could need, over the policy and every rule and role it could select: an interceptor
+        whose work is empty under every selection is not registered. A policy with no transform anywhere
+        (`open`) gets no stage at all, so no output cap either."""
+        candidates: list[Sequence[Mapping[str, Any]]] = [(), *((body,) for body in _rule_bodies(self.policy))]
+        pipelines = any(not assemble_output(self.policy, rules).empty for rules in candidates)
+        steps = [t for rules in candidates for t in assemble_input(self.policy, rules).transforms]
+        refuse = any(isinstance(t, SecretGuard) and t.action == "reject" for t in steps)
+        scrub = any(not (isinstance(t, SecretGuard) and t.action == "reject") for t in steps)
+        capped = self.max_output_chars is not None and (refuse or scrub)
+        return PossibleWork(output=pipelines or capped, input=scrub, refuse=refuse)
+
     # --- request phase ----------------------------------------------------------------------------------
 
+    def _request_call(self, invocation: Invocation) -> _Call:
+        """The call's facts and the policy's selection for it: from the memo when the request phase already
+        chose (one rule selection per call), else now."""
+        key = _call_key(invocation)
+        call = self.memo.get(key) if key is not None else None
+        if call is None:
+            facts = request_facts(invocation.event, invocation.payload, invocation)
+            call = _Call(facts, self._selection(facts))
+        return call
+
     def request(self, invocation: Invocation) -> Verdict:
-        """Remember the call for its response; refuse tools/call arguments carrying secrets."""
+        """Remember the call (and its rules) for its response; refuse tools/call arguments carrying secrets."""
         facts = request_facts(invocation.event, invocation.payload, invocation)
+        selection = self._selection(facts)
         key = _call_key(invocation)
         if key is not None:
-            self.memo.put(key, facts)
+            self.memo.put(key, _Call(facts, selection))
         if invocation.event != "tools/call":
             return Verdict.allow()
-        selection = self._selection(facts)
         _, pipeline = self._pipelines(selection)
         arguments = _params(invocation.payload).get("arguments")
         if arguments is None:
@@ -195,8 +229,8 @@ class TransformStages:
 
     def input(self, invocation: Invocation) -> Mutation:
         """The input pipeline over tools/call arguments (refusing guards already ran as a validator)."""
-        facts = request_facts(invocation.event, invocation.payload, invocation)
-        selection = self._selection(facts)
+        call = self._request_call(invocation)
+        facts, selection = call.facts, call.selection
         _, pipeline = self._pipelines(selection)
         steps = tuple(t for t in pipeline.transforms if not (isinstance(t, SecretGuard) and t.action == "reject"))
         params = _params(invocation.payload)
@@ -213,11 +247,13 @@ class TransformStages:
 
     def output(self, invocation: Invocation) -> Mutation:
         key = _call_key(invocation)
-        facts = self.memo.pop(key) if key is not None else None
-        if facts is None:
+        call = self.memo.pop(key) if key is not None else None
+        if call is None:
             principal, roles = _who(invocation)
             facts = CallFacts(invocation.event, principal=principal, roles=roles)
-        selection = self._selection(facts)
+            selection = self._selection(facts)
+        else:
+            facts, selection = call.facts, call.selection
         pipeline, _ = self._pipelines(selection)
         if pipeline.empty and self.max_output_chars is None:
             return Mutation.unchanged()
@@ -231,6 +267,24 @@ class TransformStages:
             max_output_chars=self.max_output_chars,
         )
         return Mutation(new, True) if changed else Mutation.unchanged()
+
+
+@dataclass(frozen=True, slots=True)
+class PossibleWork:
+    """Which of the transform stages a policy can give anything to do."""
+
+    output: bool
+    input: bool
+    refuse: bool
+
+
+def _rule_bodies(policy: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Every rule and role body a selection could hand the stages (conservative: all of them)."""
+    bodies: list[Mapping[str, Any]] = [rule for rule in policy.get("rules") or () if isinstance(rule, Mapping)]
+    roles = policy.get("roles")
+    if isinstance(roles, Mapping):
+        bodies.extend(role for role in roles.values() if isinstance(role, Mapping))
+    return bodies
 
 
 def _refusal(refused: SecretsRefused) -> Verdict:
@@ -266,26 +320,35 @@ def transforms_registry(
         policy_sections, select=select, pseudonymizer=pseudonymizer, max_output_chars=max_output_chars
     )
     target = registry if registry is not None else Registry()
+    # Pure CPU unless the pseudonymizer waits on I/O (a vault on Redis): then worker threads, never the loop.
+    inline = not getattr(stages.pseudonymizer, "performs_io", False)
     chosen = tuple(e for e in events if e in OUTPUT_EVENTS)
     if not chosen:
         raise ValueError(f"events must be among {', '.join(OUTPUT_EVENTS)}")
+    work = stages.possible_work()
+    if not (work.output or work.input or work.refuse):
+        return target  # nothing configured anywhere in the policy: no interceptor, no cost (`open`)
     target.register(
         stages.request,
         name=f"{name_prefix}request",
         type="validation",
         events=chosen,
         phase="request",
+        inline=inline,
         description="Refuses tool arguments that carry secrets; remembers each call for its response.",
     )
-    if "tools/call" in chosen:
+    if "tools/call" in chosen and work.input:
         target.register(
             stages.input,
             name=f"{name_prefix}input",
             type="mutation",
             events="tools/call",
             phase="request",
+            inline=inline,
             description="Scrubs tool arguments (guard_secrets in redact mode) and reverses aliases and fences.",
         )
+    if not work.output:
+        return target
     target.register(
         stages.output,
         name=f"{name_prefix}output",
@@ -293,6 +356,7 @@ def transforms_registry(
         events=chosen,
         phase="response",
         priority=output_priority,
+        inline=inline,
         description="Sanitises, redacts, substitutes, projects and annotates everything a model reads.",
     )
     return target

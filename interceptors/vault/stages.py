@@ -335,6 +335,7 @@ def vault_registry(
         raise ValueError(f"events must be among {', '.join(EVENTS)}")
     stages = VaultStages(vault, aliases=aliases, keys=keys)
     target = registry if registry is not None else Registry()
+    inline = not vault.performs_io  # CPU only: skip the worker thread (large payloads still get one)
     target.register(
         stages.request,
         name=f"{name_prefix}depseudonymize",
@@ -342,6 +343,7 @@ def vault_registry(
         events=chosen,
         phase="request",
         priority={"request": request_priority},
+        inline=inline,
         description="Reverses pseudonyms in arguments, URIs and completion values, in the caller's namespace.",
     )
     target.register(
@@ -351,6 +353,7 @@ def vault_registry(
         events=chosen,
         phase="response",
         priority={"response": response_priority},
+        inline=inline,
         description="Puts the tokens back wherever a restored real value is echoed in what a model reads.",
     )
     return target

@@ -161,6 +161,12 @@ class TokenVault:
         if self.path is not None:
             _OPEN_VAULTS.add(self)
 
+    @property
+    def performs_io(self) -> bool:
+        """Whether issuing or reversing a token may wait on I/O (a shared store, a file saved on every change):
+        then its stages run in worker threads, never on the event loop."""
+        return self.autosave or not isinstance(self.store, MemoryStore)
+
     @classmethod
     def from_config(
         cls, section: Mapping[str, Any] | VaultConfig | None, *, store: VaultStore | None = None, **kwargs: Any
