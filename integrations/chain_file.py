@@ -14,12 +14,11 @@ from typing import Any, Literal
 
 import orjson
 import yaml
-from mcp import Client
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from interceptors import Hook, Phase, Registry
 from interceptors_chain import Chain, InterceptorOverride, RemoteServer
-from interceptors_server import interceptor_server
+from interceptors_server import HostConnection, InterceptorHost
 from interceptors_server.serving import RegistryLoadError, load_registry
 
 
@@ -161,8 +160,10 @@ async def open_chain(spec: ChainFile, registries: Sequence[Registry] = ()) -> As
                     registry = load_registry(server.registry)
                 except RegistryLoadError as exc:
                     raise ChainFileError(f"servers[{server.name}].registry: {exc}") from None
-                client = await stack.enter_async_context(Client(interceptor_server(registry, name=server.name)))
-                await chain.add_session(client.session, server.name, timeout_ms=server.timeout_ms)
+                # In this process: the in-process transport (the wire's copies and checks, no MCP round trip).
+                await chain.add_connection(
+                    HostConnection(InterceptorHost(registry)), server.name, timeout_ms=server.timeout_ms
+                )
                 continue
             remote = RemoteServer(
                 server.name,
@@ -176,6 +177,5 @@ async def open_chain(spec: ChainFile, registries: Sequence[Registry] = ()) -> As
             await stack.enter_async_context(remote)
             await chain.add_remote(remote, timeout_ms=server.timeout_ms)
         for index, registry in enumerate(registries):
-            client = await stack.enter_async_context(Client(interceptor_server(registry, name=f"local-{index}")))
-            await chain.add_session(client.session, f"local-{index}")
+            await chain.add_connection(HostConnection(InterceptorHost(registry)), f"local-{index}")
         yield chain
