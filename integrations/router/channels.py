@@ -1,0 +1,196 @@
+"""Which channel each message is, under which event its chain runs, and its payload there and back.
+
+Every channel reaches the chain. A context operation's request is `{method, params}` and its result is the
+result object (list results whole, so the policy's hiding stays one decision). Side channels that are not
+results (errors, progress, logs, resource updates, task status) are presented result-shaped, as the
+stages already read tool results: the text in `content`, anything structured in
+`structuredContent.data`, the message's own `_meta` kept and `_meta[CHANNEL_META_KEY]` naming the
+channel. A message with no operation of its own runs under the carrier event in `CARRIER_EVENTS`: the
+operation that asked for it (`logging/setLevel` for logs outside any request, `resources/subscribe` for
+updates), so the chain of the session that asked judges it, with that session's principal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final
+
+CHANNEL_META_KEY: Final = "io.mcp-interceptors/channel"
+
+
+class Channel(StrEnum):
+    REQUEST = "request"
+    RESULT = "result"
+    INITIALIZE = "initialize"
+    LIST = "list"
+    CONTENTS = "contents"
+    MESSAGES = "messages"
+    COMPLETION = "completion"
+    TASK = "task"
+    ERROR = "error"
+    PROGRESS = "progress"
+    LOG = "log"
+    RESOURCE_UPDATED = "resources/updated"
+    TASK_STATUS = "tasks/status"
+    LIST_CHANGED = "list_changed"
+    SERVER_REQUEST = "server-request"
+    CLIENT_RESULT = "client-result"
+
+
+_RESULT_CHANNELS: Final = {
+    "initialize": Channel.INITIALIZE,
+    "server/discover": Channel.INITIALIZE,
+    "tools/list": Channel.LIST,
+    "prompts/list": Channel.LIST,
+    "resources/list": Channel.LIST,
+    "resources/templates/list": Channel.LIST,
+    "resources/read": Channel.CONTENTS,
+    "prompts/get": Channel.MESSAGES,
+    "completion/complete": Channel.COMPLETION,
+    "tasks/get": Channel.TASK,
+    "tasks/result": Channel.TASK,
+    "tasks/list": Channel.TASK,
+    "tasks/cancel": Channel.TASK,
+}
+
+SERVER_REQUESTS: Final = {
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+    "roots/list": "roots",
+}
+"""Requests the upstream sends the client, and the client capability each needs."""
+
+LIST_CHANGED: Final = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/prompts/list_changed": "prompts",
+    "notifications/resources/list_changed": "resources",
+}
+
+_NOTIFICATION_CHANNELS: Final = {
+    "notifications/progress": Channel.PROGRESS,
+    "notifications/message": Channel.LOG,
+    "notifications/resources/updated": Channel.RESOURCE_UPDATED,
+    "notifications/tasks/status": Channel.TASK_STATUS,
+    **dict.fromkeys(LIST_CHANGED, Channel.LIST_CHANGED),
+}
+
+CARRIER_EVENTS: Final = {
+    Channel.INITIALIZE: "initialize",
+    Channel.LOG: "logging/setLevel",
+    Channel.RESOURCE_UPDATED: "resources/subscribe",
+    Channel.TASK_STATUS: "tasks/get",
+    Channel.LIST_CHANGED: "tools/list",
+}
+"""The event a channel runs under when no request of its own is in flight (see the module docstring)."""
+
+LOCAL_METHODS: Final = frozenset({"initialize", "server/discover", "ping", "logging/setLevel"})
+"""Downstream requests the router answers itself: the handshake is per hop."""
+
+LIFECYCLE_NOTIFICATIONS: Final = frozenset({"notifications/initialized", "notifications/cancelled"})
+
+
+def result_channel(method: str) -> Channel:
+    return _RESULT_CHANNELS.get(method, Channel.RESULT)
+
+
+def notification_channel(method: str) -> Channel | None:
+    """The side channel an upstream notification is, or None for one the router does not relay."""
+    return _NOTIFICATION_CHANNELS.get(method)
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    text: str | None  # the params (or error) member presented as text
+    data: str | None = None  # the member presented as structuredContent.data
+
+
+_SHAPES: Final = {
+    Channel.ERROR: _Shape("message", "data"),
+    Channel.PROGRESS: _Shape("message"),
+    Channel.LOG: _Shape(None, "data"),  # string data is text; see side_payload
+    Channel.RESOURCE_UPDATED: _Shape("uri"),
+    Channel.TASK_STATUS: _Shape("statusMessage"),
+}
+
+
+class MalformedPayload(ValueError):
+    """A mutator returned something no longer result-shaped: the channel fails closed."""
+
+
+def side_payload(channel: Channel, source: dict[str, Any]) -> dict[str, Any]:
+    """A notification's params (or an error object) as a result-shaped payload for the chain."""
+    shape = _SHAPES[channel]
+    text_key = shape.text
+    data_key = shape.data
+    if channel is Channel.LOG and isinstance(source.get("data"), str):
+        text_key, data_key = "data", None
+    text = source.get(text_key) if text_key is not None else None
+    payload: dict[str, Any] = {"content": [{"type": "text", "text": text}] if isinstance(text, str) else []}
+    if data_key is not None and source.get(data_key) is not None:
+        payload["structuredContent"] = {"data": source[data_key]}
+    if channel is Channel.ERROR:
+        payload["isError"] = True
+    meta = source.get("_meta")
+    payload["_meta"] = {**(meta if isinstance(meta, dict) else {}), CHANNEL_META_KEY: str(channel)}
+    return payload
+
+
+def from_side_payload(channel: Channel, source: dict[str, Any], payload: Any) -> dict[str, Any]:
+    """The (possibly mutated) payload back into the original's shape; every other member kept as it was.
+
+    An error keeps its code: only its message and data go through the chain.
+    """
+    if not isinstance(payload, dict):
+        raise MalformedPayload("the payload is not an object")
+    shape = _SHAPES[channel]
+    text_key, data_key = shape.text, shape.data
+    if channel is Channel.LOG and isinstance(source.get("data"), str):
+        text_key, data_key = "data", None
+    out = dict(source)
+    if text_key is not None:
+        text = _text_of(payload)
+        if text is not None or text_key in source:
+            out[text_key] = text if text is not None else ""
+    if data_key is not None:
+        structured = payload.get("structuredContent")
+        if structured is None:
+            out.pop(data_key, None)
+        elif isinstance(structured, dict):
+            out[data_key] = structured.get("data")
+        else:
+            raise MalformedPayload("structuredContent is not an object")
+    meta = payload.get("_meta")
+    if isinstance(meta, dict):
+        kept = {key: value for key, value in meta.items() if key != CHANNEL_META_KEY}
+        if kept or "_meta" in source:
+            out["_meta"] = kept
+    return out
+
+
+def _text_of(payload: dict[str, Any]) -> str | None:
+    content = payload.get("content")
+    if not isinstance(content, list):
+        raise MalformedPayload("content is not an array")
+    texts: list[str] = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "text":
+            text = block.get("text")
+            if not isinstance(text, str):
+                raise MalformedPayload("a text block has no string text")
+            texts.append(text)
+    return "\n".join(texts) if texts else None
+
+
+def request_payload(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+    return {"method": method, "params": params}
+
+
+def params_from_request_payload(method: str, payload: Any) -> dict[str, Any] | None:
+    """A request mutator may change params, never the method or the payload's shape."""
+    if not isinstance(payload, dict) or payload.get("method") != method:
+        raise MalformedPayload("a request mutator changed the method or the payload shape")
+    params = payload.get("params")
+    if params is not None and not isinstance(params, dict):
+        raise MalformedPayload("a request mutator produced params that are not an object")
+    return params

@@ -1,0 +1,1079 @@
+"""The router: one state machine for every message between downstream sessions and one upstream.
+
+Sans-IO (the h11 idea): the shell hands in bytes and chain outcomes, and gets back `Action`s to perform in
+order. Nothing here waits, reads a clock or touches a socket, so the whole protocol is testable with
+tables of messages in and actions out. State lives in four places only:
+
+- sessions (`Session`): era, version, capabilities, log level, subscriptions, their server->client requests;
+- the upstream (`Upstream`): handshake phase and era, what it declared;
+- requests in flight (`Pending`), keyed by a router-allocated upstream id, so ids never collide across
+  sessions and every reply goes back with the client's own id;
+- output streams: per request (and one per session for what belongs to no request), each a FIFO of slots
+  released in order, so a progress or log line passes its chain before any later reply of that request.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Final
+
+from interceptors import Direction, Phase, is_context_operation
+from interceptors.codec import dumps_exact
+
+from .actions import (
+    Action,
+    AnswerLocally,
+    CatalogChanged,
+    ChainBlocked,
+    ChainOutcome,
+    ChainPassed,
+    Close,
+    Dropped,
+    RequestState,
+    RunChain,
+    SendDownstream,
+    SendUpstream,
+    SessionId,
+)
+from .channels import (
+    CARRIER_EVENTS,
+    LIST_CHANGED,
+    SERVER_REQUESTS,
+    Channel,
+    MalformedPayload,
+    from_side_payload,
+    notification_channel,
+    params_from_request_payload,
+    request_payload,
+    result_channel,
+    side_payload,
+)
+from .eras import (
+    LATEST_HANDSHAKE,
+    LATEST_MODERN,
+    LOG_LEVELS,
+    MODERN_VERSIONS,
+    Era,
+    downstream_result,
+    level_at_least,
+    modern_envelope,
+    negotiate,
+    upstream_params,
+)
+from .messages import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    LOG_LEVEL_META_KEY,
+    METHOD_NOT_FOUND,
+    PROTOCOL_VERSION_META_KEY,
+    Kind,
+    Message,
+    RequestId,
+    parse,
+)
+
+UPSTREAM_CLOSED_MESSAGE: Final = "upstream server closed the connection"
+BLOCKED_MESSAGE: Final = "blocked by interceptor"
+INVALID_RESULT_MESSAGE: Final = "the upstream server returned an invalid result"
+
+HasWork = Callable[[str, Phase, Direction], bool]
+
+
+def _always(event: str, phase: Phase, direction: Direction) -> bool:
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class MissingAnswer:
+    """How the upstream answers a request for a primitive it does not have (a hidden one gets the same)."""
+
+    code: int
+    message: str  # `{target}` is replaced by the name or URI asked for
+    data_key: str | None = None  # when set, data is `{data_key: target}`
+
+
+DEFAULT_MISSING: Final = {
+    (Era.HANDSHAKE, "tools/call"): MissingAnswer(INVALID_PARAMS, "Unknown tool: {target}"),
+    (Era.MODERN, "tools/call"): MissingAnswer(INVALID_PARAMS, "Unknown tool: {target}"),
+    (Era.HANDSHAKE, "prompts/get"): MissingAnswer(INVALID_PARAMS, "Unknown prompt: {target}"),
+    (Era.MODERN, "prompts/get"): MissingAnswer(INVALID_PARAMS, "Unknown prompt: {target}"),
+    (Era.HANDSHAKE, "resources/read"): MissingAnswer(-32002, "Resource not found", "uri"),
+    (Era.MODERN, "resources/read"): MissingAnswer(INVALID_PARAMS, "Resource not found", "uri"),
+}
+"""What SDK servers answer; the catalog replaces an entry once it has seen its upstream answer one."""
+
+_TARGET_KEYS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_TASK_METHODS: Final = frozenset({"tasks/get", "tasks/result", "tasks/cancel"})
+
+
+@dataclass(frozen=True, slots=True)
+class RouterConfig:
+    client_info: dict[str, Any] = field(default_factory=lambda: {"name": "mcp-interceptors-gateway", "version": "0"})
+    upstream_era: Era | None = None
+    """None: ask `server/discover` first and fall back to `initialize` (what an auto client does)."""
+    local_methods: frozenset[str] = frozenset()
+    """Methods the shell answers itself (`AnswerLocally`), e.g. the exposed interceptor methods."""
+    extra_capabilities: dict[str, Any] = field(default_factory=dict)
+    """Merged into the capabilities mirrored downstream (the interceptors extension, for one)."""
+    has_work: HasWork = _always
+    """Whether the chain has a plan for (event, phase, direction); False skips the RunChain round trip."""
+    missing: dict[tuple[Era, str], MissingAnswer] = field(default_factory=lambda: dict(DEFAULT_MISSING))
+
+
+class UpstreamPhase(StrEnum):
+    IDLE = "idle"
+    DISCOVERING = "discovering"
+    INITIALIZING = "initializing"
+    READY = "ready"
+    CLOSED = "closed"
+
+
+@dataclass(slots=True)
+class Upstream:
+    phase: UpstreamPhase = UpstreamPhase.IDLE
+    era: Era = Era.HANDSHAKE
+    version: str | None = None
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    server_info: dict[str, Any] = field(default_factory=dict)
+    instructions: str | None = None
+    log_level: str | None = None
+
+
+@dataclass(slots=True)
+class Session:
+    id: SessionId
+    context: Any
+    principal: Hashable
+    era: Era | None = None
+    version: str | None = None
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    initialized: bool = False
+    log_level: str | None = None
+    subscriptions: set[str] = field(default_factory=set)
+    next_outgoing: int = 0
+
+
+@dataclass(slots=True)
+class Pending:
+    """One downstream request, from its request chain to its final reply (the `state` rides every pass)."""
+
+    session: SessionId
+    client_id: RequestId
+    method: str
+    era: Era
+    state: RequestState
+    params: dict[str, Any] | None
+    upstream_id: int | None = None
+    client_token: RequestId | None = None
+    upstream_token: int | None = None
+    log_level: str | None = None
+    cancelled: bool = False
+
+
+@dataclass(slots=True)
+class Outgoing:
+    """A request the upstream sent the client, relayed to `session` as `down_id`."""
+
+    session: SessionId
+    down_id: str
+    upstream_id: RequestId
+    method: str
+    related: RequestId | None
+
+
+@dataclass(slots=True)
+class _Slot:
+    data: bytes | None = None  # None: its chain is still running
+    done: bool = False
+
+
+StreamKey = tuple[SessionId, RequestId | None]
+Continuation = Callable[[ChainOutcome], list[Action]]
+
+
+class Router:
+    """`receive_downstream`, `receive_upstream`, `chain_done`, plus session open/close and upstream start/close."""
+
+    def __init__(self, config: RouterConfig | None = None) -> None:
+        self.config = config or RouterConfig()
+        self.upstream = Upstream()
+        self.sessions: dict[SessionId, Session] = {}
+        self.pending: dict[int, Pending] = {}  # by upstream id (or by call number before it has one)
+        self._by_client: dict[tuple[SessionId, RequestId], int] = {}
+        self._by_token: dict[int, int] = {}  # upstream progress token -> call
+        self._outgoing: dict[tuple[SessionId, str], Outgoing] = {}
+        self._internal: dict[int, Callable[[Message], list[Action]]] = {}
+        self._tasks: dict[str, tuple[SessionId, str]] = {}  # task id -> (owner, method that created it)
+        self._holders: dict[str, set[SessionId]] = {}
+        self._tickets: dict[int, Continuation] = {}
+        self._streams: dict[StreamKey, deque[_Slot]] = {}
+        self._backlog: list[tuple[SessionId, Message]] = []
+        self._next_id = 0
+        self._next_call = 0
+        self._next_ticket = 0
+
+    # Counters -----------------------------------------------------------------------------------
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    # Upstream lifecycle -------------------------------------------------------------------------
+    def start(self) -> list[Action]:
+        """Open the upstream hop: `server/discover` (modern or auto) or `initialize`."""
+        if self.config.upstream_era is Era.HANDSHAKE:
+            return self._send_initialize()
+        self.upstream.phase = UpstreamPhase.DISCOVERING
+        envelope = self._upstream_envelope(None)
+        return [self._internal_request("server/discover", {"_meta": envelope}, self._on_discover)]
+
+    def _internal_request(
+        self, method: str, params: dict[str, Any] | None, then: Callable[[Message], list[Action]]
+    ) -> SendUpstream:
+        upstream_id = self._new_id()
+        self._internal[upstream_id] = then
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": upstream_id, "method": method}
+        if params is not None:
+            body["params"] = params
+        return SendUpstream(dumps_exact(body))
+
+    def _upstream_envelope(self, log_level: str | None) -> dict[str, Any]:
+        envelope = {
+            PROTOCOL_VERSION_META_KEY: LATEST_MODERN,
+            CLIENT_INFO_META_KEY: self.config.client_info,
+            CLIENT_CAPABILITIES_META_KEY: {},
+        }
+        if log_level is not None:
+            envelope[LOG_LEVEL_META_KEY] = log_level
+        return envelope
+
+    def _on_discover(self, message: Message) -> list[Action]:
+        result = message.result if message.kind is Kind.RESPONSE else None
+        versions = result.get("supportedVersions") if result is not None else None
+        if isinstance(versions, list) and any(v in MODERN_VERSIONS for v in versions):
+            assert result is not None
+            self.upstream.era = Era.MODERN
+            self.upstream.version = next(v for v in MODERN_VERSIONS if v in versions)
+            return self._ready(result)
+        if self.config.upstream_era is Era.MODERN:
+            return self.upstream_closed("the upstream does not speak the 2026-07-28 protocol")
+        return self._send_initialize()
+
+    def _send_initialize(self) -> list[Action]:
+        self.upstream.phase = UpstreamPhase.INITIALIZING
+        params = {
+            "protocolVersion": LATEST_HANDSHAKE,
+            "capabilities": {"sampling": {}, "elicitation": {}, "roots": {"listChanged": True}},
+            "clientInfo": self.config.client_info,
+        }
+        return [self._internal_request("initialize", params, self._on_initialize)]
+
+    def _on_initialize(self, message: Message) -> list[Action]:
+        if message.kind is not Kind.RESPONSE:
+            return self.upstream_closed("the upstream refused the handshake")
+        result = message.result
+        self.upstream.era = Era.HANDSHAKE
+        self.upstream.version = (
+            result.get("protocolVersion") if isinstance(result.get("protocolVersion"), str) else None
+        )
+        initialized = SendUpstream(dumps_exact({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        return [initialized, *self._ready(result)]
+
+    def _ready(self, result: dict[str, Any]) -> list[Action]:
+        up = self.upstream
+        up.phase = UpstreamPhase.READY
+        capabilities = result.get("capabilities")
+        up.capabilities = capabilities if isinstance(capabilities, dict) else {}
+        info = result.get("serverInfo")
+        up.server_info = info if isinstance(info, dict) else {}
+        instructions = result.get("instructions")
+        up.instructions = instructions if isinstance(instructions, str) else None
+        actions: list[Action] = []
+        backlog, self._backlog = self._backlog, []
+        for session_id, message in backlog:
+            if session_id in self.sessions:
+                actions += self._downstream(self.sessions[session_id], message)
+        return actions
+
+    def upstream_closed(self, reason: str = UPSTREAM_CLOSED_MESSAGE) -> list[Action]:
+        """The upstream went away: every request still waiting is answered, then the shell closes."""
+        self.upstream.phase = UpstreamPhase.CLOSED
+        actions: list[Action] = []
+        for pending in list(self.pending.values()):
+            actions += self._final_error(pending, _error(INTERNAL_ERROR, UPSTREAM_CLOSED_MESSAGE))
+        backlog, self._backlog = self._backlog, []
+        for session_id, message in backlog:
+            if message.kind is Kind.REQUEST and message.id is not None:
+                actions.append(
+                    self._reply_error(session_id, message.id, _error(INTERNAL_ERROR, UPSTREAM_CLOSED_MESSAGE))
+                )
+        self._internal.clear()
+        actions.append(Close(reason))
+        return actions
+
+    # Sessions -----------------------------------------------------------------------------------
+    def open_session(self, session_id: SessionId, *, context: Any = None, principal: Hashable = None) -> None:
+        """A downstream client connected; `context` goes to its chain runs, `principal` bounds log delivery."""
+        if session_id in self.sessions:
+            raise ValueError(f"session {session_id!r} is already open")
+        self.sessions[session_id] = Session(session_id, context, principal)
+
+    def close_session(self, session_id: SessionId) -> list[Action]:
+        """The client left: its upstream requests are cancelled, its subscriptions released, its state gone."""
+        session = self.sessions.pop(session_id, None)
+        if session is None:
+            return []
+        actions: list[Action] = []
+        for key, pending in list(self.pending.items()):
+            if pending.session == session_id:
+                if pending.upstream_id is not None and self.upstream.phase is UpstreamPhase.READY:
+                    actions.append(_cancel_upstream(pending.upstream_id))
+                self._forget(key, pending)
+        for out_key, outgoing in list(self._outgoing.items()):
+            if outgoing.session == session_id:
+                del self._outgoing[out_key]
+                actions.append(_upstream_error(outgoing.upstream_id, _error(INTERNAL_ERROR, "the client went away")))
+        for uri in list(session.subscriptions):
+            actions += self._release_subscription(session, uri)
+        self._tasks = {task: owner for task, owner in self._tasks.items() if owner[0] != session_id}
+        for stream in [key for key in self._streams if key[0] == session_id]:
+            del self._streams[stream]
+        self._backlog = [(sid, message) for sid, message in self._backlog if sid != session_id]
+        return actions
+
+    # Downstream ---------------------------------------------------------------------------------
+    def receive_downstream(self, session_id: SessionId, raw: bytes | str) -> list[Action]:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise KeyError(f"no open session {session_id!r}")
+        return self._downstream(session, parse(raw))
+
+    def _downstream(self, session: Session, message: Message) -> list[Action]:
+        if message.kind is Kind.INVALID:
+            if not message.answer_id_known:
+                return [Dropped(_reason(message), message.method)]
+            assert message.problem is not None
+            problem = message.problem
+            return [self._reply_error(session.id, message.id, _error(problem.code, problem.message, problem.data))]
+        if message.kind in (Kind.RESPONSE, Kind.ERROR):
+            return self._client_answer(session, message)
+        if self.upstream.phase in (UpstreamPhase.IDLE, UpstreamPhase.DISCOVERING, UpstreamPhase.INITIALIZING):
+            self._backlog.append((session.id, message))
+            return []
+        if message.kind is Kind.NOTIFICATION:
+            return self._client_notification(session, message)
+        return self._client_request(session, message)
+
+    def _client_request(self, session: Session, message: Message) -> list[Action]:
+        method, client_id = message.method, message.id
+        assert method is not None and client_id is not None
+        if self.upstream.phase is UpstreamPhase.CLOSED:
+            return [self._reply_error(session.id, client_id, _error(INTERNAL_ERROR, UPSTREAM_CLOSED_MESSAGE))]
+        if (session.id, client_id) in self._by_client:
+            return [
+                self._reply_error(
+                    session.id,
+                    client_id,
+                    _error(
+                        INVALID_REQUEST,
+                        "Invalid Request",
+                        {"reason": "this id is already in use by a request in flight"},
+                    ),
+                )
+            ]
+        era = self._era_of(session, message)
+        if isinstance(era, dict):
+            return [self._reply_error(session.id, client_id, era)]
+        if method == "initialize":
+            return self._answer_initialize(session, message)
+        if method == "server/discover":
+            return self._answer_discover(session, message)
+        if method == "ping":
+            return [self._reply(session, client_id, {})]
+        if method == "logging/setLevel":
+            return self._set_level(session, message)
+        if method in self.config.local_methods:
+            return [AnswerLocally(session.id, client_id, method, message.params)]
+        if method in _TASK_METHODS and not self._owns_task(session, message.params):
+            target = (message.params or {}).get("taskId")
+            return [self._reply_error(session.id, client_id, _error(INVALID_PARAMS, f"Task not found: {target}"))]
+        return self._forward_request(session, message, era)
+
+    def _era_of(self, session: Session, message: Message) -> Era | dict[str, Any]:
+        """The request's era, fixing the session's on its first request; an error object when it is wrong."""
+        modern = message.protocol_version is not None
+        if session.era is None:
+            if message.method == "initialize":
+                session.era = Era.HANDSHAKE
+            elif modern:
+                session.era = Era.MODERN
+            elif message.method != "ping":
+                return _error(
+                    INVALID_REQUEST, "Invalid Request", {"reason": "initialize first, or send the 2026-07-28 envelope"}
+                )
+            else:
+                return Era.HANDSHAKE
+        if session.era is Era.MODERN:
+            version, problem = modern_envelope(message.params)
+            if problem is not None:
+                return _error(INVALID_PARAMS, problem)
+            if version not in MODERN_VERSIONS:
+                return _error(
+                    -32022, "Unsupported protocol version", {"supported": list(MODERN_VERSIONS), "requested": version}
+                )
+            meta = message.meta or {}
+            session.version = version
+            session.capabilities = meta.get(CLIENT_CAPABILITIES_META_KEY) or {}
+        return session.era
+
+    def _mirrored_capabilities(self) -> dict[str, Any]:
+        capabilities = dict(self.upstream.capabilities)
+        for key, value in self.config.extra_capabilities.items():
+            if isinstance(value, dict) and isinstance(capabilities.get(key), dict):
+                capabilities[key] = {**capabilities[key], **value}
+            else:
+                capabilities[key] = value
+        return capabilities
+
+    def _answer_initialize(self, session: Session, message: Message) -> list[Action]:
+        assert message.id is not None
+        params = message.params or {}
+        if session.initialized or session.version is not None:
+            return [
+                self._reply_error(
+                    session.id,
+                    message.id,
+                    _error(INVALID_REQUEST, "Invalid Request", {"reason": "initialize was already sent"}),
+                )
+            ]
+        session.version = negotiate(params.get("protocolVersion"))
+        capabilities = params.get("capabilities")
+        session.capabilities = capabilities if isinstance(capabilities, dict) else {}
+        result: dict[str, Any] = {
+            "protocolVersion": session.version,
+            "capabilities": self._mirrored_capabilities(),
+            "serverInfo": self.upstream.server_info,
+        }
+        if self.upstream.instructions is not None:
+            result["instructions"] = self.upstream.instructions
+        return self._lone_reply(session, message.id, "initialize", result)
+
+    def _answer_discover(self, session: Session, message: Message) -> list[Action]:
+        assert message.id is not None
+        result: dict[str, Any] = {
+            "supportedVersions": list(MODERN_VERSIONS),
+            "capabilities": self._mirrored_capabilities(),
+            "serverInfo": self.upstream.server_info,
+        }
+        if self.upstream.instructions is not None:
+            result["instructions"] = self.upstream.instructions
+        return self._lone_reply(session, message.id, "server/discover", result)
+
+    def _lone_reply(self, session: Session, client_id: RequestId, method: str, result: dict[str, Any]) -> list[Action]:
+        """A reply the router makes itself, after the response chain of its channel (initialize, discover)."""
+        key: StreamKey = (session.id, client_id)
+        slot = self._open_slot(key)
+
+        def then(outcome: ChainOutcome) -> list[Action]:
+            if isinstance(outcome, ChainBlocked):
+                slot.data = self._encode_error(client_id, _error(INTERNAL_ERROR, BLOCKED_MESSAGE))
+            else:
+                shaped = downstream_result(outcome.payload, session.era or Era.HANDSHAKE, self.upstream.server_info)
+                slot.data = self._encode_result(client_id, shaped)
+            slot.done = True
+            return self._flush(key, final=True)
+
+        event = CARRIER_EVENTS[Channel.INITIALIZE] if method in ("initialize", "server/discover") else method
+        return self._chain(event, Phase.RESPONSE, Direction.SENDING, Channel.INITIALIZE, result, session, None, then)
+
+    def _set_level(self, session: Session, message: Message) -> list[Action]:
+        assert message.id is not None
+        if "logging" not in self.upstream.capabilities:
+            return [
+                self._reply_error(
+                    session.id, message.id, _error(METHOD_NOT_FOUND, "Method not found", "logging/setLevel")
+                )
+            ]
+        level = (message.params or {}).get("level")
+        if not isinstance(level, str):
+            return [
+                self._reply_error(
+                    session.id,
+                    message.id,
+                    _error(INVALID_PARAMS, "Invalid params", {"reason": "level must be a string"}),
+                )
+            ]
+        session.log_level = level
+        actions: list[Action] = [self._reply(session, message.id, {})]
+        wanted = _most_verbose(s.log_level for s in self.sessions.values())
+        if self.upstream.era is Era.HANDSHAKE and wanted != self.upstream.log_level and wanted is not None:
+            self.upstream.log_level = wanted
+            actions.append(self._internal_request("logging/setLevel", {"level": wanted}, lambda _: []))
+        return actions
+
+    def _owns_task(self, session: Session, params: dict[str, Any] | None) -> bool:
+        task_id = (params or {}).get("taskId")
+        owner = self._tasks.get(task_id) if isinstance(task_id, str) else None
+        return owner is not None and owner[0] == session.id
+
+    def _target(self, method: str, params: dict[str, Any] | None) -> str | None:
+        key = _TARGET_KEYS.get(method)
+        value = (params or {}).get(key) if key is not None else None
+        return value if isinstance(value, str) else None
+
+    def _forward_request(self, session: Session, message: Message, era: Era) -> list[Action]:
+        method, client_id, params = message.method, message.id, message.params
+        assert method is not None and client_id is not None
+        self._next_call += 1
+        call = self._next_call
+        meta = message.meta or {}
+        level = meta.get(LOG_LEVEL_META_KEY)
+        pending = Pending(
+            session.id,
+            client_id,
+            method,
+            era,
+            RequestState(call, method, self._target(method, params)),
+            params,
+            client_token=message.progress_token,
+            log_level=level if isinstance(level, str) else None,
+        )
+        key = -call  # negative until it has an upstream id
+        self.pending[key] = pending
+        self._by_client[(session.id, client_id)] = key
+        if method == "resources/unsubscribe":
+            return self._unsubscribe(session, pending, key)
+        if not is_context_operation(method):
+            return self._send_pending(key, pending, params)
+
+        def then(outcome: ChainOutcome) -> list[Action]:
+            if pending.cancelled:
+                return []
+            if isinstance(outcome, ChainBlocked):
+                return self._request_blocked(pending, outcome)
+            if outcome.learned:
+                pending.state.learned.update(outcome.learned)
+            try:
+                new_params = params_from_request_payload(method, outcome.payload) if outcome.modified else params
+            except MalformedPayload as exc:
+                return self._final_error(
+                    pending, _error(INTERNAL_ERROR, "interceptor chain failed", {"reason": str(exc)})
+                )
+            pending.params = new_params
+            return self._send_pending(self._by_client[(pending.session, pending.client_id)], pending, new_params)
+
+        payload = request_payload(method, params)
+        return self._chain(method, Phase.REQUEST, Direction.RECEIVING, Channel.REQUEST, payload, session, pending, then)
+
+    def _request_blocked(self, pending: Pending, outcome: ChainBlocked) -> list[Action]:
+        if outcome.substitute is not None:
+            return self._final_result(pending, outcome.substitute)
+        if outcome.not_found:
+            return self._final_error(pending, self._missing(pending))
+        return self._final_error(pending, outcome.error or _error(INTERNAL_ERROR, BLOCKED_MESSAGE))
+
+    def _missing(self, pending: Pending) -> dict[str, Any]:
+        answer = self.config.missing.get((self.upstream.era, pending.method))
+        target = pending.state.target or ""
+        if answer is None:
+            return _error(INVALID_PARAMS, "Invalid params")
+        data = {answer.data_key: target} if answer.data_key is not None else None
+        return _error(answer.code, answer.message.replace("{target}", target), data)
+
+    def _send_pending(self, key: int, pending: Pending, params: dict[str, Any] | None) -> list[Action]:
+        session = self.sessions[pending.session]
+        if pending.method == "resources/subscribe":
+            uri = (params or {}).get("uri")
+            if isinstance(uri, str) and self._holders.get(uri):
+                self._hold(session, uri)
+                return self._final_result(pending, {})
+        upstream_id = self._new_id()
+        del self.pending[key]
+        self.pending[upstream_id] = pending
+        self._by_client[(pending.session, pending.client_id)] = upstream_id
+        pending.upstream_id = upstream_id
+        if pending.client_token is not None:
+            pending.upstream_token = upstream_id
+            self._by_token[upstream_id] = upstream_id
+        level = pending.log_level or session.log_level
+        envelope = self._upstream_envelope(level)
+        out = upstream_params(params, self.upstream.era, envelope, pending.upstream_token)
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": upstream_id, "method": pending.method}
+        if out is not None:
+            body["params"] = out
+        return [SendUpstream(dumps_exact(body))]
+
+    def _hold(self, session: Session, uri: str) -> None:
+        self._holders.setdefault(uri, set()).add(session.id)
+        session.subscriptions.add(uri)
+
+    def _unsubscribe(self, session: Session, pending: Pending, key: int) -> list[Action]:
+        uri = (pending.params or {}).get("uri")
+        holders = self._holders.get(uri, set()) if isinstance(uri, str) else set()
+        if isinstance(uri, str):
+            session.subscriptions.discard(uri)
+        holders.discard(session.id)
+        if holders:
+            return self._final_result(pending, {})  # another session still wants updates
+        if isinstance(uri, str):
+            self._holders.pop(uri, None)
+        return self._send_pending(key, pending, pending.params)
+
+    def _release_subscription(self, session: Session, uri: str) -> list[Action]:
+        session.subscriptions.discard(uri)
+        holders = self._holders.get(uri)
+        if holders is None:
+            return []
+        holders.discard(session.id)
+        if holders or self.upstream.phase is not UpstreamPhase.READY:
+            return []
+        del self._holders[uri]
+        return [self._internal_request("resources/unsubscribe", {"uri": uri}, lambda _: [])]
+
+    def _client_notification(self, session: Session, message: Message) -> list[Action]:
+        method = message.method
+        params = message.params or {}
+        if method == "notifications/initialized":
+            session.initialized = True
+            return []
+        if method == "notifications/cancelled":
+            request_id = params.get("requestId")
+            key = self._by_client.get((session.id, request_id)) if isinstance(request_id, int | str) else None
+            if key is None:
+                return [Dropped("a cancellation for no request in flight", method)]
+            pending = self.pending[key]
+            pending.cancelled = True
+            self._forget(key, pending)
+            if pending.upstream_id is None:
+                return []
+            return [_cancel_upstream(pending.upstream_id, params.get("reason"))]
+        if method == "notifications/roots/list_changed":
+            return [SendUpstream(dumps_exact({"jsonrpc": "2.0", "method": method}))]
+        return [Dropped("a client notification the upstream hop does not carry", method)]
+
+    def _client_answer(self, session: Session, message: Message) -> list[Action]:
+        """The client's reply to a request the upstream sent it: through the chain (receiving), then upstream."""
+        down_id = message.id
+        outgoing = self._outgoing.pop((session.id, down_id), None) if isinstance(down_id, str) else None
+        if outgoing is None:
+            return [Dropped("a reply to no request of ours")]
+        upstream_id = outgoing.upstream_id
+        if message.kind is Kind.ERROR:
+            error = message.error
+
+            def then_error(outcome: ChainOutcome) -> list[Action]:
+                return [_upstream_error(upstream_id, self._passed_error(error, outcome))]
+
+            payload = side_payload(Channel.ERROR, error)
+            return self._chain(
+                outgoing.method, Phase.RESPONSE, Direction.RECEIVING, Channel.ERROR, payload, session, None, then_error
+            )
+
+        def then(outcome: ChainOutcome) -> list[Action]:
+            if isinstance(outcome, ChainBlocked):
+                return [_upstream_error(upstream_id, outcome.error or _error(INTERNAL_ERROR, BLOCKED_MESSAGE))]
+            body = {"jsonrpc": "2.0", "id": upstream_id, "result": outcome.payload}
+            return [SendUpstream(self._encode(body, upstream_id))]
+
+        result = message.result
+        return self._chain(
+            outgoing.method, Phase.RESPONSE, Direction.RECEIVING, Channel.CLIENT_RESULT, result, session, None, then
+        )
+
+    # Upstream -----------------------------------------------------------------------------------
+    def receive_upstream(self, raw: bytes | str, *, related: int | None = None) -> list[Action]:
+        """One message from the upstream; `related`: the upstream request it came with (an HTTP response stream)."""
+        message = parse(raw)
+        if message.kind is Kind.INVALID:
+            return self._upstream_invalid(message)
+        if message.kind in (Kind.RESPONSE, Kind.ERROR):
+            assert message.id is not None
+            internal = self._internal.pop(message.id, None) if isinstance(message.id, int) else None
+            if internal is not None:
+                return internal(message)
+            pending = self.pending.get(message.id) if isinstance(message.id, int) else None
+            if pending is None:
+                return [Dropped("a reply to no request in flight")]
+            return self._upstream_reply(pending, message)
+        if message.kind is Kind.REQUEST:
+            return self._upstream_request(message, related)
+        return self._upstream_notification(message, related)
+
+    def _upstream_invalid(self, message: Message) -> list[Action]:
+        assert message.problem is not None
+        pending = self.pending.get(message.id) if isinstance(message.id, int) else None
+        if pending is not None:
+            return self._final_error(pending, _error(INTERNAL_ERROR, INVALID_RESULT_MESSAGE, message.problem.data))
+        if message.method is not None and message.id is not None:  # a request of the upstream's: tell it
+            problem = message.problem
+            return [_upstream_error(message.id, _error(problem.code, problem.message, problem.data))]
+        return [Dropped(f"an invalid upstream message: {message.problem.data.get('reason', message.problem.message)}")]
+
+    def _upstream_reply(self, pending: Pending, message: Message) -> list[Action]:
+        session = self.sessions[pending.session]
+        if message.kind is Kind.ERROR:
+            error = message.error
+
+            def then_error(outcome: ChainOutcome) -> list[Action]:
+                return self._final_error(pending, self._passed_error(error, outcome))
+
+            payload = side_payload(Channel.ERROR, error)
+            return self._chain(
+                pending.method, Phase.RESPONSE, Direction.SENDING, Channel.ERROR, payload, session, pending, then_error
+            )
+        result = message.result
+        task = result.get("task")
+        if isinstance(task, dict) and isinstance(task.get("taskId"), str):
+            self._tasks[task["taskId"]] = (pending.session, pending.method)
+        if pending.method == "tasks/list" and isinstance(result.get("tasks"), list):
+            result = {**result, "tasks": [t for t in result["tasks"] if self._task_of(t) == pending.session]}
+        if pending.method == "resources/subscribe":
+            uri = (pending.params or {}).get("uri")
+            if isinstance(uri, str):
+                self._hold(session, uri)
+        channel = result_channel(pending.method)
+
+        def then(outcome: ChainOutcome) -> list[Action]:
+            if isinstance(outcome, ChainBlocked):
+                return self._request_blocked(pending, outcome)
+            return self._final_result(pending, outcome.payload)
+
+        if not is_context_operation(pending.method):
+            return then(ChainPassed(result))
+        return self._chain(pending.method, Phase.RESPONSE, Direction.SENDING, channel, result, session, pending, then)
+
+    def _task_of(self, task: Any) -> SessionId | None:
+        task_id = task.get("taskId") if isinstance(task, dict) else None
+        owner = self._tasks.get(task_id) if isinstance(task_id, str) else None
+        return owner[0] if owner is not None else None
+
+    def _passed_error(self, error: dict[str, Any], outcome: ChainOutcome) -> dict[str, Any]:
+        """An error after its chain: the upstream's code always; message and data as the chain left them."""
+        if isinstance(outcome, ChainBlocked):
+            return _error(INTERNAL_ERROR, BLOCKED_MESSAGE)
+        try:
+            back = from_side_payload(Channel.ERROR, error, outcome.payload)
+        except MalformedPayload:
+            return _error(INTERNAL_ERROR, BLOCKED_MESSAGE)
+        back["code"] = error["code"]
+        back.pop("_meta", None)
+        return back
+
+    def _upstream_request(self, message: Message, related: int | None) -> list[Action]:
+        method, upstream_id = message.method, message.id
+        assert method is not None and upstream_id is not None
+        if method == "ping":
+            return [SendUpstream(dumps_exact({"jsonrpc": "2.0", "id": upstream_id, "result": {}}))]
+        capability = SERVER_REQUESTS.get(method)
+        if capability is None:
+            return [_upstream_error(upstream_id, _error(METHOD_NOT_FOUND, "Method not found", method))]
+        owner = self._owner(related, lambda s: s.era is Era.HANDSHAKE and capability in s.capabilities)
+        if owner is None:
+            return [
+                _upstream_error(
+                    upstream_id,
+                    _error(
+                        METHOD_NOT_FOUND, "Method not found", {"reason": f"no client in flight declared {capability}"}
+                    ),
+                )
+            ]
+        session, pending = owner
+        session.next_outgoing += 1
+        down_id = f"gateway-{session.next_outgoing}"
+        outgoing = Outgoing(session.id, down_id, upstream_id, method, pending.client_id if pending else None)
+        self._outgoing[(session.id, down_id)] = outgoing
+        params = message.params
+        key: StreamKey = (session.id, outgoing.related)
+        slot = self._open_slot(key)
+
+        def then(outcome: ChainOutcome) -> list[Action]:
+            slot.done = True
+            if isinstance(outcome, ChainBlocked):
+                self._outgoing.pop((session.id, down_id), None)
+                return [
+                    _upstream_error(upstream_id, outcome.error or _error(INTERNAL_ERROR, BLOCKED_MESSAGE)),
+                    *self._flush(key),
+                ]
+            try:
+                new_params = params_from_request_payload(method, outcome.payload) if outcome.modified else params
+            except MalformedPayload:
+                self._outgoing.pop((session.id, down_id), None)
+                return [_upstream_error(upstream_id, _error(INTERNAL_ERROR, BLOCKED_MESSAGE)), *self._flush(key)]
+            body: dict[str, Any] = {"jsonrpc": "2.0", "id": down_id, "method": method}
+            if new_params is not None:
+                body["params"] = new_params
+            slot.data = dumps_exact(body)
+            return self._flush(key)
+
+        payload = request_payload(method, params)
+        return self._chain(
+            method, Phase.REQUEST, Direction.SENDING, Channel.SERVER_REQUEST, payload, session, pending, then
+        )
+
+    def _owner(self, related: int | None, eligible: Callable[[Session], bool]) -> tuple[Session, Pending | None] | None:
+        """The one session (and request) an upstream message without a request id of its own belongs to.
+
+        With `related` (the upstream said which request), that request's. Otherwise the oldest request in
+        flight, but only when every request in flight belongs to one principal: a guess never crosses.
+        """
+        if related is not None:
+            pending = self.pending.get(related)
+            if pending is None or not eligible(self.sessions[pending.session]):
+                return None
+            return self.sessions[pending.session], pending
+        in_flight = [p for p in self.pending.values() if p.upstream_id is not None and not p.cancelled]
+        principals = {self.sessions[p.session].principal for p in in_flight}
+        if len(principals) != 1:
+            return None
+        for pending in sorted(in_flight, key=lambda p: p.state.call):
+            session = self.sessions[pending.session]
+            if eligible(session):
+                return session, pending
+        return None
+
+    def _upstream_notification(self, message: Message, related: int | None) -> list[Action]:
+        method = message.method
+        assert method is not None
+        params = message.params or {}
+        if method == "notifications/cancelled":
+            request_id = params.get("requestId")
+            for out_key, outgoing in list(self._outgoing.items()):
+                if outgoing.upstream_id == request_id:
+                    del self._outgoing[out_key]
+                    cancel = {"jsonrpc": "2.0", "method": method, "params": {**params, "requestId": outgoing.down_id}}
+                    return [SendDownstream(outgoing.session, dumps_exact(cancel), outgoing.related)]
+            return [Dropped("a cancellation for no relayed request", method)]
+        channel = notification_channel(method)
+        if channel is None:
+            return [Dropped("an upstream notification the router does not relay", method)]
+        if channel is Channel.LIST_CHANGED:
+            changed = dumps_exact({"jsonrpc": "2.0", "method": method, **({"params": params} if params else {})})
+            relay: list[Action] = [CatalogChanged(LIST_CHANGED[method])]
+            relay += [
+                SendDownstream(s.id, changed) for s in self.sessions.values() if s.era is Era.HANDSHAKE and s.version
+            ]
+            return relay
+        if channel is Channel.PROGRESS:
+            token = params.get("progressToken")
+            call = self._by_token.get(token) if isinstance(token, int) else None
+            pending = self.pending.get(call) if call is not None else None
+            if pending is None or pending.client_token is None:
+                return [Dropped("progress for no request in flight", method)]
+            return self._side(
+                channel,
+                method,
+                {**params, "progressToken": pending.client_token},
+                self.sessions[pending.session],
+                pending,
+            )
+        if channel is Channel.TASK_STATUS:
+            task_id = params.get("taskId")
+            owner = self._tasks.get(task_id) if isinstance(task_id, str) else None
+            if owner is None or owner[0] not in self.sessions:
+                return [Dropped("a task status for no known task", method)]
+            return self._side(channel, method, params, self.sessions[owner[0]], None, event=owner[1])
+        if channel is Channel.RESOURCE_UPDATED:
+            uri = params.get("uri")
+            holders = self._holders.get(uri, set()) if isinstance(uri, str) else set()
+            actions: list[Action] = []
+            for session_id in sorted(holders):
+                actions += self._side(channel, method, params, self.sessions[session_id], None)
+            return actions or [Dropped("an update for a resource no session holds", method)]
+        return self._log(method, params, related)
+
+    def _log(self, method: str, params: dict[str, Any], related: int | None) -> list[Action]:
+        level = params.get("level")
+        in_flight = any(p.upstream_id is not None and not p.cancelled for p in self.pending.values())
+        if related is not None or in_flight:
+            owner = self._owner(related, lambda s: True)
+            if owner is None:
+                return [Dropped("a log with requests of several principals in flight has no owner", method)]
+            session, pending = owner
+            assert pending is not None
+            wanted = pending.log_level if pending.era is Era.MODERN else session.log_level
+            if (pending.era is Era.MODERN and wanted is None) or not level_at_least(level, wanted):
+                return [Dropped("a log below the level its request asked for", method)]
+            return self._side(Channel.LOG, method, params, session, pending)
+        actions: list[Action] = []
+        for session in self.sessions.values():
+            if (
+                session.era is Era.HANDSHAKE
+                and session.log_level is not None
+                and level_at_least(level, session.log_level)
+            ):
+                actions += self._side(Channel.LOG, method, params, session, None)
+        return actions or [Dropped("a log outside any request, and no session asked for logging", method)]
+
+    def _side(
+        self,
+        channel: Channel,
+        method: str,
+        params: dict[str, Any],
+        session: Session,
+        pending: Pending | None,
+        *,
+        event: str | None = None,
+    ) -> list[Action]:
+        """One notification for one session, after its chain, in order on its request's stream."""
+        key: StreamKey = (session.id, pending.client_id if pending is not None else None)
+        slot = self._open_slot(key)
+        related = pending.client_id if pending is not None else None
+
+        def then(outcome: ChainOutcome) -> list[Action]:
+            slot.done = True
+            if isinstance(outcome, ChainPassed) and not (pending is not None and pending.cancelled):
+                try:
+                    back = from_side_payload(channel, params, outcome.payload)
+                except MalformedPayload:
+                    back = None
+                if back is not None:
+                    slot.data = dumps_exact({"jsonrpc": "2.0", "method": method, "params": back})
+            return self._flush(key, related=related)
+
+        chain_event = pending.method if pending is not None else (event or CARRIER_EVENTS[channel])
+        payload = side_payload(channel, params)
+        return self._chain(chain_event, Phase.RESPONSE, Direction.SENDING, channel, payload, session, pending, then)
+
+    # The chain ----------------------------------------------------------------------------------
+    def _chain(
+        self,
+        event: str,
+        phase: Phase,
+        direction: Direction,
+        channel: Channel,
+        payload: Any,
+        session: Session,
+        pending: Pending | None,
+        then: Continuation,
+    ) -> list[Action]:
+        if not self.config.has_work(event, phase, direction):
+            return then(ChainPassed(payload))
+        self._next_ticket += 1
+        ticket = self._next_ticket
+        self._tickets[ticket] = then
+        state = pending.state if pending is not None else None
+        return [RunChain(ticket, event, phase, direction, str(channel), payload, session.context, state)]
+
+    def chain_done(self, ticket: int, outcome: ChainOutcome) -> list[Action]:
+        """The shell finished a `RunChain`; an unknown or repeated ticket is refused (ValueError)."""
+        then = self._tickets.pop(ticket, None)
+        if then is None:
+            raise ValueError(f"no chain run {ticket} is waiting")
+        return then(outcome)
+
+    def reply_local(
+        self, session_id: SessionId, request_id: RequestId, *, result: Any = None, error: dict[str, Any] | None = None
+    ) -> list[Action]:
+        """The shell's answer to an `AnswerLocally`."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            return []
+        if error is not None:
+            return [self._reply_error(session_id, request_id, error)]
+        return [self._reply(session, request_id, result if isinstance(result, dict) else {})]
+
+    # Replies and streams ------------------------------------------------------------------------
+    def _final_result(self, pending: Pending, result: Any) -> list[Action]:
+        if not isinstance(result, dict):
+            return self._final_error(
+                pending,
+                _error(
+                    INTERNAL_ERROR,
+                    "interceptor chain failed",
+                    {"reason": "a response mutator produced a result that is not an object"},
+                ),
+            )
+        shaped = downstream_result(result, pending.era, self.upstream.server_info)
+        return self._final(pending, self._encode_result(pending.client_id, shaped))
+
+    def _final_error(self, pending: Pending, error: dict[str, Any]) -> list[Action]:
+        return self._final(pending, self._encode_error(pending.client_id, error))
+
+    def _final(self, pending: Pending, data: bytes) -> list[Action]:
+        key = self._by_client.get((pending.session, pending.client_id))
+        if key is None or self.pending.get(key) is not pending:
+            return []  # cancelled, or its session left
+        self._forget(key, pending)
+        stream: StreamKey = (pending.session, pending.client_id)
+        self._open_slot(stream, data)
+        return self._flush(stream, final=True)
+
+    def _forget(self, key: int, pending: Pending) -> None:
+        self.pending.pop(key, None)
+        self._by_client.pop((pending.session, pending.client_id), None)
+        if pending.upstream_token is not None:
+            self._by_token.pop(pending.upstream_token, None)
+
+    def _open_slot(self, key: StreamKey, data: bytes | None = None) -> _Slot:
+        slot = _Slot(data, data is not None)
+        self._streams.setdefault(key, deque()).append(slot)
+        return slot
+
+    def _flush(self, key: StreamKey, *, final: bool = False, related: RequestId | None = None) -> list[Action]:
+        """Release the ready slots at the head of a stream, in order; a stream with nothing left is removed."""
+        stream = self._streams.get(key)
+        if stream is None:
+            return []
+        out: list[Action] = []
+        while stream and stream[0].done:
+            slot = stream.popleft()
+            if slot.data is not None:
+                out.append(SendDownstream(key[0], slot.data, key[1]))
+        if not stream:
+            del self._streams[key]
+        return out
+
+    def _reply(self, session: Session, client_id: RequestId, result: dict[str, Any]) -> SendDownstream:
+        shaped = downstream_result(result, session.era or Era.HANDSHAKE, self.upstream.server_info)
+        return SendDownstream(session.id, self._encode_result(client_id, shaped), client_id)
+
+    def _reply_error(self, session_id: SessionId, client_id: RequestId | None, error: dict[str, Any]) -> SendDownstream:
+        return SendDownstream(session_id, self._encode_error(client_id, error), client_id)
+
+    def _encode_result(self, client_id: RequestId, result: dict[str, Any]) -> bytes:
+        return self._encode({"jsonrpc": "2.0", "id": client_id, "result": result}, client_id)
+
+    def _encode_error(self, client_id: RequestId | None, error: dict[str, Any]) -> bytes:
+        return self._encode({"jsonrpc": "2.0", "id": client_id, "error": error}, client_id)
+
+    @staticmethod
+    def _encode(body: dict[str, Any], request_id: RequestId | None) -> bytes:
+        """The one serialisation of a message out; a value that has no JSON form becomes a -32603 instead."""
+        try:
+            return dumps_exact(body)
+        except (TypeError, ValueError, UnicodeEncodeError):
+            error = _error(INTERNAL_ERROR, "the reply could not be serialised")
+            return dumps_exact({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+
+def _error(code: int, message: str, data: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return error
+
+
+def _upstream_error(upstream_id: RequestId, error: dict[str, Any]) -> SendUpstream:
+    return SendUpstream(dumps_exact({"jsonrpc": "2.0", "id": upstream_id, "error": error}))
+
+
+def _cancel_upstream(upstream_id: int, reason: Any = None) -> SendUpstream:
+    params: dict[str, Any] = {"requestId": upstream_id}
+    if isinstance(reason, str):
+        params["reason"] = reason
+    return SendUpstream(dumps_exact({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}))
+
+
+def _most_verbose(levels: Iterable[str | None]) -> str | None:
+    known = [level for level in levels if level in LOG_LEVELS]
+    return min(known, key=LOG_LEVELS.index) if known else None
+
+
+def _reason(message: Message) -> str:
+    problem = message.problem
+    return f"an invalid message without a recoverable id: {problem.data.get('reason') if problem else 'unknown'}"
