@@ -1,0 +1,533 @@
+"""The router's state machine, as tables of messages in and actions out (no subprocess, no I/O)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from integrations.router import (
+    AnswerLocally,
+    CatalogChanged,
+    ChainBlocked,
+    ChainOutcome,
+    ChainPassed,
+    Close,
+    Dropped,
+    Era,
+    Router,
+    RouterConfig,
+    RunChain,
+    SendDownstream,
+    SendUpstream,
+    UpstreamPhase,
+)
+from interceptors import Direction, Phase
+from tests.router_helpers import (
+    body,
+    downstream,
+    envelope,
+    handshake_session,
+    line,
+    ready_router,
+    settle,
+    upstream_bodies,
+)
+
+
+def forward(router: Router, session: str, request_id: Any, method: str, params: dict[str, Any] | None = None) -> int:
+    """Send a request from `session`; the upstream id it went out with."""
+    message: dict[str, Any] = {"id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    (sent,) = upstream_bodies(settle(router, router.receive_downstream(session, line(**message))))
+    assert sent["method"] == method
+    upstream_id: int = sent["id"]
+    return upstream_id
+
+
+# The handshakes ---------------------------------------------------------------------------------
+
+
+def test_upstream_handshake_era_initialize_then_initialized_then_ready() -> None:
+    router = Router(RouterConfig(upstream_era=Era.HANDSHAKE))
+    (init,) = router.start()
+    assert body(init)["method"] == "initialize" and body(init)["params"]["protocolVersion"] == "2025-11-25"
+    result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "u"}}
+    actions = router.receive_upstream(line(id=body(init)["id"], result=result))
+    assert [body(a)["method"] for a in actions] == ["notifications/initialized"]
+    assert router.upstream.phase is UpstreamPhase.READY
+
+
+def test_auto_upstream_falls_back_from_discover_to_initialize() -> None:
+    router = Router()
+    (discover,) = router.start()
+    assert body(discover)["method"] == "server/discover"
+    (init,) = router.receive_upstream(line(id=body(discover)["id"], error={"code": -32601, "message": "nope"}))
+    assert body(init)["method"] == "initialize"
+
+
+def test_modern_only_upstream_is_spoken_to_in_its_era() -> None:
+    router = ready_router(era=Era.MODERN)
+    handshake_session(router, "a")
+    raw = line(id=1, method="tools/call", params={"name": "echo"})
+    (sent,) = upstream_bodies(settle(router, router.receive_downstream("a", raw)))
+    assert router.upstream.era is Era.MODERN
+    assert sent["params"]["name"] == "echo"
+    assert sent["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+    result = {"content": [], "resultType": "complete", "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "u"}}}
+    (reply,) = downstream(settle(router, router.receive_upstream(line(id=sent["id"], result=result))), "a")
+    assert reply == {"jsonrpc": "2.0", "id": 1, "result": {"content": []}}  # handshake client: no modern stamp
+
+
+def test_requests_before_the_upstream_is_ready_wait_then_go() -> None:
+    router = Router(RouterConfig(upstream_era=Era.HANDSHAKE))
+    (init,) = router.start()
+    router.open_session("a")
+    params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
+    assert router.receive_downstream("a", line(id=1, method="initialize", params=params)) == []
+    result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "u"}}
+    actions = settle(router, router.receive_upstream(line(id=body(init)["id"], result=result)))
+    (reply,) = downstream(actions, "a")
+    assert reply["result"]["protocolVersion"] == "2025-06-18"  # the client's version, which the gateway speaks
+
+
+INITIALIZE_TABLE = [
+    # requested version, negotiated
+    ("2025-11-25", "2025-11-25"),
+    ("2024-11-05", "2024-11-05"),
+    ("2099-01-01", "2025-11-25"),
+]
+
+
+def test_downstream_initialize_mirrors_the_upstream_and_runs_its_channel() -> None:
+    for requested, negotiated in INITIALIZE_TABLE:
+        router = ready_router(RouterConfig(extra_capabilities={"experimental": {"x": {}}}))
+        router.open_session("a", context="ctx-a")
+        params = {"protocolVersion": requested, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
+        (run,) = router.receive_downstream("a", line(id=1, method="initialize", params=params))
+        assert isinstance(run, RunChain)
+        assert (run.event, run.phase, run.direction, run.channel, run.context) == (
+            "initialize",
+            Phase.RESPONSE,
+            Direction.SENDING,
+            "initialize",
+            "ctx-a",
+        )
+        changed = {**run.payload, "serverInfo": {"name": "renamed"}}
+        (reply,) = router.chain_done(run.ticket, ChainPassed(changed, modified=True))
+        result = body(reply)["result"]
+        assert result["protocolVersion"] == negotiated
+        assert result["serverInfo"] == {"name": "renamed"}
+        assert result["capabilities"]["tasks"] == {} and "x" in result["capabilities"]["experimental"]
+
+
+def test_modern_session_discovers_and_gets_stamped_results_without_its_envelope_upstream() -> None:
+    router = ready_router()
+    router.open_session("m")
+    actions = settle(router, router.receive_downstream("m", line(id=1, method="server/discover", params={"_meta": envelope()})))
+    (reply,) = downstream(actions)
+    assert reply["result"]["supportedVersions"] == ["2026-07-28"] and reply["result"]["resultType"] == "complete"
+    params = {"name": "echo", "_meta": envelope(progressToken="p")}
+    upstream_id = forward(router, "m", 2, "tools/call", params)
+    (reply,) = downstream(settle(router, router.receive_upstream(line(id=upstream_id, result={"content": []}))))
+    assert reply["result"]["resultType"] == "complete"
+    assert reply["result"]["_meta"]["io.modelcontextprotocol/serverInfo"] == {"name": "upstream", "version": "1.0"}
+
+
+def test_modern_session_without_a_complete_envelope_is_refused() -> None:
+    router = ready_router()
+    router.open_session("m")
+    settle(router, router.receive_downstream("m", line(id=1, method="server/discover", params={"_meta": envelope()})))
+    (reply,) = downstream(router.receive_downstream("m", line(id=2, method="tools/list", params={})))
+    assert reply["error"]["code"] == -32602 and reply["id"] == 2
+    bad = {"_meta": envelope(**{"io.modelcontextprotocol/protocolVersion": "2030-01-01"})}
+    (reply,) = downstream(router.receive_downstream("m", line(id=3, method="tools/list", params=bad)))
+    assert reply["error"]["code"] == -32022 and reply["error"]["data"]["requested"] == "2030-01-01"
+
+
+# Requests, replies and ids ----------------------------------------------------------------------
+
+
+def test_same_client_ids_in_two_sessions_get_distinct_upstream_ids_and_their_own_replies() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    handshake_session(router, "b")
+    first = forward(router, "a", 1, "tools/call", {"name": "x"})
+    second = forward(router, "b", 1, "tools/call", {"name": "y"})
+    assert first != second
+    actions = settle(router, router.receive_upstream(line(id=second, result={"content": [], "n": "b"})))
+    assert actions == [SendDownstream("b", json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "n": "b"}}, separators=(",", ":")).encode(), 1)]
+
+
+def test_request_chain_receives_and_its_mutation_goes_upstream() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    (run,) = router.receive_downstream("a", line(id=1, method="tools/call", params={"name": "x", "arguments": {"k": 1}}))
+    assert isinstance(run, RunChain)
+    assert (run.event, run.phase, run.direction) == ("tools/call", Phase.REQUEST, Direction.RECEIVING)
+    assert run.payload == {"method": "tools/call", "params": {"name": "x", "arguments": {"k": 1}}}
+    mutated = {"method": "tools/call", "params": {"name": "x", "arguments": {"k": 2}}}
+    (sent,) = upstream_bodies(router.chain_done(run.ticket, ChainPassed(mutated, modified=True)))
+    assert sent["params"] == {"name": "x", "arguments": {"k": 2}}
+
+
+UPSTREAM_ERRORS = [
+    {"code": -32002, "message": "Resource not found", "data": {"uri": "file:///x"}},
+    {"code": -32602, "message": "Unknown tool: nope"},
+    {"code": -31999, "message": "custom", "data": [1, 2]},
+]
+
+
+def test_upstream_errors_keep_their_code_and_data() -> None:
+    for error in UPSTREAM_ERRORS:
+        router = ready_router()
+        handshake_session(router, "a")
+        upstream_id = forward(router, "a", "r", "resources/read", {"uri": "file:///x"})
+        (reply,) = downstream(settle(router, router.receive_upstream(line(id=upstream_id, error=error))))
+        assert reply == {"jsonrpc": "2.0", "id": "r", "error": error}
+
+
+def test_error_message_and_data_pass_the_chain_but_never_the_code() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    upstream_id = forward(router, "a", 1, "tools/call", {"name": "x"})
+    error = {"code": -32002, "message": "secret sk-123", "data": {"token": "sk-123"}}
+    (run,) = router.receive_upstream(line(id=upstream_id, error=error))
+    assert isinstance(run, RunChain) and run.channel == "error"
+    assert run.payload["content"] == [{"type": "text", "text": "secret sk-123"}]
+    redacted = {**run.payload, "content": [{"type": "text", "text": "secret [R]"}], "structuredContent": {"data": {"token": "[R]"}}}
+    (reply,) = downstream(router.chain_done(run.ticket, ChainPassed(redacted, modified=True)))
+    assert reply["error"] == {"code": -32002, "message": "secret [R]", "data": {"token": "[R]"}}
+
+
+HIDDEN = [
+    # upstream era, method, params, expected error
+    (Era.HANDSHAKE, "resources/read", {"uri": "file:///h"}, {"code": -32002, "message": "Resource not found", "data": {"uri": "file:///h"}}),
+    (Era.MODERN, "resources/read", {"uri": "file:///h"}, {"code": -32602, "message": "Resource not found", "data": {"uri": "file:///h"}}),
+    (Era.HANDSHAKE, "tools/call", {"name": "hid"}, {"code": -32602, "message": "Unknown tool: hid"}),
+    (Era.HANDSHAKE, "prompts/get", {"name": "p"}, {"code": -32602, "message": "Unknown prompt: p"}),
+]
+
+
+def test_a_hidden_primitive_is_answered_as_the_upstream_answers_a_missing_one() -> None:
+    for era, method, params, expected in HIDDEN:
+        router = ready_router(era=era)
+        handshake_session(router, "a")
+        (run,) = router.receive_downstream("a", line(id=1, method=method, params=params))
+        assert isinstance(run, RunChain)
+        (reply,) = downstream(router.chain_done(run.ticket, ChainBlocked(not_found=True)))
+        assert reply["error"] == expected
+
+
+def test_blocks_substitutes_and_requester_errors() -> None:
+    table: list[tuple[ChainOutcome, dict[str, Any]]] = [
+        (ChainBlocked(), {"error": {"code": -32603, "message": "blocked by interceptor"}}),
+        (ChainBlocked(error={"code": -31001, "message": "denied"}), {"error": {"code": -31001, "message": "denied"}}),
+        (ChainBlocked(substitute={"completion": {"values": []}}), {"result": {"completion": {"values": []}}}),
+    ]
+    for outcome, expected in table:
+        router = ready_router()
+        handshake_session(router, "a")
+        (run,) = router.receive_downstream("a", line(id=1, method="completion/complete", params={}))
+        assert isinstance(run, RunChain)
+        (reply,) = downstream(router.chain_done(run.ticket, outcome))
+        assert {k: v for k, v in reply.items() if k in ("error", "result")} == expected
+
+
+LOCAL_ANSWERS = [
+    ("ping", None, {"result": {}}),
+    ("logging/setLevel", {"level": "info"}, {"result": {}}),
+    ("logging/setLevel", {"level": 3}, {"error": {"code": -32602}}),
+]
+
+
+def test_ping_and_set_level_are_answered_by_the_router() -> None:
+    for method, params, expected in LOCAL_ANSWERS:
+        router = ready_router()
+        handshake_session(router, "a")
+        message: dict[str, Any] = {"id": 5, "method": method} | ({"params": params} if params is not None else {})
+        replies = downstream(router.receive_downstream("a", line(**message)), "a")
+        assert len(replies) == 1
+        for key, value in expected.items():
+            assert replies[0][key] == value or all(replies[0][key][k] == v for k, v in value.items())
+
+
+def test_set_level_goes_upstream_once_at_the_most_verbose_level() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    handshake_session(router, "b")
+    first = upstream_bodies(router.receive_downstream("a", line(id=1, method="logging/setLevel", params={"level": "warning"})))
+    second = upstream_bodies(router.receive_downstream("b", line(id=1, method="logging/setLevel", params={"level": "debug"})))
+    again = upstream_bodies(router.receive_downstream("a", line(id=2, method="logging/setLevel", params={"level": "error"})))
+    assert [b["params"]["level"] for b in first + second + again] == ["warning", "debug"]
+
+
+def test_set_level_without_upstream_logging_is_method_not_found() -> None:
+    router = ready_router(capabilities={"tools": {}})
+    handshake_session(router, "a")
+    (reply,) = downstream(router.receive_downstream("a", line(id=1, method="logging/setLevel", params={"level": "info"})))
+    assert reply["error"]["code"] == -32601
+
+
+def test_local_methods_are_handed_to_the_shell() -> None:
+    router = ready_router(RouterConfig(local_methods=frozenset({"interceptors/list"})))
+    handshake_session(router, "a")
+    (answer,) = router.receive_downstream("a", line(id=3, method="interceptors/list", params={}))
+    assert answer == AnswerLocally("a", 3, "interceptors/list", {})
+    (reply,) = downstream(router.reply_local("a", 3, result={"interceptors": []}))
+    assert reply == {"jsonrpc": "2.0", "id": 3, "result": {"interceptors": []}}
+
+
+def test_malformed_downstream_requests_get_one_error_with_their_id() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    raw = rb'{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"\ud800"}}'
+    (reply,) = router.receive_downstream("a", raw)
+    assert isinstance(reply, SendDownstream)
+    assert body(reply)["id"] == 11 and body(reply)["error"]["data"]["path"] == "params.name"
+    (big,) = router.receive_downstream("a", b'{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}')
+    assert isinstance(big, SendDownstream) and b'"id":123456789012345678901234567890' in big.data
+
+
+def test_a_duplicate_id_in_flight_is_refused_and_the_first_still_answered() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    upstream_id = forward(router, "a", 1, "tools/call", {"name": "x"})
+    (dup,) = downstream(settle(router, router.receive_downstream("a", line(id=1, method="tools/call", params={"name": "y"}))))
+    assert dup["error"]["code"] == -32600
+    (reply,) = downstream(settle(router, router.receive_upstream(line(id=upstream_id, result={"content": []}))))
+    assert reply["id"] == 1 and "result" in reply
+
+
+def test_an_invalid_upstream_reply_answers_its_request() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    upstream_id = forward(router, "a", 1, "tools/call", {"name": "x"})
+    raw = f'{{"jsonrpc":"2.0","id":{upstream_id},"result":{{"n":123456789012345678901234567890}}}}'
+    (reply,) = downstream(router.receive_upstream(raw))
+    assert reply["error"]["code"] == -32603 and reply["error"]["message"] == "the upstream server returned an invalid result"
+
+
+def test_cancellation_goes_upstream_and_the_late_reply_is_dropped() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    upstream_id = forward(router, "a", 1, "tools/call", {"name": "x"})
+    (cancel,) = router.receive_downstream("a", line(method="notifications/cancelled", params={"requestId": 1, "reason": "user"}))
+    assert body(cancel)["params"] == {"requestId": upstream_id, "reason": "user"}
+    (late,) = router.receive_upstream(line(id=upstream_id, result={"content": []}))
+    assert isinstance(late, Dropped)
+
+
+def test_upstream_closing_answers_every_pending_request() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    handshake_session(router, "b")
+    forward(router, "a", 1, "tools/call", {"name": "x"})
+    forward(router, "b", "q", "tools/call", {"name": "y"})
+    actions = router.upstream_closed()
+    assert sorted((str(r["id"]), r["error"]["code"]) for r in downstream(actions)) == [("1", -32603), ("q", -32603)]
+    assert isinstance(actions[-1], Close)
+    (after,) = downstream(router.receive_downstream("a", line(id=2, method="tools/list")))
+    assert after["error"]["message"] == "upstream server closed the connection"
+
+
+def test_closing_a_session_cancels_its_requests_upstream() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    upstream_id = forward(router, "a", 1, "tools/call", {"name": "x"})
+    (cancel,) = upstream_bodies(router.close_session("a"))
+    assert cancel == {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": upstream_id}}
+    assert router.pending == {}
+
+
+# Side channels ----------------------------------------------------------------------------------
+
+
+def test_progress_goes_only_to_its_session_with_the_clients_token() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    handshake_session(router, "b")
+    up_a = forward(router, "a", 1, "tools/call", {"name": "x", "_meta": {"progressToken": "same"}})
+    forward(router, "b", 1, "tools/call", {"name": "y", "_meta": {"progressToken": "same"}})
+    upstream_token = router.pending[up_a].upstream_token
+    actions = settle(router, router.receive_upstream(line(method="notifications/progress", params={"progressToken": upstream_token, "progress": 1, "message": "half"})))
+    assert [(a.session, body(a)["params"]["progressToken"]) for a in actions if isinstance(a, SendDownstream)] == [("a", "same")]
+
+
+def test_a_log_passes_its_chain_before_the_reply_is_released() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    upstream_id = forward(router, "a", 1, "tools/call", {"name": "x"})
+    (log_run,) = router.receive_upstream(line(method="notifications/message", params={"level": "info", "data": "sk-1"}))
+    (reply_run,) = router.receive_upstream(line(id=upstream_id, result={"content": []}))
+    assert isinstance(log_run, RunChain) and isinstance(reply_run, RunChain)
+    assert log_run.event == "tools/call" and log_run.channel == "log"
+    assert router.chain_done(reply_run.ticket, ChainPassed(reply_run.payload)) == []  # held behind the log
+    redacted = {**log_run.payload, "content": [{"type": "text", "text": "[R]"}]}
+    released = router.chain_done(log_run.ticket, ChainPassed(redacted, modified=True))
+    assert [body(a).get("method", "reply") for a in released] == ["notifications/message", "reply"]
+    assert body(released[0])["params"] == {"level": "info", "data": "[R]"}
+
+
+def test_a_blocked_log_is_dropped_and_the_reply_still_goes() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    upstream_id = forward(router, "a", 1, "tools/call", {"name": "x"})
+    (log_run,) = router.receive_upstream(line(method="notifications/message", params={"level": "info", "data": "x"}))
+    (reply_run,) = router.receive_upstream(line(id=upstream_id, result={"content": []}))
+    assert isinstance(log_run, RunChain) and isinstance(reply_run, RunChain)
+    router.chain_done(reply_run.ticket, ChainPassed(reply_run.payload))
+    (reply,) = router.chain_done(log_run.ticket, ChainBlocked())
+    assert body(reply)["id"] == 1
+
+
+def test_logs_outside_any_request_reach_only_sessions_that_asked_for_logging() -> None:
+    router = ready_router()
+    handshake_session(router, "quiet")
+    handshake_session(router, "loud")
+    handshake_session(router, "picky")
+    settle(router, router.receive_downstream("loud", line(id=1, method="logging/setLevel", params={"level": "debug"})))
+    settle(router, router.receive_downstream("picky", line(id=1, method="logging/setLevel", params={"level": "error"})))
+    actions = settle(router, router.receive_upstream(line(method="notifications/message", params={"level": "info", "data": "d"})))
+    runs: list[RunChain] = []
+    settle(router, router.receive_upstream(line(method="notifications/message", params={"level": "info", "data": "d"})), lambda r: runs.append(r) or ChainPassed(r.payload))
+    assert [a.session for a in actions if isinstance(a, SendDownstream)] == ["loud"]
+    assert [(r.event, r.context) for r in runs] == [("logging/setLevel", {"session": "loud"})]
+
+
+def test_a_log_with_several_principals_in_flight_is_not_guessed() -> None:
+    router = ready_router()
+    handshake_session(router, "a", principal="alice")
+    handshake_session(router, "b", principal="bob")
+    forward(router, "a", 1, "tools/call", {"name": "x"})
+    forward(router, "b", 1, "tools/call", {"name": "y"})
+    (dropped,) = router.receive_upstream(line(method="notifications/message", params={"level": "info", "data": "d"}))
+    assert isinstance(dropped, Dropped)
+
+
+def test_a_related_log_goes_to_its_request_even_with_several_principals() -> None:
+    router = ready_router()
+    handshake_session(router, "a", principal="alice")
+    handshake_session(router, "b", principal="bob")
+    forward(router, "a", 1, "tools/call", {"name": "x"})
+    up_b = forward(router, "b", 1, "tools/call", {"name": "y"})
+    raw = line(method="notifications/message", params={"level": "info", "data": "d"})
+    actions = settle(router, router.receive_upstream(raw, related=up_b))
+    assert [a.session for a in actions if isinstance(a, SendDownstream)] == ["b"]
+
+
+def test_modern_requests_get_logs_only_when_they_opted_in() -> None:
+    router = ready_router()
+    router.open_session("m")
+    settle(router, router.receive_downstream("m", line(id=0, method="server/discover", params={"_meta": envelope()})))
+    quiet = forward(router, "m", 1, "tools/call", {"name": "x", "_meta": envelope()})
+    log = line(method="notifications/message", params={"level": "info", "data": "d"})
+    assert isinstance(router.receive_upstream(log)[0], Dropped)
+    settle(router, router.receive_upstream(line(id=quiet, result={"content": []})))
+    forward(router, "m", 2, "tools/call", {"name": "x", "_meta": envelope(**{"io.modelcontextprotocol/logLevel": "info"})})
+    assert downstream(settle(router, router.receive_upstream(log)), "m")[0]["method"] == "notifications/message"
+
+
+def test_list_changed_relays_and_asks_the_catalog_to_relearn() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    actions = router.receive_upstream(line(method="notifications/tools/list_changed"))
+    assert actions[0] == CatalogChanged("tools")
+    assert downstream(actions, "a") == [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]
+
+
+def test_resource_subscriptions_are_shared_and_updates_reach_only_holders() -> None:
+    router = ready_router()
+    for name in ("a", "b", "c"):
+        handshake_session(router, name)
+    first = forward(router, "a", 1, "resources/subscribe", {"uri": "file:///r"})
+    settle(router, router.receive_upstream(line(id=first, result={})))
+    (second,) = downstream(settle(router, router.receive_downstream("b", line(id=1, method="resources/subscribe", params={"uri": "file:///r"}))))
+    assert second["result"] == {}  # held already: not asked upstream again
+    update = line(method="notifications/resources/updated", params={"uri": "file:///r"})
+    assert sorted(a.session for a in settle(router, router.receive_upstream(update)) if isinstance(a, SendDownstream)) == ["a", "b"]
+    (mine,) = downstream(settle(router, router.receive_downstream("a", line(id=2, method="resources/unsubscribe", params={"uri": "file:///r"}))))
+    assert mine["result"] == {}  # b still holds it
+    assert upstream_bodies(router.close_session("b")) == [{"jsonrpc": "2.0", "id": router._next_id, "method": "resources/unsubscribe", "params": {"uri": "file:///r"}}]
+
+
+# Server -> client requests ----------------------------------------------------------------------
+
+
+def test_sampling_is_relayed_to_the_session_in_flight_and_its_answer_goes_back() -> None:
+    router = ready_router()
+    handshake_session(router, "a", sampling={})
+    forward(router, "a", 1, "tools/call", {"name": "x"})
+    (run,) = router.receive_upstream(line(id="up-7", method="sampling/createMessage", params={"messages": []}))
+    assert isinstance(run, RunChain)
+    assert (run.event, run.phase, run.direction) == ("sampling/createMessage", Phase.REQUEST, Direction.SENDING)
+    (relayed,) = router.chain_done(run.ticket, ChainPassed(run.payload))
+    assert isinstance(relayed, SendDownstream) and relayed.related == 1
+    down_id = body(relayed)["id"]
+    (answer_run,) = router.receive_downstream("a", line(id=down_id, result={"role": "assistant", "content": {"type": "text", "text": "hi"}}))
+    assert isinstance(answer_run, RunChain) and answer_run.direction is Direction.RECEIVING
+    (back,) = router.chain_done(answer_run.ticket, ChainPassed(answer_run.payload))
+    assert body(back)["id"] == "up-7" and body(back)["result"]["role"] == "assistant"
+
+
+def test_server_requests_without_a_capable_client_are_refused() -> None:
+    table = [({}, "sampling/createMessage"), ({"sampling": {}}, "elicitation/create"), ({"sampling": {}}, "roots/list")]
+    for capabilities, method in table:
+        router = ready_router()
+        handshake_session(router, "a", **capabilities)
+        forward(router, "a", 1, "tools/call", {"name": "x"})
+        (refusal,) = router.receive_upstream(line(id=3, method=method, params={}))
+        assert body(refusal)["error"]["code"] == -32601 and body(refusal)["id"] == 3
+
+
+# Tasks (SEP-1686) -------------------------------------------------------------------------------
+
+
+def test_tasks_belong_to_the_session_that_created_them() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    handshake_session(router, "b")
+    upstream_id = forward(router, "a", 1, "tools/call", {"name": "slow", "task": {"ttl": 1000}})
+    created = {"task": {"taskId": "t1", "status": "working", "createdAt": "x", "ttl": 1000}}
+    (reply,) = downstream(settle(router, router.receive_upstream(line(id=upstream_id, result=created))))
+    assert reply["result"]["task"]["taskId"] == "t1"
+    (theirs,) = downstream(router.receive_downstream("b", line(id=1, method="tasks/get", params={"taskId": "t1"})))
+    assert theirs["error"]["code"] == -32602
+    forward(router, "a", 2, "tasks/get", {"taskId": "t1"})
+    status = line(method="notifications/tasks/status", params={"taskId": "t1", "status": "completed"})
+    assert [a.session for a in settle(router, router.receive_upstream(status)) if isinstance(a, SendDownstream)] == ["a"]
+    listed = forward(router, "b", 2, "tasks/list", {})
+    tasks = {"tasks": [{"taskId": "t1"}, {"taskId": "unknown"}]}
+    (only,) = downstream(settle(router, router.receive_upstream(line(id=listed, result=tasks))))
+    assert only["result"]["tasks"] == []
+
+
+# Per-request state ------------------------------------------------------------------------------
+
+
+def test_what_the_request_chain_learned_rides_every_later_pass() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    (run,) = router.receive_downstream("a", line(id=1, method="tools/call", params={"name": "t", "_meta": {"progressToken": 1}}))
+    assert isinstance(run, RunChain) and run.request is not None
+    assert run.request.target == "t"
+    (sent,) = upstream_bodies(router.chain_done(run.ticket, ChainPassed(run.payload, learned={"rule": "r1"})))
+    token = sent["params"]["_meta"]["progressToken"]
+    seen: list[RunChain] = []
+
+    def record(r: RunChain) -> ChainOutcome:
+        seen.append(r)
+        return ChainPassed(r.payload)
+
+    settle(router, router.receive_upstream(line(method="notifications/progress", params={"progressToken": token, "progress": 1})), record)
+    settle(router, router.receive_upstream(line(method="notifications/message", params={"level": "info", "data": "x"})), record)
+    settle(router, router.receive_upstream(line(id=sent["id"], result={"content": []})), record)
+    assert [r.channel for r in seen] == ["progress", "log", "result"]
+    assert all(r.request is not None and r.request.learned == {"rule": "r1"} and r.request.target == "t" for r in seen)
+
+
+def test_a_shell_without_work_skips_the_chain() -> None:
+    router = ready_router(RouterConfig(has_work=lambda event, phase, direction: False))
+    handshake_session(router, "a")
+    actions = router.receive_downstream("a", line(id=1, method="tools/call", params={"name": "x"}))
+    assert [type(a) for a in actions] == [SendUpstream]
