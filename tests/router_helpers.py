@@ -73,7 +73,11 @@ def ready_router(
 def handshake_session(router: Router, session: str, principal: object = None, **capabilities: Any) -> None:
     """Open `session` and complete a 2025-11-25 initialize on it."""
     router.open_session(session, context={"session": session}, principal=principal or session)
-    params = {"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "c", "version": "1"}}
+    params = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": capabilities,
+        "clientInfo": {"name": "c", "version": "1"},
+    }
     settle(router, router.receive_downstream(session, line(id=0, method="initialize", params=params)))
     settle(router, router.receive_downstream(session, line(method="notifications/initialized")))
 

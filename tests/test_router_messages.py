@@ -33,7 +33,12 @@ MALFORMED = [
     (b'{"jsonrpc":"2.0","id":"k","method":"tools/call","params":{"name":"\xff"}}', -32700, "k", "UTF-8"),
     (rb'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"\ud800"}}', -32602, 9, "surrogate"),
     (b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"n":123456789012345678901234567890}}', -32602, 4, "64"),
-    (b'{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}', -32600, 123456789012345678901234567890, "64"),
+    (
+        b'{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}',
+        -32600,
+        123456789012345678901234567890,
+        "64",
+    ),
     (DEEP.encode(), -32600, 7, "deeper"),
     (SHALLOW_TOO_DEEP.encode(), -32600, 8, "deeper"),
     (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', -32600, None, "batch"),
@@ -50,7 +55,9 @@ MALFORMED = [
 
 
 @pytest.mark.parametrize(("raw", "code", "request_id", "reason"), MALFORMED)
-def test_malformed_input_is_an_invalid_message_with_its_id(raw: bytes, code: int, request_id: object, reason: str) -> None:
+def test_malformed_input_is_an_invalid_message_with_its_id(
+    raw: bytes, code: int, request_id: object, reason: str
+) -> None:
     message = parse(raw)
     assert message.kind is Kind.INVALID
     assert message.problem is not None

@@ -19,7 +19,9 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
     max_leaves=12,
 )
-methods = st.sampled_from(["tools/call", "tools/list", "resources/read", "prompts/get", "ping", "x/custom", "logging/setLevel"])
+methods = st.sampled_from(
+    ["tools/call", "tools/list", "resources/read", "prompts/get", "ping", "x/custom", "logging/setLevel"]
+)
 
 
 def _answer_upstream(router: Any, actions: list[Any]) -> list[Any]:
@@ -37,9 +39,16 @@ def _answer_upstream(router: Any, actions: list[Any]) -> list[Any]:
     return out
 
 
-@given(request_id=ids, method=methods, params=json_values, mangle=st.sampled_from(["none", "surrogate", "deep", "truncate", "bytes"]))
+@given(
+    request_id=ids,
+    method=methods,
+    params=json_values,
+    mangle=st.sampled_from(["none", "surrogate", "deep", "truncate", "bytes"]),
+)
 @SETTINGS
-def test_every_request_gets_exactly_one_answer_with_its_id(request_id: Any, method: str, params: Any, mangle: str) -> None:
+def test_every_request_gets_exactly_one_answer_with_its_id(
+    request_id: Any, method: str, params: Any, mangle: str
+) -> None:
     router = ready_router()
     handshake_session(router, "s")
     raw = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": {"name": "t", "p": params}})
@@ -72,14 +81,19 @@ def test_ids_never_collide_and_replies_go_back_with_the_clients_id(traffic: list
         handshake_session(router, name)
     sent: dict[int, tuple[str, int]] = {}
     for session, client_id in traffic:
-        actions = settle(router, router.receive_downstream(session, line(id=client_id, method="tools/call", params={"name": session})))
+        actions = settle(
+            router,
+            router.receive_downstream(session, line(id=client_id, method="tools/call", params={"name": session})),
+        )
         (up,) = [body(a) for a in actions if isinstance(a, SendUpstream)]
         assert up["id"] not in sent
         sent[up["id"]] = (session, client_id)
     upstream_ids = list(sent)
     order.shuffle(upstream_ids)
     for upstream_id in upstream_ids:
-        actions = settle(router, router.receive_upstream(line(id=upstream_id, result={"content": [], "for": upstream_id})))
+        actions = settle(
+            router, router.receive_upstream(line(id=upstream_id, result={"content": [], "for": upstream_id}))
+        )
         (reply,) = [a for a in actions if isinstance(a, SendDownstream)]
         assert (reply.session, body(reply)["id"]) == sent[upstream_id]
         assert body(reply)["result"]["for"] == upstream_id
@@ -115,7 +129,9 @@ def test_per_request_state_survives_any_side_channel_traffic(sides: list[str]) -
     router = ready_router()
     handshake_session(router, "a")
     handshake_session(router, "b", principal="a")  # same principal: logs may be attributed, never lost
-    (run,) = router.receive_downstream("a", line(id=1, method="tools/call", params={"name": "t", "_meta": {"progressToken": "p"}}))
+    (run,) = router.receive_downstream(
+        "a", line(id=1, method="tools/call", params={"name": "t", "_meta": {"progressToken": "p"}})
+    )
     assert isinstance(run, RunChain)
     (up_action,) = router.chain_done(run.ticket, ChainPassed(run.payload, learned={"rule": "only-t"}))
     up = body(up_action)
@@ -127,11 +143,16 @@ def test_per_request_state_survives_any_side_channel_traffic(sides: list[str]) -
 
     for side in sides:
         if side == "progress":
-            note = line(method="notifications/progress", params={"progressToken": up["params"]["_meta"]["progressToken"], "progress": 1})
+            note = line(
+                method="notifications/progress",
+                params={"progressToken": up["params"]["_meta"]["progressToken"], "progress": 1},
+            )
         else:
             note = line(method="notifications/message", params={"level": "info", "data": "d"})
         settle(router, router.receive_upstream(note), record)
     actions = settle(router, router.receive_upstream(line(id=up["id"], result={"content": []})), record)
     assert [body(a)["id"] for a in actions if isinstance(a, SendDownstream) and "id" in body(a)] == [1]
     assert len(seen) == len(sides) + 1
-    assert all(r.request is not None and r.request.learned == {"rule": "only-t"} and r.request.target == "t" for r in seen)
+    assert all(
+        r.request is not None and r.request.learned == {"rule": "only-t"} and r.request.target == "t" for r in seen
+    )

@@ -124,7 +124,9 @@ def test_downstream_initialize_mirrors_the_upstream_and_runs_its_channel() -> No
 def test_modern_session_discovers_and_gets_stamped_results_without_its_envelope_upstream() -> None:
     router = ready_router()
     router.open_session("m")
-    actions = settle(router, router.receive_downstream("m", line(id=1, method="server/discover", params={"_meta": envelope()})))
+    actions = settle(
+        router, router.receive_downstream("m", line(id=1, method="server/discover", params={"_meta": envelope()}))
+    )
     (reply,) = downstream(actions)
     assert reply["result"]["supportedVersions"] == ["2026-07-28"] and reply["result"]["resultType"] == "complete"
     params = {"name": "echo", "_meta": envelope(progressToken="p")}
@@ -156,13 +158,23 @@ def test_same_client_ids_in_two_sessions_get_distinct_upstream_ids_and_their_own
     second = forward(router, "b", 1, "tools/call", {"name": "y"})
     assert first != second
     actions = settle(router, router.receive_upstream(line(id=second, result={"content": [], "n": "b"})))
-    assert actions == [SendDownstream("b", json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "n": "b"}}, separators=(",", ":")).encode(), 1)]
+    assert actions == [
+        SendDownstream(
+            "b",
+            json.dumps(
+                {"jsonrpc": "2.0", "id": 1, "result": {"content": [], "n": "b"}}, separators=(",", ":")
+            ).encode(),
+            1,
+        )
+    ]
 
 
 def test_request_chain_receives_and_its_mutation_goes_upstream() -> None:
     router = ready_router()
     handshake_session(router, "a")
-    (run,) = router.receive_downstream("a", line(id=1, method="tools/call", params={"name": "x", "arguments": {"k": 1}}))
+    (run,) = router.receive_downstream(
+        "a", line(id=1, method="tools/call", params={"name": "x", "arguments": {"k": 1}})
+    )
     assert isinstance(run, RunChain)
     assert (run.event, run.phase, run.direction) == ("tools/call", Phase.REQUEST, Direction.RECEIVING)
     assert run.payload == {"method": "tools/call", "params": {"name": "x", "arguments": {"k": 1}}}
@@ -195,15 +207,29 @@ def test_error_message_and_data_pass_the_chain_but_never_the_code() -> None:
     (run,) = router.receive_upstream(line(id=upstream_id, error=error))
     assert isinstance(run, RunChain) and run.channel == "error"
     assert run.payload["content"] == [{"type": "text", "text": "secret sk-123"}]
-    redacted = {**run.payload, "content": [{"type": "text", "text": "secret [R]"}], "structuredContent": {"data": {"token": "[R]"}}}
+    redacted = {
+        **run.payload,
+        "content": [{"type": "text", "text": "secret [R]"}],
+        "structuredContent": {"data": {"token": "[R]"}},
+    }
     (reply,) = downstream(router.chain_done(run.ticket, ChainPassed(redacted, modified=True)))
     assert reply["error"] == {"code": -32002, "message": "secret [R]", "data": {"token": "[R]"}}
 
 
 HIDDEN = [
     # upstream era, method, params, expected error
-    (Era.HANDSHAKE, "resources/read", {"uri": "file:///h"}, {"code": -32002, "message": "Resource not found", "data": {"uri": "file:///h"}}),
-    (Era.MODERN, "resources/read", {"uri": "file:///h"}, {"code": -32602, "message": "Resource not found", "data": {"uri": "file:///h"}}),
+    (
+        Era.HANDSHAKE,
+        "resources/read",
+        {"uri": "file:///h"},
+        {"code": -32002, "message": "Resource not found", "data": {"uri": "file:///h"}},
+    ),
+    (
+        Era.MODERN,
+        "resources/read",
+        {"uri": "file:///h"},
+        {"code": -32602, "message": "Resource not found", "data": {"uri": "file:///h"}},
+    ),
     (Era.HANDSHAKE, "tools/call", {"name": "hid"}, {"code": -32602, "message": "Unknown tool: hid"}),
     (Era.HANDSHAKE, "prompts/get", {"name": "p"}, {"code": -32602, "message": "Unknown prompt: p"}),
 ]
@@ -256,16 +282,24 @@ def test_set_level_goes_upstream_once_at_the_most_verbose_level() -> None:
     router = ready_router()
     handshake_session(router, "a")
     handshake_session(router, "b")
-    first = upstream_bodies(router.receive_downstream("a", line(id=1, method="logging/setLevel", params={"level": "warning"})))
-    second = upstream_bodies(router.receive_downstream("b", line(id=1, method="logging/setLevel", params={"level": "debug"})))
-    again = upstream_bodies(router.receive_downstream("a", line(id=2, method="logging/setLevel", params={"level": "error"})))
+    first = upstream_bodies(
+        router.receive_downstream("a", line(id=1, method="logging/setLevel", params={"level": "warning"}))
+    )
+    second = upstream_bodies(
+        router.receive_downstream("b", line(id=1, method="logging/setLevel", params={"level": "debug"}))
+    )
+    again = upstream_bodies(
+        router.receive_downstream("a", line(id=2, method="logging/setLevel", params={"level": "error"}))
+    )
     assert [b["params"]["level"] for b in first + second + again] == ["warning", "debug"]
 
 
 def test_set_level_without_upstream_logging_is_method_not_found() -> None:
     router = ready_router(capabilities={"tools": {}})
     handshake_session(router, "a")
-    (reply,) = downstream(router.receive_downstream("a", line(id=1, method="logging/setLevel", params={"level": "info"})))
+    (reply,) = downstream(
+        router.receive_downstream("a", line(id=1, method="logging/setLevel", params={"level": "info"}))
+    )
     assert reply["error"]["code"] == -32601
 
 
@@ -293,7 +327,9 @@ def test_a_duplicate_id_in_flight_is_refused_and_the_first_still_answered() -> N
     router = ready_router()
     handshake_session(router, "a")
     upstream_id = forward(router, "a", 1, "tools/call", {"name": "x"})
-    (dup,) = downstream(settle(router, router.receive_downstream("a", line(id=1, method="tools/call", params={"name": "y"}))))
+    (dup,) = downstream(
+        settle(router, router.receive_downstream("a", line(id=1, method="tools/call", params={"name": "y"})))
+    )
     assert dup["error"]["code"] == -32600
     (reply,) = downstream(settle(router, router.receive_upstream(line(id=upstream_id, result={"content": []}))))
     assert reply["id"] == 1 and "result" in reply
@@ -305,14 +341,19 @@ def test_an_invalid_upstream_reply_answers_its_request() -> None:
     upstream_id = forward(router, "a", 1, "tools/call", {"name": "x"})
     raw = f'{{"jsonrpc":"2.0","id":{upstream_id},"result":{{"n":123456789012345678901234567890}}}}'
     (reply,) = downstream(router.receive_upstream(raw))
-    assert reply["error"]["code"] == -32603 and reply["error"]["message"] == "the upstream server returned an invalid result"
+    assert (
+        reply["error"]["code"] == -32603
+        and reply["error"]["message"] == "the upstream server returned an invalid result"
+    )
 
 
 def test_cancellation_goes_upstream_and_the_late_reply_is_dropped() -> None:
     router = ready_router()
     handshake_session(router, "a")
     upstream_id = forward(router, "a", 1, "tools/call", {"name": "x"})
-    (cancel,) = router.receive_downstream("a", line(method="notifications/cancelled", params={"requestId": 1, "reason": "user"}))
+    (cancel,) = router.receive_downstream(
+        "a", line(method="notifications/cancelled", params={"requestId": 1, "reason": "user"})
+    )
     assert body(cancel)["params"] == {"requestId": upstream_id, "reason": "user"}
     (late,) = router.receive_upstream(line(id=upstream_id, result={"content": []}))
     assert isinstance(late, Dropped)
@@ -350,8 +391,18 @@ def test_progress_goes_only_to_its_session_with_the_clients_token() -> None:
     up_a = forward(router, "a", 1, "tools/call", {"name": "x", "_meta": {"progressToken": "same"}})
     forward(router, "b", 1, "tools/call", {"name": "y", "_meta": {"progressToken": "same"}})
     upstream_token = router.pending[up_a].upstream_token
-    actions = settle(router, router.receive_upstream(line(method="notifications/progress", params={"progressToken": upstream_token, "progress": 1, "message": "half"})))
-    assert [(a.session, body(a)["params"]["progressToken"]) for a in actions if isinstance(a, SendDownstream)] == [("a", "same")]
+    actions = settle(
+        router,
+        router.receive_upstream(
+            line(
+                method="notifications/progress",
+                params={"progressToken": upstream_token, "progress": 1, "message": "half"},
+            )
+        ),
+    )
+    assert [(a.session, body(a)["params"]["progressToken"]) for a in actions if isinstance(a, SendDownstream)] == [
+        ("a", "same")
+    ]
 
 
 def test_a_log_passes_its_chain_before_the_reply_is_released() -> None:
@@ -388,9 +439,15 @@ def test_logs_outside_any_request_reach_only_sessions_that_asked_for_logging() -
     handshake_session(router, "picky")
     settle(router, router.receive_downstream("loud", line(id=1, method="logging/setLevel", params={"level": "debug"})))
     settle(router, router.receive_downstream("picky", line(id=1, method="logging/setLevel", params={"level": "error"})))
-    actions = settle(router, router.receive_upstream(line(method="notifications/message", params={"level": "info", "data": "d"})))
+    actions = settle(
+        router, router.receive_upstream(line(method="notifications/message", params={"level": "info", "data": "d"}))
+    )
     runs: list[RunChain] = []
-    settle(router, router.receive_upstream(line(method="notifications/message", params={"level": "info", "data": "d"})), lambda r: runs.append(r) or ChainPassed(r.payload))
+    settle(
+        router,
+        router.receive_upstream(line(method="notifications/message", params={"level": "info", "data": "d"})),
+        lambda r: runs.append(r) or ChainPassed(r.payload),
+    )
     assert [a.session for a in actions if isinstance(a, SendDownstream)] == ["loud"]
     assert [(r.event, r.context) for r in runs] == [("logging/setLevel", {"session": "loud"})]
 
@@ -424,7 +481,9 @@ def test_modern_requests_get_logs_only_when_they_opted_in() -> None:
     log = line(method="notifications/message", params={"level": "info", "data": "d"})
     assert isinstance(router.receive_upstream(log)[0], Dropped)
     settle(router, router.receive_upstream(line(id=quiet, result={"content": []})))
-    forward(router, "m", 2, "tools/call", {"name": "x", "_meta": envelope(**{"io.modelcontextprotocol/logLevel": "info"})})
+    forward(
+        router, "m", 2, "tools/call", {"name": "x", "_meta": envelope(**{"io.modelcontextprotocol/logLevel": "info"})}
+    )
     assert downstream(settle(router, router.receive_upstream(log)), "m")[0]["method"] == "notifications/message"
 
 
@@ -442,13 +501,27 @@ def test_resource_subscriptions_are_shared_and_updates_reach_only_holders() -> N
         handshake_session(router, name)
     first = forward(router, "a", 1, "resources/subscribe", {"uri": "file:///r"})
     settle(router, router.receive_upstream(line(id=first, result={})))
-    (second,) = downstream(settle(router, router.receive_downstream("b", line(id=1, method="resources/subscribe", params={"uri": "file:///r"}))))
+    (second,) = downstream(
+        settle(
+            router,
+            router.receive_downstream("b", line(id=1, method="resources/subscribe", params={"uri": "file:///r"})),
+        )
+    )
     assert second["result"] == {}  # held already: not asked upstream again
     update = line(method="notifications/resources/updated", params={"uri": "file:///r"})
-    assert sorted(a.session for a in settle(router, router.receive_upstream(update)) if isinstance(a, SendDownstream)) == ["a", "b"]
-    (mine,) = downstream(settle(router, router.receive_downstream("a", line(id=2, method="resources/unsubscribe", params={"uri": "file:///r"}))))
+    assert sorted(
+        a.session for a in settle(router, router.receive_upstream(update)) if isinstance(a, SendDownstream)
+    ) == ["a", "b"]
+    (mine,) = downstream(
+        settle(
+            router,
+            router.receive_downstream("a", line(id=2, method="resources/unsubscribe", params={"uri": "file:///r"})),
+        )
+    )
     assert mine["result"] == {}  # b still holds it
-    assert upstream_bodies(router.close_session("b")) == [{"jsonrpc": "2.0", "id": router._next_id, "method": "resources/unsubscribe", "params": {"uri": "file:///r"}}]
+    assert upstream_bodies(router.close_session("b")) == [
+        {"jsonrpc": "2.0", "id": router._next_id, "method": "resources/unsubscribe", "params": {"uri": "file:///r"}}
+    ]
 
 
 # Server -> client requests ----------------------------------------------------------------------
@@ -464,7 +537,9 @@ def test_sampling_is_relayed_to_the_session_in_flight_and_its_answer_goes_back()
     (relayed,) = router.chain_done(run.ticket, ChainPassed(run.payload))
     assert isinstance(relayed, SendDownstream) and relayed.related == 1
     down_id = body(relayed)["id"]
-    (answer_run,) = router.receive_downstream("a", line(id=down_id, result={"role": "assistant", "content": {"type": "text", "text": "hi"}}))
+    (answer_run,) = router.receive_downstream(
+        "a", line(id=down_id, result={"role": "assistant", "content": {"type": "text", "text": "hi"}})
+    )
     assert isinstance(answer_run, RunChain) and answer_run.direction is Direction.RECEIVING
     (back,) = router.chain_done(answer_run.ticket, ChainPassed(answer_run.payload))
     assert body(back)["id"] == "up-7" and body(back)["result"]["role"] == "assistant"
@@ -495,7 +570,9 @@ def test_tasks_belong_to_the_session_that_created_them() -> None:
     assert theirs["error"]["code"] == -32602
     forward(router, "a", 2, "tasks/get", {"taskId": "t1"})
     status = line(method="notifications/tasks/status", params={"taskId": "t1", "status": "completed"})
-    assert [a.session for a in settle(router, router.receive_upstream(status)) if isinstance(a, SendDownstream)] == ["a"]
+    assert [a.session for a in settle(router, router.receive_upstream(status)) if isinstance(a, SendDownstream)] == [
+        "a"
+    ]
     listed = forward(router, "b", 2, "tasks/list", {})
     tasks = {"tasks": [{"taskId": "t1"}, {"taskId": "unknown"}]}
     (only,) = downstream(settle(router, router.receive_upstream(line(id=listed, result=tasks))))
@@ -508,7 +585,9 @@ def test_tasks_belong_to_the_session_that_created_them() -> None:
 def test_what_the_request_chain_learned_rides_every_later_pass() -> None:
     router = ready_router()
     handshake_session(router, "a")
-    (run,) = router.receive_downstream("a", line(id=1, method="tools/call", params={"name": "t", "_meta": {"progressToken": 1}}))
+    (run,) = router.receive_downstream(
+        "a", line(id=1, method="tools/call", params={"name": "t", "_meta": {"progressToken": 1}})
+    )
     assert isinstance(run, RunChain) and run.request is not None
     assert run.request.target == "t"
     (sent,) = upstream_bodies(router.chain_done(run.ticket, ChainPassed(run.payload, learned={"rule": "r1"})))
@@ -519,8 +598,16 @@ def test_what_the_request_chain_learned_rides_every_later_pass() -> None:
         seen.append(r)
         return ChainPassed(r.payload)
 
-    settle(router, router.receive_upstream(line(method="notifications/progress", params={"progressToken": token, "progress": 1})), record)
-    settle(router, router.receive_upstream(line(method="notifications/message", params={"level": "info", "data": "x"})), record)
+    settle(
+        router,
+        router.receive_upstream(line(method="notifications/progress", params={"progressToken": token, "progress": 1})),
+        record,
+    )
+    settle(
+        router,
+        router.receive_upstream(line(method="notifications/message", params={"level": "info", "data": "x"})),
+        record,
+    )
     settle(router, router.receive_upstream(line(id=sent["id"], result={"content": []})), record)
     assert [r.channel for r in seen] == ["progress", "log", "result"]
     assert all(r.request is not None and r.request.learned == {"rule": "r1"} and r.request.target == "t" for r in seen)
