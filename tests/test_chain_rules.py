@@ -376,13 +376,13 @@ async def test_per_invoke_timeout_override(flavour: str) -> None:
     if flavour == "async":
 
         async def slow(inv: Invocation) -> Verdict:
-            await anyio.sleep(5)
+            await anyio.sleep(30)
             return Verdict.allow()
 
     else:
 
         def slow(inv: Invocation) -> Verdict:
-            release.wait(5)
+            release.wait(30)
             return Verdict.allow()
 
     reg.validator("slow", events=EVENT)(slow)
@@ -393,7 +393,7 @@ async def test_per_invoke_timeout_override(flavour: str) -> None:
             elapsed = time.perf_counter() - started
     finally:
         release.set()
-    assert elapsed < 1.5
+    assert elapsed < 10  # the handler takes 30 s: a wide bound proves the timeout without ever flaking
     assert first_abort(result) == ("slow", "timeout")
     assert result.status is Status.TIMEOUT
     assert abort_to_error(result).code == INTERNAL_ERROR
@@ -403,7 +403,7 @@ async def test_per_invoke_timeout_is_enforced_by_the_invoker_itself() -> None:
     """A host that ignores timeoutMs cannot hold the chain past the invoker's own timer."""
 
     async def stubborn(params: dict[str, Any]) -> dict[str, Any]:
-        await anyio.sleep(5)
+        await anyio.sleep(30)
         return validation_result(params)
 
     raw = RawServer([descriptor("slow")], stubborn)
@@ -413,13 +413,13 @@ async def test_per_invoke_timeout_is_enforced_by_the_invoker_itself() -> None:
         result = await chain.execute(EVENT, "request", {}, direction="receiving")
         elapsed = time.perf_counter() - started
     assert raw.invocations[0]["timeoutMs"] == 50
-    assert elapsed < 1.5
+    assert elapsed < 10  # the handler takes 30 s: a wide bound proves the timeout without ever flaking
     assert first_abort(result) == ("slow", "timeout")
     assert result.status is Status.TIMEOUT
 
 
 async def _sleepy(inv: Invocation) -> Any:
-    await anyio.sleep(5)
+    await anyio.sleep(30)
     return None
 
 
@@ -449,7 +449,7 @@ async def test_aggregate_deadline_resolves_each_interceptor_by_its_own_mode(
         started = time.perf_counter()
         result = await chain.execute(EVENT, "request", TRAIL, direction="sending", deadline_ms=300)
         elapsed = time.perf_counter() - started
-    assert 0.25 < elapsed < 2.5
+    assert 0.25 < elapsed < 10
     assert result.final_payload is None and result.modified is False
     if expected_abort is None:
         assert not result.blocked and result.status is Status.SUCCESS
@@ -470,7 +470,7 @@ async def test_chain_level_deadline_applies_between_stages() -> None:
         started = time.perf_counter()
         result = await chain.execute(EVENT, "request", {}, direction="sending")
         elapsed = time.perf_counter() - started
-    assert elapsed < 2.5
+    assert elapsed < 10
     assert first_abort(result) == ("v", "timeout")
     assert result.status is Status.TIMEOUT
 

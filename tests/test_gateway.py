@@ -414,9 +414,9 @@ async def test_upstream_crash_mid_call_is_a_clean_error_and_the_gateway_exits(tm
             assert recorder.logs == []
             started = time.monotonic()
             with pytest.raises(MCPError) as crashed:
-                with anyio.fail_after(2):
+                with anyio.fail_after(8):  # at once, not at the 20 s read timeout (wide: never flaky)
                     await client.call_tool("crash", {})
-            assert time.monotonic() - started < 2
+            assert time.monotonic() - started < 8
             assert (crashed.value.error.code, crashed.value.error.message) == (
                 INTERNAL_ERROR,
                 "upstream server closed the connection",

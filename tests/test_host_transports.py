@@ -112,7 +112,7 @@ async def check_host(client: Client, mode: str) -> None:
             {"name": "host/slow", "event": SLOW_EVENT, "phase": "request", "payload": {}, "timeoutMs": 100},
             RPC_TIMEOUT_S,
         )
-    assert time.perf_counter() - started < 2.0
+    assert time.perf_counter() - started < 10.0  # the handler takes 30 s
     assert timed_out.value.error.code == INTERNAL_ERROR
     assert timed_out.value.error.data == {
         "interceptor": "host/slow",
@@ -167,7 +167,7 @@ async def check_chain(client: Client, name: str) -> None:
     await slow.add_session(client.session, name)
     started = time.perf_counter()
     timed_out = await slow.execute(SLOW_EVENT, "request", {}, direction="sending")
-    assert time.perf_counter() - started < 2.0
+    assert time.perf_counter() - started < 10.0  # the handler takes 30 s
     assert timed_out.status is Status.TIMEOUT and timed_out.blocked
 
 

@@ -281,11 +281,13 @@ def test_detector_is_linear_on_one_mebibyte_of_hostile_input(detector: object) -
     from interceptors.transforms.detectors import Detector
 
     assert isinstance(detector, Detector)
-    started = time.perf_counter()
+    # CPU time with wide bounds (a busy machine must not fail it): linear scans take well under a second,
+    # a quadratic one on one MiB takes minutes.
+    started = time.process_time()
     for text in _hostile_strings(detector.hints):
         assert len(text) == MIB
-        begun = time.perf_counter()
+        begun = time.process_time()
         for _ in detector.pattern.finditer(text):
             pass
-        assert time.perf_counter() - begun < 3.0, detector.name
-    assert time.perf_counter() - started < 8.0, detector.name
+        assert time.process_time() - begun < 15.0, detector.name
+    assert time.process_time() - started < 60.0, detector.name

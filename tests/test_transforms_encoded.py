@@ -532,17 +532,19 @@ def _hostile() -> dict[str, Any]:
 
 
 def test_the_decoder_is_linear_on_one_mebibyte_of_hostile_input() -> None:
+    """CPU time, not wall time (a busy machine must not fail it), with wide bounds: each input takes well under
+    a second here, while a quadratic step on one MiB would take minutes. The bench reports the real numbers."""
     import tracemalloc
 
     assert STANDARD.redactor is not None
-    started = time.perf_counter()
+    started = time.process_time()
     for name, value in _hostile().items():
-        begun = time.perf_counter()
+        begun = time.process_time()
         out = STANDARD.redactor.apply(value, TransformContext())
-        assert time.perf_counter() - begun < 4.0, name
+        assert time.process_time() - begun < 20.0, name
         if name == "one data URL near the size limit":
             assert strict_b64(out.split(",", 1)[1]).endswith(f"token {REDACTED}")
-    assert time.perf_counter() - started < 20.0
+    assert time.process_time() - started < 120.0
     tracemalloc.start()
     try:
         STANDARD.redactor.apply(_hostile()["one data URL near the size limit"], TransformContext())
