@@ -1,0 +1,84 @@
+"""Issue 16 through the real gateway (a subprocess, stdio or HTTP on 127.0.0.1) in front of a real upstream that
+resolves paths the lax way and transforms what it is given: the attacks of the report, each one refused."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters, types
+from mcp.shared.exceptions import MCPError
+
+from tests.conftest import ROOT
+from tests.processes import listening_url, stop
+from tests.servers.files_server import OWNER_EMAIL, SECRET_CONTENT
+from tests.test_policy_uris import SPELLINGS
+
+pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+UPSTREAM = [sys.executable, "-m", "tests.servers.files_server"]
+
+
+def gateway(*flags: str, env: dict[str, str] | None = None) -> StdioServerParameters:
+    argv = [sys.executable, "-m", "integrations.cli", "proxy", *flags, "--", *UPSTREAM]
+    return StdioServerParameters(command=argv[0], args=argv[1:], cwd=str(ROOT), env=env)
+
+
+def text_of(result: types.CallToolResult) -> str:
+    block = result.content[0]
+    return block.text if isinstance(block, types.TextContent) else ""
+
+
+@contextmanager
+def http_gateway(*flags: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "integrations.cli", "proxy", "--listen", "127.0.0.1:0", *flags, "--", *UPSTREAM],
+        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+    )  # fmt: skip
+    try:
+        yield listening_url(process)
+    finally:
+        stop(process)
+
+
+async def http_call(url: str, bearer: str, tool: str, arguments: dict[str, Any]) -> str:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx2.AsyncClient(headers={"authorization": f"Bearer {bearer}"})
+    async with http, Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+        return text_of(await client.session.call_tool(tool, arguments))
+
+
+DENY_FILES = """\
+extends: standard
+name: files
+deny_resources: ["file:///srv/secret.txt", "file:///etc/*"]
+"""
+
+
+async def test_no_spelling_of_a_denied_resource_reaches_the_upstream(tmp_path: Path) -> None:
+    policy = tmp_path / "files.yaml"
+    policy.write_text(DENY_FILES)
+    spellings = [*SPELLINGS, "file:///tmp/../etc/shadow", "file:///etc/./shadow", "file:///ETC/../etc//shadow"]
+    answers: list[Any] = []
+    with anyio.fail_after(120):
+        async with Client(gateway("--policy", str(policy)), mode="legacy") as client:
+            public = await client.session.read_resource("file:///srv/./public.txt")
+            assert "nothing to see" in json.dumps(public.model_dump(mode="json"))  # a lax spelling of an allowed file
+            for uri in spellings:
+                with pytest.raises(MCPError) as refused:
+                    await client.session.read_resource(uri)
+                error = refused.value.error
+                answers.append([uri, error.code, error.message, error.data])
+                assert error.code in (-32602, -31001), uri  # hidden (looks missing) or refused as ambiguous
+    assert SECRET_CONTENT not in json.dumps(answers)
+    ambiguous = [a for a in answers if a[1] == -31001]
+    assert {a[0] for a in ambiguous} >= {"file:///srv/%2573ecret.txt", "file:///srv\\secret.txt"}
+    assert all(a[2].startswith("Access denied: resource URI refused: ") for a in ambiguous)
