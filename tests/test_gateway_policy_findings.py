@@ -82,3 +82,31 @@ async def test_no_spelling_of_a_denied_resource_reaches_the_upstream(tmp_path: P
     ambiguous = [a for a in answers if a[1] == -31001]
     assert {a[0] for a in ambiguous} >= {"file:///srv/%2573ecret.txt", "file:///srv\\secret.txt"}
     assert all(a[2].startswith("Access denied: resource URI refused: ") for a in ambiguous)
+
+
+def test_role_with_listen_and_no_tokens_is_refused_at_start(tmp_path: Path) -> None:
+    """Otherwise every anonymous HTTP client would get the role, `reveal_token` included."""
+    base = [sys.executable, "-m", "integrations.cli", "proxy", "--role", "admin", "--listen", "127.0.0.1:0"]
+    run = subprocess.run([*base, "--", *UPSTREAM], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.startswith("error: --role gives the local user's roles, and over HTTP (--listen)")
+    assert "--tokens FILE" in run.stderr and "Traceback" not in run.stderr
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text("tokens:\n  - {id: alice, token: alice-token}\n")
+    run = subprocess.run(
+        [*base, "--tokens", str(tokens), "--", *UPSTREAM], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 2 and "over HTTP each client's roles come from its entry in --tokens" in run.stderr
+
+
+async def test_guard_secrets_refuses_a_credential_used_as_an_argument_name() -> None:
+    github = "ghp_9fK2mQ7rT4vX8zL1nB6cD3hJ5wY0aS2eR4tU"
+    with anyio.fail_after(60):
+        async with Client(gateway("--policy", "standard"), mode="legacy") as client:
+            plain = await client.session.call_tool("echo_keys", {"name": 1})
+            assert text_of(plain) == "keys: name"
+            for arguments in ({github: 1}, {"nested": {f"x-{github}": "v"}}):
+                with pytest.raises(MCPError) as refused:
+                    await client.session.call_tool("echo_keys", arguments)
+                assert refused.value.error.code == -32602
+                assert "secrets" in refused.value.error.message and github not in refused.value.error.message
