@@ -56,6 +56,14 @@ async def http_call(url: str, bearer: str, tool: str, arguments: dict[str, Any])
         return text_of(await client.session.call_tool(tool, arguments))
 
 
+PSEUDONYMISING = """\
+extends: standard
+name: pseudonymising
+transforms:
+  - type: redact
+    strategies: {secret: redact, credential: redact, pii: pseudonymize, identifier: pseudonymize}
+"""
+
 DENY_FILES = """\
 extends: standard
 name: files
@@ -110,3 +118,41 @@ async def test_guard_secrets_refuses_a_credential_used_as_an_argument_name() -> 
                     await client.session.call_tool("echo_keys", arguments)
                 assert refused.value.error.code == -32602
                 assert "secrets" in refused.value.error.message and github not in refused.value.error.message
+
+
+def start_error(policy: Path, env: dict[str, str] | None = None) -> str:
+    """The gateway's start-up refusal: exit status 2, one `error:` line on stderr, no traceback."""
+    run = subprocess.run(
+        [sys.executable, "-m", "integrations.cli", "proxy", "--policy", str(policy), "--", *UPSTREAM],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr
+    assert "Traceback" not in run.stderr and run.stderr.count("\n") == 1 and run.stderr.startswith("error: ")
+    return run.stderr.strip()
+
+
+def test_vault_files_and_keys_that_cannot_be_trusted_stop_the_gateway_at_start(tmp_path: Path) -> None:
+    import os
+
+    env = {**os.environ, "FILES_VAULT_KEY": "a stable key for the files vault"}
+    env.pop("UNSET_VAULT_KEY", None)
+    vault = tmp_path / "vault.json"
+    policy = tmp_path / "vaulted.yaml"
+    policy.write_text(PSEUDONYMISING + f"vault: {{key_env: FILES_VAULT_KEY, path: {json.dumps(str(vault))}}}\n")
+    plain = {"format": "mcp-interceptors-vault/1", "encrypted": False,
+             "entries": [["global", "email", "attacker@evil.example", "user-1@d-1.example", 1.0, 1.0]]}  # fmt: skip
+    vault.write_text(json.dumps(plain))
+    vault.chmod(0o600)
+    assert "is not encrypted, and this vault has encrypt: true" in start_error(policy, env)
+    vault.chmod(0o644)
+    assert f"vault file {vault}: mode 0644 lets group or others read" in start_error(policy, env)
+    vault.write_text(json.dumps({**plain, "entries": [plain["entries"][0], ["global", 7]]}))
+    vault.chmod(0o600)
+    plain_policy = tmp_path / "plain.yaml"
+    plain_policy.write_text(
+        PSEUDONYMISING + f"vault: {{key_env: FILES_VAULT_KEY, encrypt: false, path: {json.dumps(str(vault))}}}\n"
+    )
+    assert start_error(plain_policy, env).startswith(f"error: vault file {vault}: row 2 (entries[1]): must be")
+    unset = tmp_path / "unset.yaml"
+    unset.write_text(PSEUDONYMISING + "vault: {key_env: UNSET_VAULT_KEY}\n")
+    assert "the vault key variable UNSET_VAULT_KEY is not set" in start_error(unset, env)

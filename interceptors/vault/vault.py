@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from . import formats, persist, scan
 from .formats import FormatRequest, KeyStream
-from .keys import DEFAULT_KEY_ENV, KeySource, VaultKeys, fields_message
+from .keys import DEFAULT_KEY_ENV, KeySource, VaultKeyError, VaultKeys, fields_message
 from .netclass import IP_ENTITIES, IPNetwork, ip_entity
 from .store import Entry, MemoryStore, Pair, StoreKeys, VaultStore, rows_to_entries
 
@@ -51,7 +51,9 @@ class VaultConfig:
     """The policy's `vault` section (all optional)."""
 
     key: str | None = None
-    key_env: str = DEFAULT_KEY_ENV
+    key_env: str | None = None
+    """Named by the policy: then it must be set (see `TokenVault(require_key=...)`). None: the default variable,
+    if set, else a random key for this process."""
     scope: Scope = "global"
     ttl_seconds: float | None = None
     path: str | None = None
@@ -68,9 +70,9 @@ class VaultConfig:
         key = data.get("key")
         if key is not None and not isinstance(key, str):
             raise ValueError("vault.key: must be a string")
-        key_env = data.get("key_env") or DEFAULT_KEY_ENV
-        if not isinstance(key_env, str):
-            raise ValueError("vault.key_env: must be a string")
+        key_env = data.get("key_env")
+        if key_env is not None and (not isinstance(key_env, str) or not key_env):
+            raise ValueError("vault.key_env: must be a non-empty string")
         scope = data.get("scope", "global")
         if scope not in ("global", "principal"):
             raise ValueError("vault.scope: must be 'global' or 'principal'")
@@ -130,12 +132,21 @@ class TokenVault:
         store: VaultStore | None = None,
         clock: Callable[[], float] = time.time,
         operation_ttl: float = 3600.0,
+        require_key: bool = False,
     ) -> None:
+        """`require_key`: `key_env` must be set (no random fallback). A vault with a `path` always needs a stable
+        key: a random one would make its own file unreadable at the next start."""
         if scope not in ("global", "principal"):
             raise ValueError("scope must be 'global' or 'principal'")
         if ttl_seconds is not None and ttl_seconds <= 0:
             raise ValueError("ttl_seconds must be positive")
-        self._keys = VaultKeys.derive(key, key_env)
+        self._keys = VaultKeys.derive(key, key_env, required=require_key)
+        if path is not None and self._keys.source == "random":
+            raise VaultKeyError(
+                f"vault file {path} needs a stable key: set vault.key, vault.key_env or ${key_env or DEFAULT_KEY_ENV}"
+            )
+        if self._keys.source == "random":
+            logger.info("vault %s: random key for this process (tokens change at restart)", self._keys.key_id)
         self._token_key = self._keys.subkey("tokenize")
         self._prefix_key = self._keys.subkey("prefix-preserving")
         self._hash_key = self._keys.subkey("hash")
@@ -169,7 +180,8 @@ class TokenVault:
         config = section if isinstance(section, VaultConfig) else VaultConfig.from_mapping(section)
         return cls(
             config.key,
-            key_env=config.key_env,
+            key_env=config.key_env or DEFAULT_KEY_ENV,
+            require_key=config.key is None and config.key_env is not None,
             scope=config.scope,
             ttl_seconds=config.ttl_seconds,
             path=config.path,
@@ -433,14 +445,22 @@ class TokenVault:
         source = Path(path) if path is not None else self.path
         if source is None:
             raise VaultError("no vault path configured")
-        data = persist.read_vault_file(source, self._keys)
-        return self.import_mappings(data, overwrite=overwrite)
+        data = persist.read_vault_file(source, self._keys, require_encrypted=self.encrypt)
+        return self._import_file_data(source, data, overwrite)
+
+    def _import_file_data(self, source: Path, data: Mapping[str, Any], overwrite: bool) -> int:
+        """A file's rows, all or nothing; a bad row is a one-line `VaultFileError` naming the file and the row."""
+        try:
+            return self.import_mappings(data, overwrite=overwrite)
+        except VaultError as exc:
+            problem = str(exc).removeprefix("bad vault export: ")
+            raise persist.VaultFileError(f"vault file {source}: {problem}") from None
 
     def import_file(self, path: str | Path, key: bytes | str, *, overwrite: bool = False) -> int:
         """Import the mappings of a file written under another key (given here, used once, not kept)."""
         other = VaultKeys.derive(key, None)
-        data = persist.read_vault_file(Path(path), other)
-        return self.import_mappings(data, overwrite=overwrite)
+        data = persist.read_vault_file(Path(path), other, require_encrypted=self.encrypt)
+        return self._import_file_data(Path(path), data, overwrite)
 
     def maybe_autosave(self) -> Path | None:
         """Save now if `autosave` is on and something changed (called after each response pass)."""
