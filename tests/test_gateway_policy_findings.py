@@ -156,3 +156,48 @@ def test_vault_files_and_keys_that_cannot_be_trusted_stop_the_gateway_at_start(t
     unset = tmp_path / "unset.yaml"
     unset.write_text(PSEUDONYMISING + "vault: {key_env: UNSET_VAULT_KEY}\n")
     assert "the vault key variable UNSET_VAULT_KEY is not set" in start_error(unset, env)
+
+
+TWO_PRINCIPALS = "tokens:\n  - {id: alice, token: alice-token}\n  - {id: bob, token: bob-token}\n"
+ECHO_SPELLINGS = ("plain", "upper", "base64", "base64url", "hex", "percent", "json", "html", "reversed", "spaced")
+
+
+def test_strict_over_http_keeps_each_principals_pseudonyms_and_no_echo_spelling_leaks(tmp_path: Path) -> None:
+    """`--policy strict` names no vault scope: with tokens it is per principal. Bob sending alice's pseudonym gets
+    nothing real, and whatever spelling a tool echoes alice's restored value in, she reads only her token."""
+    from interceptors.testing import assert_no_leak
+
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text(TWO_PRINCIPALS)
+
+    async def main(url: str) -> None:
+        owner = (await http_call(url, "alice-token", "whoami", {})).split("owner: ", 1)[1].strip()
+        assert OWNER_EMAIL not in owner and "@" in owner
+        assert "real=yes" in await http_call(url, "alice-token", "echo_value", {"value": owner})
+        assert "real=no" in await http_call(url, "bob-token", "echo_value", {"value": owner})
+        bobs = (await http_call(url, "bob-token", "whoami", {})).split("owner: ", 1)[1].strip()
+        assert bobs != owner  # a different namespace: a different pseudonym for the same address
+        for how in ECHO_SPELLINGS:
+            echoed = await http_call(url, "alice-token", "encode_value", {"value": owner, "how": how})
+            assert_no_leak(echoed, [OWNER_EMAIL], what=f"{how} echo")
+            folded = echoed.casefold()
+            assert OWNER_EMAIL[::-1].casefold() not in folded
+            assert OWNER_EMAIL.casefold() not in folded.replace(" ", "")
+
+    with http_gateway("--policy", "strict", "--tokens", str(tokens)) as url:
+        anyio.run(main, url)
+
+
+def test_restore_to_limits_which_tools_receive_real_values(tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text(TWO_PRINCIPALS)
+    policy = tmp_path / "restore.yaml"
+    policy.write_text("extends: strict\nname: restore-some\nvault: {restore_to: [encode_value]}\n")
+
+    async def main(url: str) -> None:
+        owner = (await http_call(url, "alice-token", "whoami", {})).split("owner: ", 1)[1].strip()
+        assert "real=no" in await http_call(url, "alice-token", "echo_value", {"value": owner})  # the token, as is
+        assert OWNER_EMAIL not in await http_call(url, "alice-token", "encode_value", {"value": owner, "how": "plain"})
+
+    with http_gateway("--policy", str(policy), "--tokens", str(tokens)) as url:
+        anyio.run(main, url)

@@ -237,6 +237,7 @@ VAULT = _fields(
         "path": _opt_string,
         "autosave": _bool,
         "encrypt": _bool,
+        "restore_to": _opt_strings,
     }
 )
 

@@ -12,6 +12,7 @@ It implements the transforms' `Pseudonymizer` protocol (`reversible`, `namespace
 from __future__ import annotations
 
 import atexit
+import fnmatch
 import hashlib
 import hmac
 import logging
@@ -59,11 +60,15 @@ class VaultConfig:
     path: str | None = None
     autosave: bool = False
     encrypt: bool = True
+    restore_to: tuple[str, ...] | None = None
+    """Globs over tool and prompt names, resource URIs and completion references that may receive real
+    values; None: all. Others get the tokens as the model wrote them."""
 
     @classmethod
     def from_mapping(cls, section: Mapping[str, Any] | None) -> VaultConfig:
         data = dict(section or {})
-        unknown = sorted(set(data) - {"key", "key_env", "scope", "ttl_seconds", "path", "autosave", "encrypt"}, key=str)
+        fields = {"key", "key_env", "scope", "ttl_seconds", "path", "autosave", "encrypt", "restore_to"}
+        unknown = sorted(set(data) - fields, key=str)
         if unknown:
             names = ", ".join(repr(k) if isinstance(k, str) and k.isidentifier() else "<unprintable>" for k in unknown)
             raise ValueError(f"vault: unknown field(s) {names}")
@@ -88,13 +93,27 @@ class VaultConfig:
             if not isinstance(value, bool):
                 raise ValueError(f"vault.{name}: must be true or false")
             flags[name] = value
-        return cls(key, key_env, scope, None if ttl is None else float(ttl), path, flags["autosave"], flags["encrypt"])
+        restore_to = data.get("restore_to")
+        if restore_to is not None and (
+            not isinstance(restore_to, list | tuple) or not all(isinstance(g, str) and g for g in restore_to)
+        ):
+            raise ValueError("vault.restore_to: must be a list of globs (or null for every tool)")
+        return cls(
+            key,
+            key_env,
+            scope,
+            None if ttl is None else float(ttl),
+            path,
+            flags["autosave"],
+            flags["encrypt"],
+            None if restore_to is None else tuple(restore_to),
+        )
 
     def __repr__(self) -> str:
         key = "<hidden>" if self.key else None
         return (
             f"VaultConfig(key={key}, key_env={self.key_env!r}, scope={self.scope!r}, ttl_seconds={self.ttl_seconds},"
-            f" path={self.path!r}, autosave={self.autosave}, encrypt={self.encrypt})"
+            f" path={self.path!r}, autosave={self.autosave}, encrypt={self.encrypt}, restore_to={self.restore_to!r})"
         )
 
 
@@ -133,6 +152,7 @@ class TokenVault:
         clock: Callable[[], float] = time.time,
         operation_ttl: float = 3600.0,
         require_key: bool = False,
+        restore_to: Iterable[str] | None = None,
     ) -> None:
         """`require_key`: `key_env` must be set (no random fallback). A vault with a `path` always needs a stable
         key: a random one would make its own file unreadable at the next start."""
@@ -156,6 +176,8 @@ class TokenVault:
         self.path: Path | None = Path(path) if path is not None else None
         self.autosave = autosave
         self.encrypt = encrypt
+        self.restore_to: tuple[str, ...] | None = None if restore_to is None else tuple(restore_to)
+        """Which tools, prompts, resources and completions may receive real values (globs; None: all)."""
         self.clock = clock
         self.operation_ttl = operation_ttl
         self.store: VaultStore = store if store is not None else MemoryStore()
@@ -187,6 +209,7 @@ class TokenVault:
             path=config.path,
             autosave=config.autosave,
             encrypt=config.encrypt,
+            restore_to=config.restore_to,
             store=store,
             **kwargs,
         )
@@ -226,6 +249,20 @@ class TokenVault:
             "persistent": self.path is not None,
             "dirty": self._dirty,
         }
+
+    def restores(self, target: str | None) -> bool:
+        """Whether a tool or prompt (by name), a resource (by URI) or a completion reference may receive real
+        values (`restore_to`; unset: every target). The others get the tokens as the model wrote them. Globs are
+        shell-style and case-sensitive, as the policy's: a positive pattern matches and no `!` one does."""
+        globs = self.restore_to
+        if globs is None:
+            return True
+        name = target or ""
+        positive = [g for g in globs if not g.startswith("!")]
+        negative = [g[1:] for g in globs if g.startswith("!")]
+        return any(fnmatch.fnmatchcase(name, g) for g in positive) and not any(
+            fnmatch.fnmatchcase(name, g) for g in negative
+        )
 
     # --- the Pseudonymizer protocol ------------------------------------------------------------------------
 
