@@ -201,3 +201,38 @@ def test_restore_to_limits_which_tools_receive_real_values(tmp_path: Path) -> No
 
     with http_gateway("--policy", str(policy), "--tokens", str(tokens)) as url:
         anyio.run(main, url)
+
+
+async def test_no_secret_planted_in_a_name_uri_or_query_string_reaches_the_audit_file(tmp_path: Path) -> None:
+    audit = tmp_path / "audit.jsonl"
+    policy = tmp_path / "audited.yaml"
+    policy.write_text("extends: standard\nname: audited\naudit: true\n")  # allowed calls are recorded too
+    github = "ghp_9fK2mQ7rT4vX8zL1nB6cD3hJ5wY0aS2eR4tU"
+    password = "Sup3rS3cretPW"
+    stripe = "sk_live_51HxQzX2eZvKYlo2C9xqWmA7"
+    aws = "AKIAQ3EGUJZN5XKW7P2L"
+    planted = (github, password, stripe, aws)
+    with anyio.fail_after(60):
+        async with Client(gateway("--policy", str(policy), "--audit-log", str(audit)), mode="legacy") as client:
+            attempts = [
+                client.session.call_tool(f"tool_{github}", {}),  # a secret in a tool name
+                client.session.call_tool("echo_keys", {f"arg_{github}": 1}),  # ... in an argument name (refused)
+                client.session.get_prompt(f"prompt_{aws}", {}),  # ... in a prompt name
+                client.session.read_resource(f"postgres://admin:{password}@db.internal/app"),  # a URI password
+                client.session.read_resource(f"https://api.example.com?api_key={stripe}&user=me"),  # a query string
+                client.session.read_resource(f"https://admin:{password}@api.example.com"),
+            ]
+            for index, attempt in enumerate(attempts):
+                with pytest.raises(MCPError):
+                    await attempt
+                    raise AssertionError(f"attempt {index} was answered")
+            await client.complete(
+                types.ResourceTemplateReference(type="ref/resource", uri=f"https://x:{password}@h/{{id}}"),
+                {"name": "id", "value": "1"},
+            )
+    text = audit.read_text()
+    decisions = [json.loads(line)["decision"] for line in text.splitlines()]
+    assert decisions.count("not_found") == 6 and decisions.count("allowed") == 1  # echo_keys: allowed, then refused
+    for secret in planted:
+        assert secret not in text
+    assert "[REDACTED:" in text  # masked, not dropped: the entry still says what was tried

@@ -127,6 +127,33 @@ def _pipeline(base: Sequence[Any], rules: Sequence[CompiledRule]) -> list[Any]:
     return specs
 
 
+def audit_redactor(policy: Policy) -> Callable[[str], str] | None:
+    """What every audit string goes through: the transforms' redactor masking secrets and credentials (with the
+    policy's own detectors), as the output channel does. None when the transforms package is not there."""
+    try:
+        from ..transforms.base import TransformContext
+        from ..transforms.redactor import Redactor
+    except ImportError:  # pragma: no cover - the transforms package ships with the policy
+        return None
+    document = policy.document
+    redactor = Redactor(
+        {
+            "strategies": {"secret": "redact", "credential": "redact"},
+            "tags": False,
+            "name_mentions": False,
+            "custom_detectors": list(document.get("detectors") or ()),
+            "disabled_detectors": list(document.get("disabled_detectors") or ()),
+        },
+        "audit(redactor)",
+    )
+
+    def redact(text: str) -> str:
+        out = redactor.apply(text, TransformContext(direction="output"))
+        return out if isinstance(out, str) else "[REDACTED]"
+
+    return redact
+
+
 def _sink(sink: AuditSink | str | os.PathLike[str]) -> AuditSink:
     return JsonlAuditFile(sink) if isinstance(sink, str | os.PathLike) else sink
 
@@ -154,6 +181,9 @@ class PolicyEngine:
             sinks=[_sink(sink) for sink in audit_sinks],
             policy=self.policy.name,
             clock=wall_clock,
+            max_age=self.policy.audit_max_age,
+            per_decision=self.policy.audit_per_decision,
+            redact=audit_redactor(self.policy),
         )
         self._cache: OrderedDict[tuple[Any, ...], _Access] = OrderedDict()
         self._cache_size = cache_size

@@ -111,6 +111,17 @@ async def read_resource(
     return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=content)])
 
 
+async def list_prompts(ctx: ServerRequestContext[Any], params: Any) -> types.ListPromptsResult:
+    return types.ListPromptsResult(prompts=[types.Prompt(name="summary")])
+
+
+async def get_prompt(ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    text = "Summarise the files."
+    return types.GetPromptResult(
+        messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))]
+    )
+
+
 def build_server() -> Server[Any]:
     import warnings
 
@@ -118,7 +129,8 @@ def build_server() -> Server[Any]:
         warnings.simplefilter("ignore")
         return Server("files", version="1.0", on_list_tools=list_tools, on_call_tool=call_tool,
                       on_list_resources=list_resources, on_list_resource_templates=list_templates,
-                      on_read_resource=read_resource)  # fmt: skip
+                      on_read_resource=read_resource, on_list_prompts=list_prompts,
+                      on_get_prompt=get_prompt)  # fmt: skip
 
 
 async def main() -> None:
