@@ -24,6 +24,7 @@ import orjson
 
 MAX_DEPTH = 3
 """Layers of encoding peeled off, nested (as many as the leak checks peel)."""
+MEMO_SIZE = 4096
 MAX_SPACED = 64
 """Longer values are not looked for spelled out: the pattern would grow with no real gain."""
 
@@ -75,6 +76,18 @@ class Layers:
     def __init__(self, inner: Callable[[str, int], str], needles: list[str]) -> None:
         self.inner = inner
         self._needles = [n.casefold() for n in needles]
+        self._memo: dict[tuple[str, str, int], str | None] = {}
+        """Runs already judged (words repeat across the strings of a result): bounded, cleared when full."""
+
+    def _memoised(self, how: str, run: str, depth: int, fix: Callable[[str, int], str | None]) -> str | None:
+        key = (how, run, depth)
+        if key in self._memo:
+            return self._memo[key]
+        found = fix(run, depth)
+        if len(self._memo) >= MEMO_SIZE:
+            self._memo.clear()
+        self._memo[key] = found
+        return found
 
     def _holds(self, text: str) -> bool:
         folded = text.casefold()
@@ -91,8 +104,8 @@ class Layers:
     def rewrite(self, text: str, depth: int) -> str:
         if depth >= MAX_DEPTH:
             return text
-        text = _runs(_B64_RUN, text, lambda run: self._base64(run, depth))
-        text = _runs(_HEX_RUN, text, lambda run: self._hex(run, depth))
+        text = _runs(_B64_RUN, text, lambda run: self._memoised("b64", run, depth, self._base64))
+        text = _runs(_HEX_RUN, text, lambda run: self._memoised("hex", run, depth, self._hex))
         if "%" in text:
             text = _runs(_PERCENT_RUN, text, lambda run: self._percent(run, depth))
         if "\\" in text:
@@ -112,7 +125,8 @@ class Layers:
             if len(piece) < 4:
                 continue
             padded = piece + "=" * (-len(piece) % 4)
-            for altchars in (None, b"-_"):
+            # The URL-safe alphabet differs only where the run has `-` or `_`: otherwise both decode alike.
+            for altchars in (None, b"-_") if ("-" in piece or "_" in piece) else (None,):
                 try:  # as the leak checks decode: the URL-safe alphabet leniently
                     raw = base64.b64decode(padded, altchars=altchars, validate=altchars is None)
                 except (binascii.Error, ValueError):
