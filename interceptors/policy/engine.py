@@ -31,6 +31,7 @@ CALL_METHODS = ("tools/call", "resources/read", "prompts/get", "completion/compl
 LIST_METHODS = tuple(LIST_KEYS)
 EMPTY_COMPLETION: Mapping[str, Any] = {"completion": {"values": [], "total": 0, "hasMore": False}}
 DECISION_CACHE_SIZE = 8192
+AUDIT_REDACT_MEMO = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +137,7 @@ def audit_redactor(policy: Policy) -> Callable[[str], str] | None:
     except ImportError:  # pragma: no cover - the transforms package ships with the policy
         return None
     document = policy.document
+    lock = threading.Lock()
     redactor = Redactor(
         {
             "strategies": {"secret": "redact", "credential": "redact"},
@@ -147,9 +149,19 @@ def audit_redactor(policy: Policy) -> Callable[[str], str] | None:
         "audit(redactor)",
     )
 
+    memo: OrderedDict[str, str] = OrderedDict()  # names, ids, roles and reasons repeat: redact each once
+
     def redact(text: str) -> str:
+        hit = memo.get(text)
+        if hit is not None:
+            return hit
         out = redactor.apply(text, TransformContext(direction="output"))
-        return out if isinstance(out, str) else "[REDACTED]"
+        clean = out if isinstance(out, str) else "[REDACTED]"
+        with lock:
+            memo[text] = clean
+            if len(memo) > AUDIT_REDACT_MEMO:
+                memo.popitem(last=False)
+        return clean
 
     return redact
 
