@@ -109,7 +109,9 @@ def test_normal_forms() -> None:
     assert normalize_uri("file:///dir/") == "file:///dir/"
     assert normalize_uri("file:///dir/sub/..") == "file:///dir/"
     assert uri_idents("file:///a?b") == ("file:///a?b", "file:///a")
-    for bad in ("", "no-scheme/path", "file:///a/%2541", "file:///a/%zz", "file:///a/\x00", "file:///a/.../b"):
+    assert normalize_uri("https://u%40x:p@Host.example/") == "https://u@x:p@host.example/"
+    bad_uris = ("", "no-scheme/path", "file:///a/%2541", "file:///a/%zz", "file:///a/\x00", "file:///a/.../b")
+    for bad in (*bad_uris, "https://evil.example%40good.example/", "https://h%2Fx/"):
         with pytest.raises(UriRefused):
             normalize_uri(bad)
 

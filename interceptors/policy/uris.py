@@ -97,10 +97,12 @@ def normalize_uri(uri: str) -> str:
         query = "?" + _decode(query)
     authority: str | None = None
     if rest.startswith("//"):
-        authority, slash, path = rest[2:].partition("/")
+        raw_authority, slash, path = rest[2:].partition("/")
         path = slash + path
-        authority = _decode(authority)
-        userinfo, at, host = authority.rpartition("@")
+        raw_userinfo, at, raw_host = raw_authority.rpartition("@")
+        userinfo, host = _decode(raw_userinfo), _decode(raw_host)
+        if any(char in host for char in "@/?#"):  # `evil%40good`: which host is it?
+            raise UriRefused("an encoded delimiter in the host")
         host, colon, port = host.partition(":") if not host.startswith("[") else (host, "", "")
         host = host.lower().rstrip(".")
         authority = f"{userinfo}{at}{host}{colon}{port}"
