@@ -94,8 +94,15 @@ def proxy(args: argparse.Namespace) -> int:
             from interceptors.policy import BearerTokens
 
             tokens = BearerTokens.from_entries(chain_file.tokens, args.chain)
+        if listen is not None and args.role:  # over HTTP, roles come only from bearer tokens
+            if tokens is None:
+                raise _UsageError(
+                    "--role gives the local user's roles, and over HTTP (--listen) every client would get them, "
+                    "anonymous ones included: give HTTP clients their roles with --tokens FILE instead"
+                )
+            raise _UsageError("--role is for stdio: over HTTP each client's roles come from its entry in --tokens")
         policy = args.policy or (chain_file.policy if chain_file is not None else None) or "standard"
-        stages = build_stages(policy, args.audit_log, args.vault_redis)
+        stages = build_stages(policy, args.audit_log, args.vault_redis, multi_principal=tokens is not None)
         registries = [*stages.registries, *registries]
         exposed: list[Registry] | None = None
         if args.expose_interceptors:
@@ -180,7 +187,9 @@ def add_proxy_command(sub: Any) -> None:
         "audit, soc-analyst) or a policy file; 'none' for a pure pass-through (default: the chain file's "
         "policy, else standard)",
     )
-    parser.add_argument("--role", action="append", metavar="ROLE", help="a role of the local user on stdio; repeatable")
+    parser.add_argument(
+        "--role", action="append", metavar="ROLE", help="a role of the local user, on stdio only; repeatable"
+    )
     parser.add_argument("--audit-log", metavar="FILE", help="append the policy's audit records to this JSONL file")
     parser.add_argument("--tokens", metavar="FILE", help="bearer tokens for HTTP clients (token -> id, roles)")
     parser.add_argument(

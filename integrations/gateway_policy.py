@@ -80,9 +80,27 @@ def _uses_vault(document: Any) -> bool:
     return bool(document.get("vault")) or "pseudonymize" in repr(document)
 
 
-def build_stages(policy: str | None, audit_log: str | None, vault_redis: str | None = None) -> Stages:
+def vault_section(document: Any, multi_principal: bool) -> dict[str, Any]:
+    """The policy's `vault` section, with `scope: principal` unless it says otherwise when more than one principal
+    can call (HTTP with bearer tokens): with one global namespace, any token holder could send another's
+    pseudonym back and have the upstream receive that principal's real value."""
+    section = dict(document.get("vault") or {})
+    if multi_principal:
+        if "scope" not in section:
+            section["scope"] = "principal"
+        elif section["scope"] == "global":
+            logger.warning(
+                "vault scope 'global' with several principals: any of them can have another's pseudonyms reversed"
+            )
+    return section
+
+
+def build_stages(
+    policy: str | None, audit_log: str | None, vault_redis: str | None = None, *, multi_principal: bool = False
+) -> Stages:
     """`policy`: a profile name or file; "none" for no built-in stages. `vault_redis`: a Redis URL to share
-    the vault's tokens between gateway processes (the default store is in memory)."""
+    the vault's tokens between gateway processes (the default store is in memory). `multi_principal`: more than
+    one principal can call (HTTP with tokens), so the vault's scope defaults to `principal`."""
     if policy is not None and policy.lower() == "none":
         return Stages()
     from interceptors.policy import PolicyEngine, policy_registry, transforms_selector
@@ -95,7 +113,7 @@ def build_stages(policy: str | None, audit_log: str | None, vault_redis: str | N
         from interceptors.vault import RedisStore, TokenVault
 
         store = RedisStore(vault_redis) if vault_redis else None
-        vault = TokenVault.from_config(document.get("vault"), store=store)
+        vault = TokenVault.from_config(vault_section(document, multi_principal), store=store)
     registries = [policy_registry(engine)]
     if vault is not None:
         from interceptors.vault import vault_registry

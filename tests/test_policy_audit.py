@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from interceptors.policy import AuditTrail, JsonlAuditFile, PolicyEngine, load_policy, log_safe
+from interceptors.policy import AuditTrail, JsonlAuditFile, PolicyEngine, PolicyError, load_policy, log_safe
 from tests.test_policy_catalog import primed, principal
 
 SECRET_VALUE = "hunter2-very-secret-argument"
@@ -191,7 +191,7 @@ def test_reveal_is_logged_as_a_warning(caplog: pytest.LogCaptureFixture) -> None
 
 
 def test_ring_buffer_size_and_visibility() -> None:
-    engine = primed(load_policy("audit").derive({"audit_size": 3}))
+    engine = primed(load_policy("audit").derive({"audit_size": 3, "audit_per_decision": 3}))
     for who in ("a", "b", "a", "b"):
         call(engine, "get_asset", who=who)
     assert [e["principal"] for e in engine.audit.entries()] == ["b", "a", "b"]
@@ -202,6 +202,41 @@ def test_ring_buffer_size_and_visibility() -> None:
     assert zero.audit.entries() == [] and zero.audit.counters["allowed"] == 1
 
 
+def test_one_noisy_decision_cannot_evict_the_others() -> None:
+    """A flood of `not_found` probes (the attack of issue 16) keeps at most its cap; the history stays."""
+    engine = primed(load_policy("audit").derive({"audit_size": 10, "audit_per_decision": 4, "hide_denied": False}))
+    call(engine, "get_asset", who="early")
+    call(engine, "export_csv", who="early")  # denied
+    for index in range(5000):
+        call(engine, f"probe_{index}")
+    entries = engine.audit.entries()
+    kept = [(e["decision"], e["principal"]) for e in entries]
+    assert kept[:2] == [("allowed", "early"), ("denied", "early")]
+    assert [e["name"] for e in entries[2:]] == [f"probe_{i}" for i in range(4996, 5000)]
+    assert engine.audit.counters["hidden"] == 5000  # counted, not kept
+    # Every decision stays under its cap; the others are untouched.
+    for index in range(8):
+        call(engine, "get_asset", who=f"later-{index}")
+    decisions = [e["decision"] for e in engine.audit.entries()]
+    assert len(decisions) == 9 and decisions.count("denied") == 1 and decisions.count("allowed") == 4
+    default = primed(load_policy("audit"))
+    assert default.audit.size == 10000 and default.audit.per_decision == 5000
+
+
+def test_entries_older_than_max_age_are_dropped() -> None:
+    now = [1000.0]
+    engine = primed(load_policy("audit").derive({"audit_max_age": 60}), wall_clock=lambda: now[0])
+    call(engine, "get_asset", who="old")
+    now[0] += 30
+    call(engine, "get_asset", who="newer")
+    now[0] += 45  # the first is 75 s old now, the second 45 s
+    assert [e["principal"] for e in engine.audit.entries()] == ["newer"]
+    now[0] += 60
+    assert engine.audit.entries() == []
+    with pytest.raises(PolicyError, match="audit_max_age"):
+        load_policy({"audit_max_age": 0})
+
+
 def test_hash_key_comes_from_the_vault_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TEAM_KEY", "k1")
     one = primed(load_policy({"name": "v", "audit": True, "vault": {"key_env": "TEAM_KEY"}}))
@@ -209,3 +244,19 @@ def test_hash_key_comes_from_the_vault_key(monkeypatch: pytest.MonkeyPatch) -> N
     other = primed(load_policy({"name": "v", "audit": True}), audit_key=b"k2")
     hashes = [e.audit.hash_value("x") for e in (one, two, other)]
     assert hashes[0] == hashes[1] != hashes[2]
+
+
+def test_every_string_written_is_redacted_like_the_output(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    token = "ghp_9fK2mQ7rT4vX8zL1nB6cD3hJ5wY0aS2eR4tU"
+    engine = primed(load_policy("audit").derive({"hide_denied": False}), audit_sinks=[path])
+    engine.check_call(principal(f"svc-{token}", f"role-{token}"), "tools/call", {"name": "export_csv",
+                      "arguments": {f"k-{token}": 1}})  # fmt: skip
+    engine.check_call(principal(), "resources/read", {"uri": f"cg://u:{token}@assets/x?access_token={token}"})
+    engine.check_call(principal(), "tools/call", {"name": f"get_asset_{token}"})
+    engine.record_rejection(principal(), "tools/call", {"name": "get_asset", "arguments": {}}, f"saw {token}")
+    text = path.read_text()
+    assert token not in text and token not in repr(engine.audit.entries())
+    first = lines(path)[0]
+    assert first["principal"] == "svc-[REDACTED:api_token]" and first["roles"] == ["role-[REDACTED:api_token]"]
+    assert first["arguments"].keys() == {"k-[REDACTED:api_token]"}

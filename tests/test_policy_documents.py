@@ -333,6 +333,35 @@ def test_mask_secrets() -> None:
     assert mask_secrets([{"client_secret": 1}]) == [{"client_secret": "***"}]
 
 
+def test_show_masks_real_secrets_only_never_strategy_names(tmp_path: Path) -> None:
+    """`policy show` through the CLI: `secret: redact` and `private_key: drop` are strategies and stay readable;
+    a real key or token (the vault key, a transform option's token) is masked."""
+    path = tmp_path / "p.yaml"
+    doc = {
+        "extends": "strict",
+        "vault": {"key": FAKE_KEY},
+        "transform_options": {"redact": {"strategies": {"api_token": "hash", "password": {"strategy": "mask"}}}},
+        "detectors": [{"name": "internal_token", "entity": "api_token", "category": "secret", "pattern": "itk_[a-z]+"}],
+    }
+    path.write_text(yaml.safe_dump(doc))
+    run = subprocess.run(
+        [sys.executable, "-m", "integrations.cli", "policy", "show", str(path)],
+        capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[1],
+    )  # fmt: skip
+    assert FAKE_KEY not in run.stdout and "***" in run.stdout
+    shown = yaml.safe_load(run.stdout)
+    assert shown["vault"]["key"] == "***"
+    redact = next(t for t in shown["transforms"] if isinstance(t, dict) and t.get("type") == "redact")
+    assert redact["strategies"]["secret"] == "redact"
+    assert redact["strategies"]["private_key"] == "drop"
+    assert redact["strategies"]["credential"] == "redact"
+    assert shown["transform_options"]["redact"]["strategies"] == {"api_token": "hash", "password": {"strategy": "mask"}}
+    assert "***" not in json.dumps(shown["transforms"])
+    assert mask_secrets({"webhook": {"token": "redact-me-not", "secret": "drop"}}) == {
+        "webhook": {"token": "***", "secret": "drop"}
+    }
+
+
 def test_check_reports_problems_with_source(tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
     path.write_text("name: x\nroles:\n  a: {deny_tools: [1]}\n")

@@ -17,7 +17,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from interceptors.transforms import Pseudonymizer
-from interceptors.vault import Entry, TokenVault, VaultConfig, VaultKeys, canonical_entity
+from interceptors.vault import Entry, TokenVault, VaultConfig, VaultKeyError, VaultKeys, canonical_entity
 from interceptors.vault.formats import permute_prefix, prefix_hasher
 from interceptors.vault.netclass import PRIVATE_BLOCKS, block_of, classify, parse_ip
 from interceptors.vault.scan import candidates, replace
@@ -497,8 +497,18 @@ def test_key_sources_and_the_key_never_shows(monkeypatch: pytest.MonkeyPatch) ->
     from_config = TokenVault.from_config({"key": secret, "scope": "principal", "ttl_seconds": 60})
     assert from_config.key_source == "config" and from_config.key_id == from_env.key_id
     assert from_config.scope == "principal" and from_config.ttl == 60
-    custom_env = TokenVault.from_config({"key_env": "OTHER_VAULT_KEY_VAR"})
-    assert custom_env.key_source == "random"
+    monkeypatch.delenv("OTHER_VAULT_KEY_VAR", raising=False)
+    with pytest.raises(VaultKeyError) as unset:  # a named variable that is unset is an error, never a random key
+        TokenVault.from_config({"key_env": "OTHER_VAULT_KEY_VAR"})
+    assert str(unset.value).startswith("the vault key variable OTHER_VAULT_KEY_VAR is not set")
+    monkeypatch.setenv("OTHER_VAULT_KEY_VAR", "")
+    with pytest.raises(VaultKeyError):
+        TokenVault.from_config({"key_env": "OTHER_VAULT_KEY_VAR"})
+    monkeypatch.setenv("OTHER_VAULT_KEY_VAR", secret)
+    assert TokenVault.from_config({"key_env": "OTHER_VAULT_KEY_VAR"}).key_id == from_env.key_id
+    monkeypatch.delenv("MCP_INTERCEPTORS_VAULT_KEY")
+    with pytest.raises(VaultKeyError, match="needs a stable key"):
+        TokenVault(path="/nonexistent/vault.json")
     shown = " ".join(
         [
             repr(from_config),

@@ -13,6 +13,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,15 +82,18 @@ def test_wrong_key_and_tampering_raise_and_load_nothing(tmp_path: Path) -> None:
     sealed[len(sealed) // 2] ^= 0x01
     tampered = tmp_path / "tampered.json"
     tampered.write_text(json.dumps({**document, "data": base64.b64encode(bytes(sealed)).decode()}))
+    tampered.chmod(0o600)
     victim = TokenVault(KEY, key_env=None)
     with pytest.raises(VaultFileError, match="wrong key or tampered file"):
         victim.load(tampered)
     relabelled = tmp_path / "relabelled.json"
     relabelled.write_text(json.dumps({**document, "key_id": "000000000000"}))
+    relabelled.chmod(0o600)
     with pytest.raises(VaultFileError):
         victim.load(relabelled)
     truncated = tmp_path / "truncated.json"
     truncated.write_bytes(target.read_bytes()[:-10])
+    truncated.chmod(0o600)
     with pytest.raises(VaultFileError):
         victim.load(truncated)
     assert victim.stats()["entries"] == 0
@@ -102,8 +106,66 @@ def test_plain_files_and_autosave(tmp_path: Path) -> None:
     assert vault.maybe_autosave() == target
     assert "prod-payments-db" in target.read_text() and mode(target) == 0o600
     assert vault.maybe_autosave() is None  # nothing new
-    assert TokenVault(KEY, key_env=None, path=target).reverse(token) == "prod-payments-db"
+    assert TokenVault(KEY, key_env=None, path=target, encrypt=False).reverse(token) == "prod-payments-db"
     assert TokenVault(KEY, key_env=None).save() is None  # no path, nothing to do
+
+
+def test_encrypt_true_refuses_a_plain_file_the_attacker_wrote(tmp_path: Path) -> None:
+    """A plain file in place of the sealed one would choose the real values the upstream receives."""
+    target = tmp_path / "vault.json"
+    sealed = TokenVault(KEY, key_env=None, path=target)
+    token = sealed.tokenize("prod-payments-db", "resource_name")
+    sealed.save()
+    forged = {"format": "mcp-interceptors-vault/1", "encrypted": False, "key_id": sealed.key_id,
+              "entries": [["global", "resource_name", "attacker-db", token, 1.0, 1.0]]}  # fmt: skip
+    target.write_text(json.dumps(forged))
+    target.chmod(0o600)
+    with pytest.raises(VaultFileError) as refused:
+        TokenVault(KEY, key_env=None, path=target)
+    assert str(refused.value) == (
+        f"vault file {target}: the vault file is not encrypted, and this vault has encrypt: true (refused)"
+    )
+    assert TokenVault(KEY, key_env=None, path=target, encrypt=False).reverse(token) == "attacker-db"  # chosen so
+
+
+def test_group_or_world_readable_files_are_refused(tmp_path: Path) -> None:
+    target = tmp_path / "vault.json"
+    TokenVault(KEY, key_env=None, path=target).save()
+    for loose in (0o644, 0o640, 0o604, 0o660, 0o602):
+        target.chmod(loose)
+        with pytest.raises(VaultFileError) as refused:
+            TokenVault(KEY, key_env=None, path=target)
+        assert f"mode {loose:04o} lets group or others read or write it" in str(refused.value)
+        assert str(target) in str(refused.value)
+    target.chmod(0o600)
+    TokenVault(KEY, key_env=None, path=target)
+    target.chmod(0o400)
+    TokenVault(KEY, key_env=None, path=target)
+
+
+@pytest.mark.parametrize(
+    ("rows", "problem"),
+    [
+        ([["global", "resource_name", "a", "res-1", 1.0, 1.0], ["global", "x"]], "row 2 (entries[1]): must be"),
+        ([["global", "resource_name", 5, "res-1", 1.0, 1.0]], "row 1 (entries[0]): namespace, entity, value"),
+        ([["global", "e", "a", "res-1", 1.0, 1.0]] * 2 + [["global", "e", "a", "t", "x", 1]], "row 3 (entries[2])"),
+        ([None], "row 1 (entries[0]): must be"),
+        ("not a list", "a plain vault file needs an entries list"),
+    ],
+)
+def test_a_malformed_file_is_one_line_naming_the_file_and_the_row(tmp_path: Path, rows: Any, problem: str) -> None:
+    target = tmp_path / "vault.json"
+    target.write_text(json.dumps({"format": "mcp-interceptors-vault/1", "encrypted": False, "entries": rows}))
+    target.chmod(0o600)
+    with pytest.raises(VaultFileError) as refused:
+        TokenVault(KEY, key_env=None, path=target, encrypt=False)
+    message = str(refused.value)
+    assert message.startswith(f"vault file {target}: ") and problem in message and "\n" not in message
+    for raw in (b"", b"{", b"[]", b'{"format": "mcp-interceptors-vault/1", "encrypted": true}'):
+        target.write_bytes(raw)
+        with pytest.raises(VaultFileError) as broken:
+            TokenVault(KEY, key_env=None, path=target)
+        assert str(broken.value).startswith(f"vault file {target}: ")
 
 
 def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp_file(

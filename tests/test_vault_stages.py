@@ -213,6 +213,76 @@ def test_no_restored_value_survives_repseudonymisation(reals: list[str], fillers
             assert real.lower() not in cleaned.lower(), (real, emitted)
 
 
+def _spell(text: str, how: str) -> str:
+    """`text` as a tool could hand it back: each of these is a spelling the leak checks decode."""
+    import base64
+    import html
+
+    if how == "base64":
+        return base64.b64encode(text.encode()).decode()
+    if how == "base64url":
+        return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+    if how == "hex":
+        return text.encode().hex()
+    if how == "HEX":
+        return text.encode().hex().upper()
+    if how == "percent":
+        return "".join(f"%{byte:02X}" for byte in text.encode())
+    if how == "quote":
+        return quote(text, safe="")
+    if how == "json":
+        return "".join(f"\\u{ord(c):04x}" for c in text)
+    if how == "json-dumps":
+        return json.dumps(text)
+    if how == "html":
+        return "".join(f"&#{ord(c)};" if i % 2 else f"&#x{ord(c):x};" for i, c in enumerate(text))
+    if how == "html-named":
+        return html.escape(text).replace("@", "&commat;").replace(".", "&period;")
+    return text
+
+
+SPELLINGS = ["base64", "base64url", "hex", "HEX", "percent", "quote", "json", "json-dumps", "html", "html-named"]
+LOCAL = st.text(alphabet=string.ascii_letters + string.digits + "._+-", min_size=1, max_size=12)
+EMAILISH = st.builds(lambda a, b: f"{a}@{b}", LOCAL, LOCAL)
+AROUND = st.sampled_from(["", "got ", "value: ", "[", "x"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(EMAILISH, st.lists(st.sampled_from(SPELLINGS), min_size=1, max_size=3), AROUND, AROUND, st.data())
+def test_no_restored_value_leaves_in_any_spelling_the_redactor_can_decode(
+    real: str, layers: list[str], before: str, after: str, data: st.DataObject
+) -> None:
+    """The vault's property: a restored value of 3+ characters, echoed inside any nesting of up to three encodings
+    that the redactor and the leak checks decode (base64 either alphabet, hex either case, percent, JSON escapes,
+    HTML references), is never emitted; `find_leaks` of interceptors.testing is the judge."""
+    from interceptors.testing.assertions import find_leaks
+
+    token = "user-" + format(abs(hash(real)) % 16**8, "08x") + "@d-0a1b2c3d.example"
+    text = f"{before}{real}{after}"
+    for how in layers:
+        text = f"{data.draw(AROUND)}{_spell(text, how)}{data.draw(AROUND)}"
+    out = Repseudonymizer([(real, token)]).text(text)
+    assert not find_leaks(out, [real]), (real, layers, text, out)
+
+
+@settings(max_examples=200, deadline=None)
+@given(EMAILISH, st.sampled_from(["reversed", "spaced", "dashed", "upper", "spaced-reversed"]), AROUND)
+def test_reversed_and_spelled_out_echoes_are_caught(real: str, how: str, around: str) -> None:
+    token = "user-0a1b2c3d@d-0a1b2c3d.example"
+    spelled = {
+        "reversed": real[::-1],
+        "spaced": " ".join(real),
+        "dashed": "-".join(real.upper()),
+        "upper": real.upper(),
+        "spaced-reversed": " ".join(real[::-1]),
+    }[how]
+    out = Repseudonymizer([(real, token)]).text(f"{around}{spelled}{around}")
+    folded = out.casefold().replace(token.casefold(), "\x00").replace(token[::-1].casefold(), "\x00")
+    assert real.casefold() not in folded and real[::-1].casefold() not in folded
+    squeezed = "".join(c for c in folded if c not in " -")
+    assert "".join(c for c in real if c not in " -").casefold() not in squeezed
+
+
 def test_response_mutator_uses_the_pairs_of_its_own_operation() -> None:
     v = vault(scope="principal")
     stages = VaultStages(v)
@@ -386,3 +456,22 @@ def test_reveal_is_audited_and_never_logs_the_value(caplog: pytest.LogCaptureFix
     for bad in ({"token": ""}, {"token": "x" * 20_001}, {"token": 5}, {"token": token, "extra": 1}):
         with pytest.raises(RevealError):
             tool(bad, "alice")
+
+
+def call(name: str, value: str) -> dict[str, Any]:
+    return {"method": "tools/call", "params": {"name": name, "arguments": {"db": value}}}
+
+
+def test_restore_to_names_the_targets_that_receive_real_values() -> None:
+    v = TokenVault.from_config({"key": KEY, "restore_to": ["deploy_*", "!deploy_public", "cg://assets/*"]})
+    assert v.restores("deploy_prod") and v.restores("cg://assets/db1")
+    assert not v.restores("deploy_public") and not v.restores("echo") and not v.restores(None)
+    assert TokenVault(KEY, key_env=None).restores("anything")
+    token = v.tokenize("prod-payments-db", "resource_name")
+    stages = VaultStages(v)
+    restored = stages.request(invocation("tools/call", "request", call("deploy_prod", token), context()))
+    assert restored.modified and restored.payload["params"]["arguments"] == {"db": "prod-payments-db"}
+    kept = stages.request(invocation("tools/call", "request", call("echo", token), context()))
+    assert kept.modified is False  # the token goes to `echo` as the model wrote it
+    with pytest.raises(ValueError, match=r"vault\.restore_to"):
+        TokenVault.from_config({"key": KEY, "restore_to": "deploy_*"})

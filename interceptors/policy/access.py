@@ -10,12 +10,19 @@ from .globs import Globs
 from .metadata import SENSITIVITY_RANK, PrimitiveSpec
 from .ratelimit import RateLimit
 from .schema import FAMILIES, SENSITIVITIES
+from .uris import normalize_pattern
 
 _KIND_WORD = {"tool": "tool", "resource": "resource", "resource_template": "resource", "prompt": "prompt"}
 
 
-def _globs(values: Any) -> Globs | None:
-    return None if values is None else Globs(values)
+def _globs(values: Any, family: str = "") -> Globs | None:
+    return None if values is None else Globs(_patterns(values, family))
+
+
+def _patterns(values: Any, family: str) -> list[str]:
+    """Resource globs are spelled like the normal form of the URIs they judge (see `uris`)."""
+    patterns = list(values or ())
+    return [normalize_pattern(p) for p in patterns] if family == "resources" else patterns
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +41,8 @@ class AccessLists:
     def from_document(cls, doc: Mapping[str, Any]) -> AccessLists:
         ceiling = doc.get("max_sensitivity")
         return cls(
-            allow={family: _globs(doc.get(f"allow_{family}")) for family in FAMILIES},
-            deny={family: Globs(doc.get(f"deny_{family}") or ()) for family in FAMILIES},
+            allow={family: _globs(doc.get(f"allow_{family}"), family) for family in FAMILIES},
+            deny={family: Globs(_patterns(doc.get(f"deny_{family}"), family)) for family in FAMILIES},
             allow_categories=_globs(doc.get("allow_categories")),
             deny_categories=Globs(doc.get("deny_categories") or ()),
             allow_capabilities=frozenset(doc.get("allow_capabilities") or ()),

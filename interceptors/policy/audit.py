@@ -119,10 +119,20 @@ class JsonlAuditFile:
                 self._fd = None
 
 
+Redact = Callable[[str], str]
+"""Masks secrets in a string (the policy's redaction of what leaves the gateway); the identity when absent."""
+
+
 class AuditTrail:
     """Decisions as entries `{ts, decision, kind, name, principal, roles, arguments, reason?, policy}`.
 
+    Retention in memory: at most `size` entries, none older than `max_age` seconds, and at most `per_decision`
+    of any one decision (`not_found`, `denied`, …), so a flood of one kind (probing for hidden names) cannot
+    push the others out. When the whole buffer is full, the oldest entry of the most numerous decision goes.
     `size` 0 keeps nothing in memory; the logger and sinks still get every entry.
+
+    Every string written (names, URIs with their query strings, principal ids, roles, argument names, reasons)
+    goes through `redact` first, then `log_safe`: a secret in a name is masked as on the output channel.
     """
 
     def __init__(
@@ -133,18 +143,68 @@ class AuditTrail:
         sinks: Sequence[AuditSink] = (),
         policy: str = "",
         clock: Callable[[], float] = time.time,
+        max_age: float | None = None,
+        per_decision: int | None = None,
+        redact: Redact | None = None,
     ) -> None:
-        self._entries: deque[dict[str, Any]] = deque(maxlen=size)
+        self._size = max(0, size)
+        self.max_age = max_age
+        self.per_decision = self._size if per_decision is None else max(0, min(per_decision, self._size))
+        self._by_decision: dict[str, deque[tuple[int, dict[str, Any]]]] = {d: deque() for d in DECISIONS}
+        self._count = 0
+        self._seq = 0
         self._key = derive_key(key if key is not None else os.urandom(32))
         self.sinks = list(sinks)
         self.policy = policy
         self._clock = clock
+        self._redact = redact
         self._lock = threading.Lock()
         self.counters = dict.fromkeys(COUNTERS, 0)
 
+    def clean(self, text: str, limit: int) -> str:
+        """A client-chosen string as it may be written: secrets redacted, then escaped and cut to `limit`."""
+        if self._redact is not None and text:
+            try:
+                text = self._redact(text[: limit + 256])  # never cut a secret in two before looking at it
+            except Exception:  # a broken redactor must not write the secret: keep nothing of the text
+                text = f"#{_digest(self._key, text)}"
+        return log_safe(text, limit)
+
+    def _store(self, entry: dict[str, Any]) -> None:
+        """Keep an entry under the retention rules (the lock is held)."""
+        if self._size == 0 or self.per_decision == 0:
+            return
+        self._seq += 1
+        bucket = self._by_decision.setdefault(entry["decision"], deque())
+        bucket.append((self._seq, entry))
+        self._count += 1
+        if len(bucket) > self.per_decision:
+            bucket.popleft()
+            self._count -= 1
+        while self._count > self._size:
+            largest = max(self._by_decision.values(), key=len)
+            largest.popleft()
+            self._count -= 1
+        self._expire()
+
+    def _expire(self) -> None:
+        if self.max_age is None:
+            return
+        oldest = self._clock() - self.max_age
+        for bucket in self._by_decision.values():
+            while bucket and bucket[0][1]["ts"] < oldest:
+                bucket.popleft()
+                self._count -= 1
+
+    def _snapshot(self) -> list[dict[str, Any]]:
+        """Every kept entry, oldest first (the lock is held)."""
+        self._expire()
+        merged = sorted((pair for bucket in self._by_decision.values() for pair in bucket), key=lambda p: p[0])
+        return [entry for _, entry in merged]
+
     @property
     def size(self) -> int:
-        return self._entries.maxlen or 0
+        return self._size
 
     def count(self, counter: str) -> None:
         with self._lock:
@@ -162,7 +222,7 @@ class AuditTrail:
             if index >= MAX_ARGUMENTS:
                 out["<more>"] = str(len(arguments) - MAX_ARGUMENTS)
                 break
-            out[log_safe(str(name), 100)] = self.hash_value(value)
+            out[self.clean(str(name), 100)] = self.hash_value(value)
         return out
 
     def hide_uri(self, uri: str) -> str:
@@ -183,16 +243,16 @@ class AuditTrail:
             "ts": self._clock(),
             "decision": decision,
             "kind": kind,
-            "name": log_safe(name, NAME_LIMIT),
-            "principal": log_safe(principal, NAME_LIMIT),
-            "roles": sorted(log_safe(role, 100) for role in roles),
+            "name": self.clean(name, NAME_LIMIT),
+            "principal": self.clean(principal, NAME_LIMIT),
+            "roles": sorted(self.clean(role, 100) for role in roles),
             "arguments": self.hash_arguments(arguments),
         }
         if reason:
-            entry["reason"] = log_safe(reason, REASON_LIMIT)
+            entry["reason"] = self.clean(reason, REASON_LIMIT)
         entry["policy"] = self.policy
         with self._lock:
-            self._entries.append(entry)
+            self._store(entry)
         self._emit(entry)
         return entry
 
@@ -200,20 +260,23 @@ class AuditTrail:
         self, kind: str, name: str, principal: str, roles: Iterable[str], arguments: Any, reason: str
     ) -> dict[str, Any]:
         """Turn the newest matching `allowed` entry into `rejected`, or add one; every sink gets a new line."""
-        safe_name, safe_principal = log_safe(name, NAME_LIMIT), log_safe(principal, NAME_LIMIT)
+        safe_name, safe_principal = self.clean(name, NAME_LIMIT), self.clean(principal, NAME_LIMIT)
         hashed = self.hash_arguments(arguments)
         with self._lock:
             self.counters["rejected"] += 1
             amended: dict[str, Any] | None = None
-            for entry in reversed(self._entries):
-                if (
-                    entry["decision"] == "allowed"
-                    and entry["name"] == safe_name
-                    and entry["principal"] == safe_principal
-                    and entry["arguments"] == hashed
-                ):
+            allowed = self._by_decision["allowed"]
+            for index in range(len(allowed) - 1, -1, -1):
+                seq, entry = allowed[index]
+                if entry["name"] == safe_name and entry["principal"] == safe_principal and entry["arguments"] == hashed:
                     entry["decision"] = "rejected"
-                    entry["reason"] = log_safe(reason, REASON_LIMIT)
+                    entry["reason"] = self.clean(reason, REASON_LIMIT)
+                    del allowed[index]
+                    rejected = self._by_decision["rejected"]
+                    rejected.append((seq, entry))
+                    if len(rejected) > self.per_decision:
+                        rejected.popleft()
+                        self._count -= 1
                     amended = entry
                     break
         if amended is None:
@@ -225,10 +288,10 @@ class AuditTrail:
         """Every allowed call to a primitive that reveals protected values, whatever the settings."""
         logger.warning(
             "REVEAL principal=%s roles=%s %s=%s args=%s policy=%s",
-            log_safe(principal, NAME_LIMIT),
-            ",".join(sorted(log_safe(role, 100) for role in roles)),
+            self.clean(principal, NAME_LIMIT),
+            ",".join(sorted(self.clean(role, 100) for role in roles)),
             kind,
-            log_safe(name, NAME_LIMIT),
+            self.clean(name, NAME_LIMIT),
             orjson.dumps(self.hash_arguments(arguments)).decode(),
             self.policy,
         )
@@ -252,12 +315,14 @@ class AuditTrail:
     def entries(self, principal: str | None = None, roles: Iterable[str] = ()) -> list[dict[str, Any]]:
         """Newest last. Callers without an admin role see only their own entries."""
         with self._lock:
-            snapshot = [dict(entry) for entry in self._entries]
+            snapshot = [dict(entry) for entry in self._snapshot()]
         if principal is None or not ADMIN_ROLES.isdisjoint(roles):
             return snapshot
-        own = log_safe(principal, NAME_LIMIT)
+        own = self.clean(principal, NAME_LIMIT)
         return [entry for entry in snapshot if entry["principal"] == own]
 
     def clear(self) -> None:
         with self._lock:
-            self._entries.clear()
+            for bucket in self._by_decision.values():
+                bucket.clear()
+            self._count = 0

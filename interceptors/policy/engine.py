@@ -21,15 +21,17 @@ from .access import CompiledRule, decide
 from .audit import AuditSink, AuditTrail, JsonlAuditFile
 from .document import DocumentSource
 from .errors import ACCESS_DENIED, NOT_FOUND, RATE_LIMITED, PolicyRefusal
-from .metadata import LIST_KEYS, MetadataStore, PrimitiveSpec, Resolved, idents_of
+from .metadata import LIST_KEYS, MetadataStore, PrimitiveSpec, Resolved
 from .policy import Policy, load_policy
 from .principal import principal_id, roles_of
 from .ratelimit import Clock, RateLimit, RateLimiter
+from .uris import UriRefused, uri_idents
 
 CALL_METHODS = ("tools/call", "resources/read", "prompts/get", "completion/complete")
 LIST_METHODS = tuple(LIST_KEYS)
 EMPTY_COMPLETION: Mapping[str, Any] = {"completion": {"values": [], "total": 0, "hasMore": False}}
 DECISION_CACHE_SIZE = 8192
+AUDIT_REDACT_MEMO = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +114,8 @@ class _Target:
     missing_data: Mapping[str, Any] | None = None
     result: Mapping[str, Any] | None = None
     uri: str | None = None
+    refused: str = ""
+    """Why the requested URI cannot be judged (ambiguous or invalid): such a request is denied."""
 
 
 def _pipeline(base: Sequence[Any], rules: Sequence[CompiledRule]) -> list[Any]:
@@ -122,6 +126,44 @@ def _pipeline(base: Sequence[Any], rules: Sequence[CompiledRule]) -> list[Any]:
         mode = rule.body.get("transforms_mode", "append")
         specs = extra if mode == "replace" else extra + specs if mode == "prepend" else specs + extra
     return specs
+
+
+def audit_redactor(policy: Policy) -> Callable[[str], str] | None:
+    """What every audit string goes through: the transforms' redactor masking secrets and credentials (with the
+    policy's own detectors), as the output channel does. None when the transforms package is not there."""
+    try:
+        from ..transforms.base import TransformContext
+        from ..transforms.redactor import Redactor
+    except ImportError:  # pragma: no cover - the transforms package ships with the policy
+        return None
+    document = policy.document
+    lock = threading.Lock()
+    redactor = Redactor(
+        {
+            "strategies": {"secret": "redact", "credential": "redact"},
+            "tags": False,
+            "name_mentions": False,
+            "custom_detectors": list(document.get("detectors") or ()),
+            "disabled_detectors": list(document.get("disabled_detectors") or ()),
+        },
+        "audit(redactor)",
+    )
+
+    memo: OrderedDict[str, str] = OrderedDict()  # names, ids, roles and reasons repeat: redact each once
+
+    def redact(text: str) -> str:
+        hit = memo.get(text)
+        if hit is not None:
+            return hit
+        out = redactor.apply(text, TransformContext(direction="output"))
+        clean = out if isinstance(out, str) else "[REDACTED]"
+        with lock:
+            memo[text] = clean
+            if len(memo) > AUDIT_REDACT_MEMO:
+                memo.popitem(last=False)
+        return clean
+
+    return redact
 
 
 def _sink(sink: AuditSink | str | os.PathLike[str]) -> AuditSink:
@@ -151,6 +193,9 @@ class PolicyEngine:
             sinks=[_sink(sink) for sink in audit_sinks],
             policy=self.policy.name,
             clock=wall_clock,
+            max_age=self.policy.audit_max_age,
+            per_decision=self.policy.audit_per_decision,
+            redact=audit_redactor(self.policy),
         )
         self._cache: OrderedDict[tuple[Any, ...], _Access] = OrderedDict()
         self._cache_size = cache_size
@@ -185,7 +230,13 @@ class PolicyEngine:
 
     def decide(self, principal: Principal | None, spec: PrimitiveSpec, uri: str | None = None) -> tuple[bool, str]:
         """The bare access decision for a primitive (no rate limits, no audit): `(allowed, reason)`."""
-        idents = spec.idents if uri is None else tuple(dict.fromkeys((spec.name, *idents_of(uri))))
+        if uri is None:
+            idents = spec.idents
+        else:
+            try:
+                idents = tuple(dict.fromkeys((spec.name, *uri_idents(uri))))
+            except UriRefused as exc:
+                return False, f"resource URI refused: {exc}"
         entry = self._access(Resolved(spec, idents), roles_of(principal), principal_id(principal), spec.kind, uri)
         return entry.allowed, entry.reason
 
@@ -212,11 +263,17 @@ class PolicyEngine:
         elif method == "prompts/get":
             resolved = store.prompt(name)
         elif method == "resources/read":
-            resolved = store.resource(name)
+            try:
+                resolved = store.resource(name)
+            except UriRefused:
+                return None
         elif method == "completion/complete":
             is_prompt = any(spec.name == name for spec in store.specs("prompts/list"))
             ref = {"type": "ref/prompt", "name": name} if is_prompt else {"type": "ref/resource", "uri": name}
-            resolved = store.reference(ref)[1]
+            try:
+                resolved = store.reference(ref)[1]
+            except UriRefused:
+                return None
         else:
             return None
         return None if resolved is None else resolved.spec
@@ -236,17 +293,25 @@ class PolicyEngine:
             uri = params.get("uri")
             if not isinstance(uri, str):
                 uri = ""
-            resolved = store.resource(uri)
+            try:
+                resolved = store.resource(uri)
+            except UriRefused as exc:
+                return _Target("resource", uri, None, None, "", None, uri=uri, refused=str(exc))
             kind = "resource" if resolved is None else resolved.spec.kind
             return _Target(
                 kind, uri, resolved, resolved and resolved.variables, f"Unknown resource: {uri}", {"uri": uri}, uri=uri
             )
         if method == "completion/complete":
-            family, resolved = store.reference(params.get("ref"))
             ref = params.get("ref")
+            arguments = {key: params[key] for key in ("argument", "context") if key in params}
+            try:
+                family, resolved = store.reference(ref)
+            except UriRefused as exc:
+                uri = ref.get("uri") if isinstance(ref, Mapping) else ""
+                uri = uri if isinstance(uri, str) else ""
+                return _Target("completion", uri, None, arguments, "", None, uri=uri, refused=str(exc))
             name = ref.get("name" if family == "prompt" else "uri") if isinstance(ref, Mapping) else None
             name = name if isinstance(name, str) else ""
-            arguments = {key: params[key] for key in ("argument", "context") if key in params}
             uri = name if family == "resource" else None
             return _Target(
                 "completion", name, resolved, arguments, f"Unknown {family}: {name}", None, EMPTY_COMPLETION, uri
@@ -264,6 +329,8 @@ class PolicyEngine:
         if target is None:
             return PASS
         roles, pid = roles_of(principal), principal_id(principal)
+        if target.refused:
+            return self._refused_uri(target, roles, pid)
         resolved = target.resolved
         if resolved is None:
             return self._not_found(target, roles, pid, "unknown")
@@ -304,6 +371,23 @@ class PolicyEngine:
             reason = "reveal" if reveal else ""
             self.audit.record("allowed", target.call_kind, label, pid, roles, target.arguments, reason)
         return entry.decision
+
+    def _refused_uri(self, target: _Target, roles: frozenset[str], pid: str) -> Decision:
+        """A URI that a server could read in more than one way is denied, whatever the policy says: no glob
+        can be trusted to have judged it. The answer says why (the rule, never the URI)."""
+        reason = f"resource URI refused: {target.refused}"
+        self.audit.count("denied")
+        shown = self.audit.hide_uri(target.name)
+        self.audit.record("denied", target.call_kind, shown, pid, roles, target.arguments, reason)
+        return Decision(
+            "denied",
+            target.call_kind,
+            target.name,
+            ACCESS_DENIED,
+            f"Access denied: {reason}",
+            {"reason": reason, "policy": self.policy.name},
+            reason,
+        )
 
     def _not_found(self, target: _Target, roles: frozenset[str], pid: str, reason: str) -> Decision:
         """Hidden and nonexistent look the same to the caller; only the audit entry's reason differs."""

@@ -18,6 +18,7 @@ from urllib.parse import unquote
 
 from .globs import Globs
 from .schema import CAPABILITIES, SENSITIVITIES
+from .uris import UriRefused, normalize_uri, uri_idents
 
 META_PREFIX = "io.mcp-interceptors/"
 META_CATEGORY = META_PREFIX + "category"
@@ -247,10 +248,12 @@ def _item_print(item: Mapping[str, Any]) -> tuple[Any, ...]:
 class _Family:
     """Known primitives of one list method, and whether the server's whole list has been seen."""
 
-    __slots__ = ("complete", "items", "paginated", "prints")
+    __slots__ = ("complete", "items", "normal", "paginated", "prints")
 
     def __init__(self) -> None:
         self.items: dict[str, PrimitiveSpec] = {}
+        self.normal: dict[str, PrimitiveSpec] = {}
+        """For static resources: the listed URIs in their normal form (see `uris`)."""
         self.prints: dict[str, tuple[Any, ...]] = {}
         self.complete = False
         self.paginated = False
@@ -310,6 +313,13 @@ class MetadataStore:
                 family.items = dict(list(learned.items())[:MAX_ITEMS])
                 family.prints = {key: prints[key] for key in family.items}
             family.complete = family.complete or not more
+            if method == "resources/list":
+                family.normal = {}
+                for uri, spec in family.items.items():
+                    try:
+                        family.normal.setdefault(normalize_uri(uri), spec)
+                    except UriRefused:
+                        continue
             if method == "resources/templates/list":
                 templates = [(UriTemplate(text), spec) for text, spec in family.items.items()]
                 templates.sort(key=lambda pair: len(pair[0].text), reverse=True)
@@ -351,20 +361,22 @@ class MetadataStore:
         return Resolved(spec, spec.idents)
 
     def resource(self, uri: str) -> Resolved | None:
-        """Static URI (raw, then percent-decoded), else the longest matching template, else a default spec."""
-        decoded = unquote(uri)
-        idents = (uri,) if decoded == uri else (uri, decoded)
-        static = self._families["resources/list"].items
-        spec = static.get(uri) or static.get(decoded)
+        """Static URI (as sent, then in its normal form), else the longest template matching the normal form,
+        else a default spec. Globs see the listed URI or template text and the normal form only, never the
+        spelling as sent. Raises `UriRefused` for a URI that cannot be read one way only."""
+        idents = uri_idents(uri)
+        normal = idents[0]
+        static = self._families["resources/list"]
+        spec = static.items.get(uri) or static.normal.get(normal)
         if spec is not None:
             return Resolved(spec, tuple(dict.fromkeys((spec.name, *idents))))
         for template, template_spec in self._templates:
-            variables = template.match(uri)
+            variables = template.match(normal)
             if variables is not None:
                 return Resolved(template_spec, (template.text, *idents), variables)
         if self._complete("resources/list", "resources/templates/list"):
             return None
-        return Resolved(self._default("resource", uri), idents)
+        return Resolved(self._default("resource", normal), idents)
 
     def reference(self, ref: Any) -> tuple[str, Resolved | None]:
         """A completion's `ref`: ("prompt"|"resource", resolved). Template text is looked up as a template."""

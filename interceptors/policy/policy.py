@@ -33,6 +33,9 @@ class Policy:
         self.honor_hints: bool = doc.get("honor_hints", True)
         self.audit: bool = doc.get("audit", False)
         self.audit_size: int = doc.get("audit_size", 1000)
+        self.audit_max_age: float | None = doc.get("audit_max_age")
+        per_decision = doc.get("audit_per_decision")
+        self.audit_per_decision: int = max(1, self.audit_size // 2) if per_decision is None else per_decision
         self.lists = AccessLists.from_document(doc)
         # The effective deny set: the merged deny list minus the policy-level allow list.
         self.deny_capabilities = self.lists.deny_capabilities - self.lists.allow_capabilities

@@ -237,6 +237,7 @@ VAULT = _fields(
         "path": _opt_string,
         "autosave": _bool,
         "encrypt": _bool,
+        "restore_to": _opt_strings,
     }
 )
 
@@ -271,6 +272,8 @@ POLICY = _fields(
         "honor_hints": _bool,
         "audit": _bool,
         "audit_size": _count,
+        "audit_max_age": _optional(_positive_number),
+        "audit_per_decision": _optional(_count),
         "transforms": _opaque_list,
         "input_transforms": _opaque_list,
         "transform_options": _opaque_mapping,

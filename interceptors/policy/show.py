@@ -14,24 +14,39 @@ from .policy import Policy, load_policy
 
 MASK = "***"
 _SECRET_SUFFIXES = ("key", "secret", "password", "token")
+STRATEGY_NAMES = frozenset({"redact", "mask", "hash", "pseudonymize", "generalize", "drop", "keep"})
+"""The redactor's strategies: a value that is one of these names a treatment, never a secret."""
+_STRATEGY_TABLES = frozenset({"strategies"})
+"""Mappings whose keys are entity or category names (`secret`, `private_key`, …), not secret fields."""
 
 
 def _is_secret_key(key: str) -> bool:
     return key.lower().endswith(_SECRET_SUFFIXES)
 
 
-def mask_secrets(value: Any) -> Any:
-    """A copy where every non-mapping value under a key ending in key/secret/password/token is `***`.
+def _is_secret_value(key: object, item: Any, table: bool) -> bool:
+    """A real secret: a scalar under a secret-sounding key, outside a strategy table, that names no strategy."""
+    if table or item is None or isinstance(item, Mapping | list | bool):
+        return False
+    if not (isinstance(key, str) and _is_secret_key(key)):
+        return False
+    return not (isinstance(item, str) and item in STRATEGY_NAMES)
 
-    Mappings are walked rather than masked, so a role or catalog entry named e.g. `reveal_token` stays readable.
+
+def mask_secrets(value: Any, *, _table: bool = False) -> Any:
+    """A copy where every real secret value (a key, a token, a password) is `***`.
+
+    Masked: scalars under a key ending in key/secret/password/token. Not masked: mappings and lists (walked, so
+    a role or catalog entry named e.g. `reveal_token` stays readable), anything in a redactor's `strategies`
+    table (its keys are entity names such as `secret` and `private_key`), and strategy names.
     """
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for key, item in value.items():
-            if isinstance(item, Mapping) or not (isinstance(key, str) and _is_secret_key(key)):
-                out[key] = mask_secrets(item)
+            if _is_secret_value(key, item, _table):
+                out[key] = MASK
             else:
-                out[key] = MASK if item is not None else None
+                out[key] = mask_secrets(item, _table=isinstance(key, str) and key in _STRATEGY_TABLES)
         return out
     if isinstance(value, list):
         return [mask_secrets(item) for item in value]

@@ -75,7 +75,8 @@ class Depseudonymizer(Transform):
                     return real
 
                 current = self._finder.sub(swap, current)
-        if ctx.pseudonymizer.reversible:
+        restores = getattr(ctx.pseudonymizer, "restores", None)  # the vault's `restore_to`
+        if ctx.pseudonymizer.reversible and (restores is None or restores(ctx.name)):
             restored, pairs = ctx.pseudonymizer.detokenize(current, ctx.namespace)
             if pairs:
                 ctx.restored.extend(pairs)

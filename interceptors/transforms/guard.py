@@ -1,6 +1,7 @@
 """`guard_secrets`: a request whose arguments carry credentials is refused (or scrubbed) before it runs.
 
-A model should pass references to secrets, never the secrets: a credential in an argument has probably
+Argument names are scanned as well as values (`{"<a token>": 1}` is refused too). A model should pass
+references to secrets, never the secrets: a credential in an argument has probably
 been lifted from an earlier result or from the user, and the tool is the wrong place for it.
 """
 
@@ -50,7 +51,7 @@ class SecretGuard(Transform):
                 "key_rules": ["sensitive_key"],
                 # The 0.5 high-entropy heuristic would refuse every opaque id a model passes along.
                 "min_confidence": opts.number("min_confidence", 0.8, 0.0, 1.0),
-                "scan_keys": False,
+                "scan_keys": True,  # a credential used as an argument name is still a credential
                 "tags": False,
                 "name_mentions": False,
                 "decode": False,  # arguments are refused or scrubbed as spelled

@@ -39,8 +39,13 @@ def _label(purpose: str) -> bytes:
     return f"mcp-interceptors/{purpose}".encode()
 
 
-def resolve_raw_key(key: bytes | str | None, key_env: str | None = DEFAULT_KEY_ENV) -> tuple[bytes, KeySource]:
-    """The raw key and where it came from: the argument, else `$key_env`, else 32 random bytes."""
+def resolve_raw_key(
+    key: bytes | str | None, key_env: str | None = DEFAULT_KEY_ENV, *, required: bool = False
+) -> tuple[bytes, KeySource]:
+    """The raw key and where it came from: the argument, else `$key_env`, else 32 random bytes.
+
+    `required`: no random fallback. A policy that names `key_env` wants that key; silently using a random one
+    would change every pseudonym at each restart (and make a vault file unreadable), so it is an error."""
     if key is not None:
         if isinstance(key, str):
             raw = key.encode("utf-8")
@@ -55,6 +60,13 @@ def resolve_raw_key(key: bytes | str | None, key_env: str | None = DEFAULT_KEY_E
         value = os.environ.get(key_env)
         if value:
             return value.encode("utf-8"), "env"
+    if required:
+        if key_env:
+            raise VaultKeyError(
+                f"the vault key variable {key_env} is not set (or empty): set it, or remove vault.key_env to use "
+                "a random key for this process only"
+            )
+        raise VaultKeyError("a vault key is required and none was given")
     return secrets.token_bytes(32), "random"
 
 
@@ -67,8 +79,10 @@ class VaultKeys:
     _subkeys: dict[str, bytes] = field(repr=False, compare=False)
 
     @classmethod
-    def derive(cls, key: bytes | str | None = None, key_env: str | None = DEFAULT_KEY_ENV) -> VaultKeys:
-        raw, source = resolve_raw_key(key, key_env)
+    def derive(
+        cls, key: bytes | str | None = None, key_env: str | None = DEFAULT_KEY_ENV, *, required: bool = False
+    ) -> VaultKeys:
+        raw, source = resolve_raw_key(key, key_env, required=required)
         subkeys = {p: hmac.new(raw, _label(p), hashlib.sha256).digest() for p in PURPOSES}
         key_id = subkeys["key-id"].hex()[:12]
         return cls(key_id, source, subkeys)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -53,8 +54,11 @@ def seal_document(payload: dict[str, Any], keys: VaultKeys | None) -> bytes:
     return orjson.dumps(document)
 
 
-def open_document(raw: bytes, keys: VaultKeys) -> dict[str, Any]:
-    """The export inside a vault file (decrypted and authenticated when it is encrypted)."""
+def open_document(raw: bytes, keys: VaultKeys, *, require_encrypted: bool = False) -> dict[str, Any]:
+    """The export inside a vault file (decrypted and authenticated when it is encrypted).
+
+    `require_encrypted` (a vault with `encrypt: true`): a plain file is refused. Anyone who can write the file
+    could otherwise swap the sealed file for a plain one and choose the real values the upstream receives."""
     try:
         document = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -62,6 +66,8 @@ def open_document(raw: bytes, keys: VaultKeys) -> dict[str, Any]:
     if not isinstance(document, dict) or document.get("format") != FILE_FORMAT:
         raise VaultFileError(f"not a vault file (expected format {FILE_FORMAT!r})")
     if document.get("encrypted") is not True:
+        if require_encrypted:
+            raise VaultFileError("the vault file is not encrypted, and this vault has encrypt: true (refused)")
         if not isinstance(document.get("entries"), list):
             raise VaultFileError("a plain vault file needs an entries list")
         return {"format": FILE_FORMAT, "key_id": document.get("key_id"), "entries": document["entries"]}
@@ -83,7 +89,10 @@ def open_document(raw: bytes, keys: VaultKeys) -> dict[str, Any]:
         plain = AESGCM(keys.subkey("file-encryption")).decrypt(nonce, sealed, _aad(keys.key_id))
     except InvalidTag:
         raise VaultFileError("vault file authentication failed (wrong key or tampered file)") from None
-    inner = orjson.loads(plain)
+    try:
+        inner = orjson.loads(plain)
+    except orjson.JSONDecodeError:
+        raise VaultFileError("vault file holds no entries list") from None
     if not isinstance(inner, dict) or not isinstance(inner.get("entries"), list):
         raise VaultFileError("vault file holds no entries list")
     return {"format": FILE_FORMAT, "key_id": keys.key_id, "entries": inner["entries"]}
@@ -140,11 +149,35 @@ def write_vault_file(path: Path, payload: dict[str, Any], keys: VaultKeys | None
     atomic_write(path, seal_document(payload, keys))
 
 
-def read_vault_file(path: Path, keys: VaultKeys) -> dict[str, Any]:
+def check_private(path: Path, mode: int) -> None:
+    """A vault file holds real values: readable or writable by group or others, it is refused (fix: chmod 600)."""
+    if mode & 0o077:
+        raise VaultFileError(
+            f"vault file {path}: mode {stat.S_IMODE(mode):04o} lets group or others read or write it (refused; "
+            f"chmod 600 it after checking that nobody changed it)"
+        )
+
+
+def read_vault_file(path: Path, keys: VaultKeys, *, require_encrypted: bool = False) -> dict[str, Any]:
+    """The export in a vault file. Every problem is a one-line `VaultFileError` naming the file."""
     try:
-        size = path.stat().st_size
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         raise
-    if size > MAX_FILE_BYTES:
-        raise VaultFileError("vault file too large")
-    return open_document(path.read_bytes(), keys)
+    except OSError as exc:
+        raise VaultFileError(f"vault file {path}: cannot read it ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        check_private(path, info.st_mode)
+        if info.st_size > MAX_FILE_BYTES:
+            raise VaultFileError(f"vault file {path}: too large")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise VaultFileError(f"vault file {path}: cannot read it ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    try:
+        return open_document(raw, keys, require_encrypted=require_encrypted)
+    except VaultFileError as exc:
+        raise VaultFileError(f"vault file {path}: {exc}") from None

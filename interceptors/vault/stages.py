@@ -30,6 +30,7 @@ import orjson
 from ..outcomes import Mutation
 from ..registry import Invocation, Registry
 from ..wire import InvocationContext
+from . import echoes
 from .store import Pair
 from .vault import TokenVault
 
@@ -205,15 +206,23 @@ def _variants(real: str, token: str) -> list[tuple[str, str]]:
 
 
 class Repseudonymizer:
-    """Swaps restored real values back to their tokens wherever they appear."""
+    """Swaps restored real values back to their tokens wherever they appear, in any spelling the leak checks
+    decode (see `echoes`): as they are in any case, JSON-escaped, percent-encoded, reversed, spelled out, and
+    inside base64, hex, percent, JSON and HTML layers, nested."""
 
     def __init__(self, pairs: Iterable[Pair], min_length: int = MIN_ECHO) -> None:
         table: dict[str, str] = {}
+        reals: list[str] = []
+        spaced: dict[str, str] = {}
         for real, token in pairs:
             if len(real) < min_length or real == token:
                 continue
+            reals.append(real)
             for form, replacement in _variants(real, token):
                 table.setdefault(form, replacement)
+            table.setdefault(real[::-1], token[::-1])
+            spaced.setdefault(real.casefold(), token)
+            spaced.setdefault(real[::-1].casefold(), token[::-1])
         self.table = table
         self._folded = {form.lower(): rep for form, rep in table.items()}
         self._pattern = (
@@ -221,6 +230,9 @@ class Repseudonymizer:
             if table
             else None
         )
+        self._spaced_tokens = spaced
+        self._spaced = echoes.spaced_pattern(list(spaced))
+        self._layers = echoes.Layers(self._text, reals)
 
     def __bool__(self) -> bool:
         return self._pattern is not None
@@ -235,11 +247,24 @@ class Repseudonymizer:
                 return replacement
         return found
 
-    def text(self, text: str) -> str:
+    def _spaced_replacement(self, match: re.Match[str]) -> str:
+        squeezed = echoes.squeeze(match.group(0))
+        for value, token in self._spaced_tokens.items():
+            if echoes.squeeze(value) == squeezed:
+                return token
+        return next(iter(self._spaced_tokens.values()))  # it matched some value: never let it through
+
+    def _text(self, text: str, depth: int) -> str:
         if self._pattern is None or not text:
             return text
         new = self._pattern.sub(self._replacement, text)
+        if self._spaced is not None:
+            new = self._spaced.sub(self._spaced_replacement, new)
+        new = self._layers.rewrite(new, depth)
         return text if new == text else new
+
+    def text(self, text: str) -> str:
+        return self._text(text, 0)
 
     def result(self, payload: Any) -> Any:
         return rewrite_result(payload, self.text)
@@ -262,6 +287,18 @@ def is_final(payload: Any) -> bool:
 # --- the stages -----------------------------------------------------------------------------------------------------
 
 
+def target_name(event: str, params: Mapping[str, Any]) -> str:
+    """The tool or prompt name, the resource URI, or the completion's reference (name or URI), as sent."""
+    if event == "resources/read":
+        value = params.get("uri")
+    elif event == "completion/complete":
+        ref = params.get("ref")
+        value = (ref.get("name") or ref.get("uri")) if isinstance(ref, Mapping) else None
+    else:
+        value = params.get("name")
+    return value if isinstance(value, str) else ""
+
+
 class VaultStages:
     """The handlers behind the registered interceptors (usable directly, without a chain)."""
 
@@ -277,6 +314,8 @@ class VaultStages:
         payload = invocation.payload
         if not isinstance(payload, Mapping) or not isinstance(payload.get("params"), Mapping):
             return Mutation.unchanged()
+        if not self.restores_to(invocation.event, payload["params"]):
+            return Mutation.unchanged()  # this target gets the tokens as the model wrote them
         namespace = self.namespace(invocation)
         pairs: list[Pair] = []
         params = self.depseudonymizer.params(invocation.event, payload["params"], namespace, pairs)
@@ -293,6 +332,10 @@ class VaultStages:
         if params is payload["params"]:
             return Mutation.unchanged()
         return Mutation({**payload, "params": dict(params)}, True)
+
+    def restores_to(self, event: str, params: Mapping[str, Any]) -> bool:
+        """Whether the operation's target may receive real values (`vault.restore_to`; unset: every target)."""
+        return self.vault.restores(target_name(event, params))
 
     def response(self, invocation: Invocation) -> Mutation:
         try:

@@ -293,11 +293,13 @@ def rows_to_entries(rows: Iterable[object], where: str = "entries") -> list[Entr
     out: list[Entry] = []
     for index, row in enumerate(rows):
         if not isinstance(row, list | tuple) or len(row) != 6:
-            raise ValueError(f"{where}[{index}]: must be [namespace, entity, value, token, created, last_used]")
+            raise ValueError(
+                f"row {index + 1} ({where}[{index}]): must be [namespace, entity, value, token, created, last_used]"
+            )
         ns, entity, value, token, created, used = row
         if not all(isinstance(x, str) for x in (ns, entity, value, token)) or not token or not ns:
-            raise ValueError(f"{where}[{index}]: namespace, entity, value and token must be strings")
+            raise ValueError(f"row {index + 1} ({where}[{index}]): namespace, entity, value and token must be strings")
         if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in (created, used)):
-            raise ValueError(f"{where}[{index}]: created and last_used must be numbers")
+            raise ValueError(f"row {index + 1} ({where}[{index}]): created and last_used must be numbers")
         out.append(Entry(ns, entity, value, token, float(created), float(used)))
     return out

@@ -12,6 +12,7 @@ It implements the transforms' `Pseudonymizer` protocol (`reversible`, `namespace
 from __future__ import annotations
 
 import atexit
+import fnmatch
 import hashlib
 import hmac
 import logging
@@ -25,7 +26,7 @@ from typing import Any, Literal
 
 from . import formats, persist, scan
 from .formats import FormatRequest, KeyStream
-from .keys import DEFAULT_KEY_ENV, KeySource, VaultKeys, fields_message
+from .keys import DEFAULT_KEY_ENV, KeySource, VaultKeyError, VaultKeys, fields_message
 from .netclass import IP_ENTITIES, IPNetwork, ip_entity
 from .store import Entry, MemoryStore, Pair, StoreKeys, VaultStore, rows_to_entries
 
@@ -51,26 +52,32 @@ class VaultConfig:
     """The policy's `vault` section (all optional)."""
 
     key: str | None = None
-    key_env: str = DEFAULT_KEY_ENV
+    key_env: str | None = None
+    """Named by the policy: then it must be set (see `TokenVault(require_key=...)`). None: the default variable,
+    if set, else a random key for this process."""
     scope: Scope = "global"
     ttl_seconds: float | None = None
     path: str | None = None
     autosave: bool = False
     encrypt: bool = True
+    restore_to: tuple[str, ...] | None = None
+    """Globs over tool and prompt names, resource URIs and completion references that may receive real
+    values; None: all. Others get the tokens as the model wrote them."""
 
     @classmethod
     def from_mapping(cls, section: Mapping[str, Any] | None) -> VaultConfig:
         data = dict(section or {})
-        unknown = sorted(set(data) - {"key", "key_env", "scope", "ttl_seconds", "path", "autosave", "encrypt"}, key=str)
+        fields = {"key", "key_env", "scope", "ttl_seconds", "path", "autosave", "encrypt", "restore_to"}
+        unknown = sorted(set(data) - fields, key=str)
         if unknown:
             names = ", ".join(repr(k) if isinstance(k, str) and k.isidentifier() else "<unprintable>" for k in unknown)
             raise ValueError(f"vault: unknown field(s) {names}")
         key = data.get("key")
         if key is not None and not isinstance(key, str):
             raise ValueError("vault.key: must be a string")
-        key_env = data.get("key_env") or DEFAULT_KEY_ENV
-        if not isinstance(key_env, str):
-            raise ValueError("vault.key_env: must be a string")
+        key_env = data.get("key_env")
+        if key_env is not None and (not isinstance(key_env, str) or not key_env):
+            raise ValueError("vault.key_env: must be a non-empty string")
         scope = data.get("scope", "global")
         if scope not in ("global", "principal"):
             raise ValueError("vault.scope: must be 'global' or 'principal'")
@@ -86,13 +93,27 @@ class VaultConfig:
             if not isinstance(value, bool):
                 raise ValueError(f"vault.{name}: must be true or false")
             flags[name] = value
-        return cls(key, key_env, scope, None if ttl is None else float(ttl), path, flags["autosave"], flags["encrypt"])
+        restore_to = data.get("restore_to")
+        if restore_to is not None and (
+            not isinstance(restore_to, list | tuple) or not all(isinstance(g, str) and g for g in restore_to)
+        ):
+            raise ValueError("vault.restore_to: must be a list of globs (or null for every tool)")
+        return cls(
+            key,
+            key_env,
+            scope,
+            None if ttl is None else float(ttl),
+            path,
+            flags["autosave"],
+            flags["encrypt"],
+            None if restore_to is None else tuple(restore_to),
+        )
 
     def __repr__(self) -> str:
         key = "<hidden>" if self.key else None
         return (
             f"VaultConfig(key={key}, key_env={self.key_env!r}, scope={self.scope!r}, ttl_seconds={self.ttl_seconds},"
-            f" path={self.path!r}, autosave={self.autosave}, encrypt={self.encrypt})"
+            f" path={self.path!r}, autosave={self.autosave}, encrypt={self.encrypt}, restore_to={self.restore_to!r})"
         )
 
 
@@ -130,12 +151,22 @@ class TokenVault:
         store: VaultStore | None = None,
         clock: Callable[[], float] = time.time,
         operation_ttl: float = 3600.0,
+        require_key: bool = False,
+        restore_to: Iterable[str] | None = None,
     ) -> None:
+        """`require_key`: `key_env` must be set (no random fallback). A vault with a `path` always needs a stable
+        key: a random one would make its own file unreadable at the next start."""
         if scope not in ("global", "principal"):
             raise ValueError("scope must be 'global' or 'principal'")
         if ttl_seconds is not None and ttl_seconds <= 0:
             raise ValueError("ttl_seconds must be positive")
-        self._keys = VaultKeys.derive(key, key_env)
+        self._keys = VaultKeys.derive(key, key_env, required=require_key)
+        if path is not None and self._keys.source == "random":
+            raise VaultKeyError(
+                f"vault file {path} needs a stable key: set vault.key, vault.key_env or ${key_env or DEFAULT_KEY_ENV}"
+            )
+        if self._keys.source == "random":
+            logger.info("vault %s: random key for this process (tokens change at restart)", self._keys.key_id)
         self._token_key = self._keys.subkey("tokenize")
         self._prefix_key = self._keys.subkey("prefix-preserving")
         self._hash_key = self._keys.subkey("hash")
@@ -145,6 +176,8 @@ class TokenVault:
         self.path: Path | None = Path(path) if path is not None else None
         self.autosave = autosave
         self.encrypt = encrypt
+        self.restore_to: tuple[str, ...] | None = None if restore_to is None else tuple(restore_to)
+        """Which tools, prompts, resources and completions may receive real values (globs; None: all)."""
         self.clock = clock
         self.operation_ttl = operation_ttl
         self.store: VaultStore = store if store is not None else MemoryStore()
@@ -175,12 +208,14 @@ class TokenVault:
         config = section if isinstance(section, VaultConfig) else VaultConfig.from_mapping(section)
         return cls(
             config.key,
-            key_env=config.key_env,
+            key_env=config.key_env or DEFAULT_KEY_ENV,
+            require_key=config.key is None and config.key_env is not None,
             scope=config.scope,
             ttl_seconds=config.ttl_seconds,
             path=config.path,
             autosave=config.autosave,
             encrypt=config.encrypt,
+            restore_to=config.restore_to,
             store=store,
             **kwargs,
         )
@@ -220,6 +255,20 @@ class TokenVault:
             "persistent": self.path is not None,
             "dirty": self._dirty,
         }
+
+    def restores(self, target: str | None) -> bool:
+        """Whether a tool or prompt (by name), a resource (by URI) or a completion reference may receive real
+        values (`restore_to`; unset: every target). The others get the tokens as the model wrote them. Globs are
+        shell-style and case-sensitive, as the policy's: a positive pattern matches and no `!` one does."""
+        globs = self.restore_to
+        if globs is None:
+            return True
+        name = target or ""
+        positive = [g for g in globs if not g.startswith("!")]
+        negative = [g[1:] for g in globs if g.startswith("!")]
+        return any(fnmatch.fnmatchcase(name, g) for g in positive) and not any(
+            fnmatch.fnmatchcase(name, g) for g in negative
+        )
 
     # --- the Pseudonymizer protocol ------------------------------------------------------------------------
 
@@ -439,14 +488,22 @@ class TokenVault:
         source = Path(path) if path is not None else self.path
         if source is None:
             raise VaultError("no vault path configured")
-        data = persist.read_vault_file(source, self._keys)
-        return self.import_mappings(data, overwrite=overwrite)
+        data = persist.read_vault_file(source, self._keys, require_encrypted=self.encrypt)
+        return self._import_file_data(source, data, overwrite)
+
+    def _import_file_data(self, source: Path, data: Mapping[str, Any], overwrite: bool) -> int:
+        """A file's rows, all or nothing; a bad row is a one-line `VaultFileError` naming the file and the row."""
+        try:
+            return self.import_mappings(data, overwrite=overwrite)
+        except VaultError as exc:
+            problem = str(exc).removeprefix("bad vault export: ")
+            raise persist.VaultFileError(f"vault file {source}: {problem}") from None
 
     def import_file(self, path: str | Path, key: bytes | str, *, overwrite: bool = False) -> int:
         """Import the mappings of a file written under another key (given here, used once, not kept)."""
         other = VaultKeys.derive(key, None)
-        data = persist.read_vault_file(Path(path), other)
-        return self.import_mappings(data, overwrite=overwrite)
+        data = persist.read_vault_file(Path(path), other, require_encrypted=self.encrypt)
+        return self._import_file_data(Path(path), data, overwrite)
 
     def maybe_autosave(self) -> Path | None:
         """Save now if `autosave` is on and something changed (called after each response pass)."""
