@@ -89,7 +89,7 @@ class Served:
         self.transcript.append(reply)
         return reply
 
-    def reply_to(self, request_id: Any, timeout: float = 10) -> dict[str, Any]:
+    def reply_to(self, request_id: Any, timeout: float = 60) -> dict[str, Any]:  # a busy machine starts slowly
         deadline = time.monotonic() + timeout
         while (left := deadline - time.monotonic()) > 0:
             reply = self.next_reply(left)

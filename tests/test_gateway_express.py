@@ -43,7 +43,7 @@ CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 INFO_KEY = "io.modelcontextprotocol/clientInfo"
 LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
 ENVELOPE: dict[str, Any] = {VERSION_KEY: MODERN, CAPABILITIES_KEY: {}, INFO_KEY: {"name": "t", "version": "0"}}
-STEP_S = 20.0
+STEP_S = 60.0  # a wait, never a claim: generous, so a busy machine cannot fail a step
 """Bound for any single wait (a start, a reply): generous, only ever hit by a hang."""
 
 

@@ -135,7 +135,8 @@ async def test_denied_and_rate_limited_codes_through_the_chain() -> None:
         assert (
             info["code"] == -31029 and info["data"]["limit"] == "1/hour" and info["data"]["scope"] == "principal_tool"
         )
-        assert info["data"]["retry_after"] == 3600.0
+        # An hour less the moments between the two calls (on a busy machine, more than a rounding step).
+        assert 3540.0 < info["data"]["retry_after"] <= 3600.0
 
 
 async def test_audit_mode_records_but_never_blocks_or_filters() -> None:
