@@ -171,7 +171,9 @@ class Upstream:
     async def __aenter__(self) -> Upstream:
         stack = AsyncExitStack()
         try:
-            read, write, pipe = await stack.enter_async_context(_watched_stdio(self.params, self.closed, self.max_line_bytes))
+            read, write, pipe = await stack.enter_async_context(
+                _watched_stdio(self.params, self.closed, self.max_line_bytes)
+            )
             session = ClientSession(
                 read,
                 write,
