@@ -118,6 +118,7 @@ class RemoteServer:
         self._timeouts_in_a_row = 0
         self._pipe: StdioPipe | None = None
         self._junk_before = 0
+        self._lost_why: str | None = None
         self.on_restart: Callable[[], Awaitable[None]] | None = None
         self._limit = Slots(max_concurrency)
         self._connection: SessionConnection | None = None
@@ -192,9 +193,7 @@ class RemoteServer:
         self._timeouts_in_a_row += 1
         limit = self.restart_after_timeouts
         if limit is not None and self._timeouts_in_a_row >= limit:
-            logger.warning(
-                "interceptor server %r timed out %d times in a row: restarting it", self.name, self._timeouts_in_a_row
-            )
+            self._lost_why = f"timed out {self._timeouts_in_a_row} times in a row"
             self._timeouts_in_a_row = 0
             self._lost.set()
 
@@ -243,7 +242,8 @@ class RemoteServer:
                     delay = self.backoff_s[0]
                     self._ready.set()
                     await self._lost.wait()
-                    logger.warning("interceptor server %r stopped answering; restarting it", self.name)
+                    why, self._lost_why = self._lost_why, None
+                    logger.warning("interceptor server %r %s: restarting it", self.name, why or "closed the connection")
             except Exception as exc:
                 if first:
                     logger.warning("interceptor server %r could not start: %s", self.name, describe(exc))
