@@ -67,8 +67,6 @@ def proxy(args: argparse.Namespace) -> int:
     from .gateway_policy import bearer_principal, build_stages, context_from, require_bearer, stdio_principal
     from .gateway_upstream import UpstreamError
 
-    verbose = getattr(args, "verbose", False)
-    logging.getLogger("interceptors.gateway").setLevel(logging.INFO if verbose else logging.WARNING)
     try:
         params = upstream_params(args.upstream)
         listen = None if args.listen is None else parse_listen(args.listen)

@@ -32,11 +32,13 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 
 
 def _is_pipe_like(fd: int) -> bool:
+    """A descriptor the event loop can watch: a pipe, a socket or a terminal (not /dev/null, not a file:
+    epoll refuses those, and the SDK's thread-based transport reads them to their end instead)."""
     try:
         mode = os.fstat(fd).st_mode
     except OSError:
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))
 
 
 def _examine(line: bytes) -> tuple[dict[str, Any] | None, bytes | None]:
