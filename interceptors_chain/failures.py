@@ -33,6 +33,8 @@ def leaf(exc: BaseException) -> BaseException:
 def describe(exc: BaseException) -> str:
     """A short sentence for any failure, for logs and error messages (no payload content, no class names)."""
     exc = leaf(exc)
+    if isinstance(exc, InvokerFailure):
+        return exc.error.message
     if isinstance(exc, MCPError):
         if exc.error.code == CONNECTION_CLOSED:
             return "the connection closed"
