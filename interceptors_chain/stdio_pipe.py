@@ -156,6 +156,7 @@ class StdioPipe:
         self.junk_limit = junk_limit
         self.junk_lines = 0
         self.messages_in = 0
+        """Replies to requests still waiting for them (late replies and notifications do not count)."""
         self._junk_in_a_row = 0
         self._waiters: dict[str, _Waiter] = {}
         self._session_pending: dict[str | int, None] = {}
@@ -286,9 +287,10 @@ class StdioPipe:
                 self._junk()
             return
         self._junk_in_a_row = 0
-        self.messages_in += 1
-        if isinstance(item.message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
-            self._session_pending.pop(item.message.id, None)  # type: ignore[arg-type]
+        message = item.message
+        reply = isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError)
+        if reply and self._session_pending.pop(message.id, self) is not self:  # type: ignore[union-attr,arg-type]
+            self.messages_in += 1  # a reply to a request still waiting: the server is alive
         with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             await self._to_session.send(item)
 

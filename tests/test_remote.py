@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from interceptors import Direction, Mode
 from interceptors_chain import Chain, InterceptorOverride, RemoteServer, ServerUnavailable
@@ -233,16 +234,24 @@ async def test_a_hung_server_is_restarted_after_consecutive_timeouts_and_later_c
     no_children_left(before)
 
 
-async def test_timeouts_while_the_server_answers_others_do_not_restart_it() -> None:
-    async with RemoteServer("slowish", command=faulty("ok"), cwd=str(ROOT), restart_after_timeouts=2) as remote:
-        chain = Chain(overrides={"faulty/check": InterceptorOverride.build(timeout_ms=200)})
-        await chain.add_remote(remote)
-        for _ in range(3):
-            async with anyio.create_task_group() as group:
-                group.start_soon(functools.partial(chain.execute, direction=Direction.SENDING), "tools/call",
-                                 "response", {"sleep": 2})  # fmt: skip
-                group.start_soon(functools.partial(chain.execute, direction=Direction.SENDING), "tools/call",
-                                 "request", {"name": "x"})  # fmt: skip
+async def test_a_timeout_while_the_server_answers_others_does_not_restart_it() -> None:
+    """A slow interceptor is not a hung server: the restart needs timeouts while it sends nothing at all."""
+    async with RemoteServer("slowish", command=faulty("ok"), cwd=str(ROOT), restart_after_timeouts=1) as remote:
+        slow = {"name": "faulty/check", "event": "tools/call", "phase": "response", "payload": {"sleep": 60}}
+        outcome: dict[str, Any] = {}
+
+        async def slow_invoke() -> None:
+            with pytest.raises(MCPError) as caught:
+                await remote.request("interceptor/invoke", slow, 10)
+            outcome["code"] = caught.value.error.code
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(slow_invoke)
+            with anyio.fail_after(10):  # the slow invoke is on the wire (the pipe's waiters are private)
+                while not (remote._pipe is not None and remote._pipe._waiters):
+                    await anyio.sleep(0.01)
+            await remote.request("interceptors/list", {}, 10)  # answered while the slow invoke waits
+        assert outcome["code"] == -32001  # it timed out
         assert remote.restarts == 0 and remote.connected
 
 
