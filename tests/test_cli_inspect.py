@@ -187,6 +187,7 @@ def test_version_and_verbosity_flags_anywhere() -> None:
     assert run("-v", "list", "--server", SERVE).returncode == 0
     proxy_help = run("proxy", "-v", "--help")
     assert proxy_help.returncode == 0, proxy_help.stderr
+    assert "(default: 10)" in " ".join(run("invoke", "--help").stdout.split())
 
 
 def test_a_handler_crash_is_one_warning_and_a_traceback_under_v_without_the_payload() -> None:
