@@ -107,7 +107,7 @@ async def connect(target: str) -> AsyncIterator[SessionConnection]:
     parameters = StdioServerParameters(command=argv[0], args=argv[1:])
     closed = anyio.Event()
     async with (
-        open_stdio_pipe(parameters, sys.stderr, closed.set, who=f"the server {argv[0]!r}") as pipe,
+        open_stdio_pipe(parameters, sys.stderr, closed.set, who=f"the server {argv[0]!r}", junk_limit=16) as pipe,
         Client(pipe.transport()) as client,
     ):
         express = pipe.request if express_capable(client.session) else None
