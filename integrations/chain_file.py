@@ -68,6 +68,8 @@ class ServerSpec(_Strict):
     timeout_ms: int | None = Field(default=None, gt=0)
     max_concurrency: int = Field(default=64, ge=1)
     mode: Literal["auto", "legacy"] = "auto"
+    restart_after_timeouts: int | None = Field(default=3, ge=1)
+    """A server whose invokes time out this many times in a row, answering nothing, is restarted (null: never)."""
 
     @field_validator("command", mode="before")
     @classmethod
@@ -173,6 +175,7 @@ async def open_chain(spec: ChainFile, registries: Sequence[Registry] = ()) -> As
                 cwd=server.cwd,
                 mode=server.mode,
                 max_concurrency=server.max_concurrency,
+                restart_after_timeouts=server.restart_after_timeouts,
             )
             await stack.enter_async_context(remote)
             await chain.add_remote(remote, timeout_ms=server.timeout_ms)

@@ -69,7 +69,8 @@ def _bench(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mcp-interceptors", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level to stderr")
+    parser.add_argument("--version", action="version", version=f"mcp-interceptors {_version()}")
+    _add_verbosity(parser, top_level=True)
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="run the embedded demo: a tool server behind two interceptors")
@@ -109,13 +110,43 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_commands(sub)
     add_proxy_command(sub)
+    for command in sub.choices.values():  # -v/-q after the subcommand too (`proxy -v -- CMD`)
+        _add_verbosity(command, top_level=False)
     return parser
+
+
+def _add_verbosity(parser: argparse.ArgumentParser, *, top_level: bool) -> None:
+    # Given after the subcommand, a flag must not reset what was given before it: no default there.
+    default: object = 0 if top_level else argparse.SUPPRESS
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=default,
+        help="more detail on stderr: -v for INFO (with tracebacks of handler crashes), -vv for DEBUG",
+    )  # fmt: skip
+    parser.add_argument("-q", "--quiet", action="count", default=default, help="errors only on stderr")
+
+
+def log_level(verbose: int, quiet: int) -> int:
+    """WARNING by default (restarts, crashes and give-ups are warnings); -v INFO, -vv DEBUG, -q ERROR."""
+    if quiet:
+        return logging.ERROR
+    if verbose >= 2:
+        return logging.DEBUG
+    return logging.INFO if verbose else logging.WARNING
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("mcp-interceptors")
+    except Exception:
+        return "unknown"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.ERROR,
+        level=log_level(args.verbose, args.quiet),
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )

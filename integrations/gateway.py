@@ -22,7 +22,7 @@ import logging
 import signal
 import socket
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, cast
@@ -53,6 +53,7 @@ from pydantic import ValidationError
 
 from interceptors import INTERNAL_ERROR, InvocationContext, Phase, Registry
 from interceptors_chain import Chain
+from interceptors_chain.stdio_pipe import DEFAULT_MAX_LINE_BYTES
 from interceptors_server import install
 from interceptors_server.express import ExpressLane, WriteBytes, express_enabled, idle_middleware
 from interceptors_server.install import OpenParams
@@ -62,11 +63,12 @@ from .gateway_channels import filter_error, filter_log, filter_progress
 from .gateway_cli import add_proxy_command
 from .gateway_express import EXPRESS_METHODS, GatewayRoute
 from .gateway_tools import Authorize, LocalTool, LocalToolCalls, with_local_tools
-from .gateway_upstream import UPSTREAM_CLOSED_MESSAGE, Upstream
+from .gateway_upstream import UPSTREAM_CLOSED_MESSAGE, Upstream, UpstreamError
 from .middleware import ContextProvider, InterceptorMiddleware, default_context
 
 logger = logging.getLogger("interceptors.gateway")
 
+UPSTREAM_RESTARTING_MESSAGE = "the upstream server is restarting: try again shortly"
 DRAIN_TIMEOUT_S = 1.5
 """When stopping (the upstream died, or a signal): how long in-flight calls get to answer first."""
 
@@ -220,14 +222,26 @@ class Gateway:
         http_guard: Callable[[Any], Any] | None = None,
         local_tools: Sequence[LocalTool] = (),
         authorize_local: Authorize | None = None,
+        restart_upstream: bool = False,
+        restart_backoff_s: tuple[float, float] = (0.2, 10.0),
+        restart_wait_s: float = 10.0,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> None:
+        self.upstream_params = upstream
+        self.restart_upstream = restart_upstream
+        self.restart_backoff_s = restart_backoff_s
+        self.restart_wait_s = restart_wait_s
+        self.max_line_bytes = max_line_bytes
+        self.upstream_restarts = 0
+        self.on_upstream_restart: Callable[[Upstream], Awaitable[None]] | None = None
         self.chain = chain
         self.expose = expose
         self.context_provider = context_provider
         self.http_guard = http_guard
         self.local_tools = {tool.name: tool for tool in local_tools}
         self.authorize_local = authorize_local
-        self.upstream = Upstream(upstream, on_log=self._on_upstream_log, on_notification=self._on_upstream_notification)
+        self.upstream = self._new_upstream()
+        self._first_upstream = self.upstream
         self._server: _MirrorServer | None = None
         self._calls: dict[int, _Call] = {}
         self._clients: dict[Connection, ServerSession] = {}
@@ -250,7 +264,56 @@ class Gateway:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._listen.close()
-        await self.upstream.__aexit__(exc_type, exc, tb)
+        await self._first_upstream.__aexit__(exc_type, exc, tb)  # restarted ones are closed where they started
+
+    def _new_upstream(self) -> Upstream:
+        return Upstream(
+            self.upstream_params,
+            on_log=self._on_upstream_log,
+            on_notification=self._on_upstream_notification,
+            max_line_bytes=self.max_line_bytes,
+        )
+
+    async def _live_upstream(self) -> Upstream:
+        """The upstream to send a new call to: while it is being restarted, wait for it (bounded)."""
+        upstream = self.upstream
+        if upstream.closed.is_set() and self.restart_upstream:
+            with anyio.move_on_after(self.restart_wait_s):
+                while self.upstream.closed.is_set():
+                    await anyio.sleep(0.05)
+            upstream = self.upstream
+            if upstream.closed.is_set():
+                raise MCPError(INTERNAL_ERROR, UPSTREAM_RESTARTING_MESSAGE)
+        return upstream
+
+    async def _supervise_upstream(self) -> None:
+        """Restart the upstream whenever it goes away, with capped exponential backoff; runs until cancelled.
+
+        Each restarted upstream is entered and left here, in the task that runs `run`."""
+        low, high = self.restart_backoff_s
+        while True:
+            await self.upstream.closed.wait()
+            logger.warning("the upstream server exited; restarting it")
+            delay = low
+            while True:
+                await anyio.sleep(delay)
+                fresh = self._new_upstream()
+                try:
+                    await fresh.__aenter__()
+                except UpstreamError as exc:
+                    logger.warning("the upstream server failed to restart: %s", exc)
+                    delay = min(delay * 2, high)
+                    continue
+                break
+            try:
+                self.upstream = fresh
+                self.upstream_restarts += 1
+                logger.warning("the upstream server restarted (restart %d)", self.upstream_restarts)
+                if self.on_upstream_restart is not None:
+                    await self.on_upstream_restart(fresh)
+                await fresh.closed.wait()
+            finally:  # not under a new (shielding) scope: the upstream's own scopes must be the innermost ones;
+                await fresh.__aexit__(None, None, None)  # its process cleanup shields itself
 
     @property
     def server(self) -> Server[Any]:
@@ -323,11 +386,12 @@ class Gateway:
         self._calls[key] = call
         try:
             progress = call.on_progress if progress_token_from_params(ctx.params) is not None else None
+            upstream = await self._live_upstream()
             try:
-                result = await self.upstream.request(method, ctx.params, progress)
+                result = await upstream.request(method, ctx.params, progress)
             except MCPError as exc:
                 await call.flush()
-                if exc.error.code == CONNECTION_CLOSED and self.upstream.closed.is_set():
+                if exc.error.code == CONNECTION_CLOSED and upstream.closed.is_set():
                     raise MCPError(INTERNAL_ERROR, UPSTREAM_CLOSED_MESSAGE) from None
                 raise await filter_error(self.chain, method, exc, call.context) from None
             except ValidationError:
@@ -478,7 +542,7 @@ class Gateway:
 
     async def serve_stdio(self) -> None:
         """Serve the mirror on this process's stdin/stdout until the client closes stdin."""
-        async with serve_streams(self._express_lane) as (read, write):
+        async with serve_streams(self._express_lane, max_line_bytes=self.max_line_bytes) as (read, write):
             await self.server.run(read, write, self.server.create_initialization_options())
 
     def _express_lane(self, write: WriteBytes) -> ExpressLane | None:
@@ -533,7 +597,9 @@ class Gateway:
         """Serve until the client leaves or a signal stops it (0), or the upstream goes away (1).
 
         Either way in-flight calls get their answers first (bounded), then serving stops. `handle_signals`
-        (main thread only) turns SIGINT and SIGTERM into that graceful stop.
+        (main thread only) turns SIGINT and SIGTERM into that graceful stop. With `restart_upstream` the
+        upstream going away is not the end: calls in flight get -32603, it is restarted with capped
+        backoff, and new calls wait for it (up to `restart_wait_s`, then -32603 saying it is restarting).
         """
         upstream_gone = False
         async with anyio.create_task_group() as tg:
@@ -556,6 +622,8 @@ class Gateway:
             tg.start_soon(serve)
             if handle_signals:
                 tg.start_soon(on_signal)
+            if self.restart_upstream:
+                await self._supervise_upstream()  # until serving stops
             await self.upstream.closed.wait()
             upstream_gone = True
             await self._stop_after_answers(tg)

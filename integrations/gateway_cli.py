@@ -19,6 +19,9 @@ import anyio
 from mcp import StdioServerParameters
 
 from interceptors import Registry
+from interceptors_chain.failures import describe
+
+DEFAULT_MAX_LINE_MIB = 64
 
 
 class _UsageError(ValueError):
@@ -60,15 +63,13 @@ def _leaf(exc: BaseException) -> BaseException:
 
 def proxy(args: argparse.Namespace) -> int:
     """Run the gateway for the parsed `proxy` arguments; returns the exit status."""
-    from interceptors_chain import Chain
+    from interceptors_chain import Chain, DiscoveryError
     from interceptors_server.serving import RegistryLoadError, load_registry
 
     from .gateway import Gateway, ListenError
     from .gateway_policy import bearer_principal, build_stages, context_from, require_bearer, stdio_principal
     from .gateway_upstream import UpstreamError
 
-    verbose = getattr(args, "verbose", False)
-    logging.getLogger("interceptors.gateway").setLevel(logging.INFO if verbose else logging.WARNING)
     try:
         params = upstream_params(args.upstream)
         listen = None if args.listen is None else parse_listen(args.listen)
@@ -101,6 +102,9 @@ def proxy(args: argparse.Namespace) -> int:
                     "anonymous ones included: give HTTP clients their roles with --tokens FILE instead"
                 )
             raise _UsageError("--role is for stdio: over HTTP each client's roles come from its entry in --tokens")
+        if args.max_line_mib is not None and args.max_line_mib < 1:
+            raise _UsageError("--max-line-mib must be at least 1")
+        max_line_bytes = (args.max_line_mib or DEFAULT_MAX_LINE_MIB) << 20
         policy = args.policy or (chain_file.policy if chain_file is not None else None) or "standard"
         stages = build_stages(policy, args.audit_log, args.vault_redis, multi_principal=tokens is not None)
         registries = [*stages.registries, *registries]
@@ -140,7 +144,14 @@ def proxy(args: argparse.Namespace) -> int:
                 http_guard=guard,
                 local_tools=stages.local_tools,
                 authorize_local=stages.authorize,
+                restart_upstream=listen is not None if args.restart_upstream is None else args.restart_upstream,
+                max_line_bytes=max_line_bytes,
             ) as gateway:
+
+                async def primed_again(upstream: Any) -> None:
+                    await stages.prime(upstream.request, upstream.capabilities)
+
+                gateway.on_upstream_restart = primed_again
                 await stages.prime(gateway.upstream.request, gateway.upstream.capabilities)
                 code = await gateway.run(listen, listening, handle_signals=True)
             if code:
@@ -153,13 +164,13 @@ def proxy(args: argparse.Namespace) -> int:
         return 130
     except (Exception, BaseExceptionGroup) as exc:
         leaf = _leaf(exc)
-        if isinstance(leaf, UpstreamError | ListenError):
+        if isinstance(leaf, UpstreamError | ListenError | DiscoveryError):
             print(f"error: {leaf}", file=sys.stderr)
             return 1
         if isinstance(leaf, ValueError):  # a chain file's server could not be loaded
             print(f"error: {leaf}", file=sys.stderr)
             return 2
-        print(f"error: {type(leaf).__name__}: {leaf}", file=sys.stderr)
+        print(f"error: {describe(leaf)}", file=sys.stderr)
         return 1
 
 
@@ -199,6 +210,19 @@ def add_proxy_command(sub: Any) -> None:
         "--expose-interceptors",
         action="store_true",
         help="also answer interceptors/list and interceptor/invoke for the in-process registries",
+    )
+    parser.add_argument(
+        "--restart-upstream",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="restart the upstream when it dies (capped backoff) instead of exiting with status 1 "
+        "(default: yes with --listen, no on stdio)",
+    )
+    parser.add_argument(
+        "--max-line-mib",
+        type=int,
+        metavar="N",
+        help=f"the longest message line read from the upstream or the client (default: {DEFAULT_MAX_LINE_MIB})",
     )
     parser.add_argument("upstream", nargs=argparse.REMAINDER, help="-- then the upstream server command")
     parser.set_defaults(func=proxy)

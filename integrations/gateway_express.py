@@ -30,7 +30,6 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from interceptors import INTERNAL_ERROR, Direction, Phase
-from interceptors_chain.stdio_pipe import INVALID_REPLY_MESSAGE
 
 from .gateway_upstream import UPSTREAM_CLOSED_MESSAGE
 
@@ -75,9 +74,6 @@ class GatewayRoute:
             if exc.error.code == CONNECTION_CLOSED and upstream.closed.is_set():
                 raise MCPError(INTERNAL_ERROR, UPSTREAM_CLOSED_MESSAGE) from None
             raise
-        except TypeError:  # a malformed reply: what the session path reports for one (see `stdio_pipe`)
-            logger.warning("the upstream returned an invalid %s result", method)
-            raise MCPError(INTERNAL_ERROR, INVALID_REPLY_MESSAGE) from None
         try:
             spec_methods.serialize_server_result(method, upstream.handshake.protocol_version, result)
             if version in MODERN_PROTOCOL_VERSIONS:

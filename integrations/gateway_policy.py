@@ -12,6 +12,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from interceptors import InvocationContext, Principal, Registry
+from interceptors_chain.failures import describe
 
 from .gateway_tools import LocalTool, with_local_tools
 
@@ -65,7 +66,7 @@ class Stages:
                 try:
                     result = await request(method, params)
                 except Exception as exc:
-                    logger.warning("could not list %s upstream: %s", method, type(exc).__name__)
+                    logger.warning("could not list %s upstream: %s", method, describe(exc))
                     break
                 cursor = result.get("nextCursor")
                 if method == "tools/list" and not params:  # our own tools are listed on the first page

@@ -30,7 +30,7 @@ from mcp_types import (
 )
 from pydantic import RootModel
 
-from interceptors_chain.stdio_pipe import StdioPipe, express_capable, open_stdio_pipe
+from interceptors_chain.stdio_pipe import DEFAULT_MAX_LINE_BYTES, StdioPipe, express_capable, open_stdio_pipe
 
 logger = logging.getLogger("interceptors.gateway")
 
@@ -124,7 +124,7 @@ class _SignalOnEof:
 
 @asynccontextmanager
 async def _watched_stdio(
-    params: StdioServerParameters, closed: anyio.Event
+    params: StdioServerParameters, closed: anyio.Event, max_line_bytes: int
 ) -> AsyncIterator[tuple[Any, Any, StdioPipe | None]]:
     """(read, write, the pipe when ours): our stdio pipe on POSIX, the SDK's transport elsewhere."""
     try:
@@ -132,7 +132,9 @@ async def _watched_stdio(
             async with stdio_client(params) as (read, write):
                 yield _SignalOnEof(read, closed), write, None
         else:
-            async with open_stdio_pipe(params, sys.stderr, closed.set) as pipe:
+            async with open_stdio_pipe(
+                params, sys.stderr, closed.set, who="the upstream server", max_line_bytes=max_line_bytes
+            ) as pipe:
                 yield pipe.read_stream, pipe.write_stream, pipe
     finally:
         closed.set()
@@ -153,8 +155,10 @@ class Upstream:
         on_log: LogSink | None = None,
         on_notification: NotificationSink | None = None,
         handshake_timeout: float = HANDSHAKE_TIMEOUT_S,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> None:
         self.params = params
+        self.max_line_bytes = max_line_bytes
         self.closed = anyio.Event()
         self._on_log = on_log
         self._on_notification = on_notification
@@ -167,7 +171,9 @@ class Upstream:
     async def __aenter__(self) -> Upstream:
         stack = AsyncExitStack()
         try:
-            read, write, pipe = await stack.enter_async_context(_watched_stdio(self.params, self.closed))
+            read, write, pipe = await stack.enter_async_context(
+                _watched_stdio(self.params, self.closed, self.max_line_bytes)
+            )
             session = ClientSession(
                 read,
                 write,

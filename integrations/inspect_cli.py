@@ -1,10 +1,18 @@
-"""`mcp-interceptors serve | list | invoke`: run an interceptor server, or inspect any from the shell."""
+"""`mcp-interceptors serve | list | invoke`: run an interceptor server, or inspect any from the shell.
+
+Exit status of `list` and `invoke`: 0 success; 1 the request failed (the server could not be started or
+reached, timed out, answered an error) or, for `invoke`, the validator rejected the payload (`valid: false`,
+the result is still printed); 2 bad input; 130 interrupted. `serve`: 0 when the client leaves (stdin at
+end of file) or on SIGINT; 2 bad input.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import shlex
+import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -17,9 +25,18 @@ from mcp_types import CONNECTION_CLOSED
 
 from interceptors import INVOKE_METHOD, LIST_METHOD, InterceptorInfo, WireError
 from interceptors_chain import SessionConnection
+from interceptors_chain.failures import describe
+from interceptors_chain.failures import leaf as failure_leaf
+from interceptors_chain.stdio_pipe import express_capable, open_stdio_pipe
+
+logger = logging.getLogger("interceptors.cli")
+
+DEFAULT_TIMEOUT_S = 10.0
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def serve(args: argparse.Namespace) -> int:
+    """Serve registries, the built-in stages (`--policy`, the default when no registry is given), or both."""
     from interceptors_server.serving import (
         RegistryLoadError,
         build_server,
@@ -28,13 +45,23 @@ def serve(args: argparse.Namespace) -> int:
         serve_stdio,
     )
 
+    from .gateway_policy import build_stages
+
     try:
         registries = [load_registry(spec) for spec in args.registry or ()]
     except RegistryLoadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    policy = args.policy if args.policy is not None else (None if registries else "standard")
+    if policy is not None:
+        try:
+            stages = build_stages(policy, None)
+        except (ValueError, OSError) as exc:  # an unknown profile, an invalid or unreadable policy file
+            print(f"error: --policy: {exc}", file=sys.stderr)
+            return 2
+        registries = [*stages.registries, *registries]
     if not registries:
-        print("error: nothing to serve: give at least one --registry module:attr", file=sys.stderr)
+        print("error: nothing to serve: --policy none and no --registry module:attr", file=sys.stderr)
         return 2
     try:
         server = build_server(registries)
@@ -46,24 +73,45 @@ def serve(args: argparse.Namespace) -> int:
         if not host or not port.isdigit():
             print("error: --http takes HOST:PORT", file=sys.stderr)
             return 2
-        anyio.run(serve_http, server, host, int(port))
+
+        def listening(bound_host: str, bound_port: int) -> None:
+            print(f"mcp-interceptors serve: listening on http://{bound_host}:{bound_port}/mcp", file=sys.stderr,
+                  flush=True)  # fmt: skip
+
+        try:
+            anyio.run(serve_http, server, host, int(port), listening)
+        except OSError as exc:
+            print(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            return 0
     else:
-        anyio.run(serve_stdio, server)
+        try:
+            anyio.run(serve_stdio, server)
+        except KeyboardInterrupt:
+            return 0
     return 0
 
 
 @asynccontextmanager
 async def connect(target: str) -> AsyncIterator[SessionConnection]:
-    """A URL means Streamable HTTP; anything else is a command line started over stdio."""
+    """A URL means Streamable HTTP; anything else is a command line started over stdio (its own process group,
+    stopped and reaped however we leave: an answer, an error, a timeout or an interrupt)."""
     if target.startswith(("http://", "https://")):
-        client = Client(target)
-    else:
-        argv = shlex.split(target)
-        if not argv:
-            raise ValueError("--server needs a URL or a command")
-        client = Client(StdioServerParameters(command=argv[0], args=argv[1:]))
-    async with client:
-        yield SessionConnection(client.session)
+        async with Client(target) as client:
+            yield SessionConnection(client.session)
+        return
+    argv = shlex.split(target)
+    if not argv:
+        raise ValueError("--server needs a URL or a command")
+    parameters = StdioServerParameters(command=argv[0], args=argv[1:])
+    closed = anyio.Event()
+    async with (
+        open_stdio_pipe(parameters, sys.stderr, closed.set, who=f"the server {argv[0]!r}", junk_limit=16) as pipe,
+        Client(pipe.transport()) as client,
+    ):
+        express = pipe.request if express_capable(client.session) else None
+        yield SessionConnection(client.session, express)
 
 
 def _print_error(exc: MCPError) -> None:
@@ -72,25 +120,44 @@ def _print_error(exc: MCPError) -> None:
         print(json.dumps(exc.error.data, indent=2), file=sys.stderr)
 
 
-def _first_leaf(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
+def _run(main: Callable[[], Awaitable[dict[str, Any]]], timeout_s: float) -> dict[str, Any] | int:
+    """Run one request within `timeout_s` (start, handshake and answer); every failure becomes a one-line
+    error and exit code 1, never a traceback. SIGINT and SIGTERM stop it, the server reaped first."""
 
+    async def bounded() -> dict[str, Any] | int:
+        async with anyio.create_task_group() as group:
 
-def _run(main: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any] | int:
-    """Run one request; every failure becomes a one-line error and exit code 1, never a traceback."""
+            async def on_signal() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        group.cancel_scope.cancel()
+
+            group.start_soon(on_signal)
+            try:
+                with anyio.fail_after(timeout_s):
+                    return await main()
+            finally:
+                group.cancel_scope.cancel()
+        return EXIT_INTERRUPTED  # cancelled by SIGTERM
+
     try:
-        return anyio.run(main)
+        return anyio.run(bounded)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
     except (Exception, BaseExceptionGroup) as exc:
-        leaf = _first_leaf(exc)
+        leaf = failure_leaf(exc)
         if isinstance(leaf, MCPError) and leaf.error.code != CONNECTION_CLOSED:
             _print_error(leaf)
-        elif isinstance(leaf, MCPError | OSError | anyio.BrokenResourceError | anyio.ClosedResourceError):
-            print(f"error: could not talk to the server ({type(leaf).__name__}: {leaf})", file=sys.stderr)
+        elif isinstance(leaf, TimeoutError):
+            print(f"error: the server did not answer within {timeout_s:g} s (see --timeout)", file=sys.stderr)
+        elif isinstance(leaf, MCPError | anyio.BrokenResourceError | anyio.ClosedResourceError | anyio.EndOfStream):
+            print("error: could not talk to the server: it closed the connection", file=sys.stderr)
+        elif isinstance(leaf, OSError):
+            print(f"error: could not talk to the server: {describe(leaf)}", file=sys.stderr)
         else:
-            print(f"error: {type(leaf).__name__}: {leaf}", file=sys.stderr)
-        return 1
+            print(f"error: {describe(leaf)}", file=sys.stderr)
+            logger.info("the request failed", exc_info=leaf)
+        return EXIT_FAILED
 
 
 def list_interceptors(args: argparse.Namespace) -> int:
@@ -99,7 +166,7 @@ def list_interceptors(args: argparse.Namespace) -> int:
             params = {} if args.event is None else {"event": args.event}
             return await connection.request(LIST_METHOD, params, args.timeout)
 
-    listed = _run(main)
+    listed = _run(main, args.timeout)
     if isinstance(listed, int):
         return listed
     if args.json:
@@ -139,20 +206,31 @@ def invoke_interceptor(args: argparse.Namespace) -> int:
         async with connect(args.server) as connection:
             return await connection.request(INVOKE_METHOD, params, args.timeout)
 
-    result = _run(main)
+    result = _run(main, args.timeout)
     if isinstance(result, int):
         return result
     if args.json:
         print(json.dumps(result))
     else:
         print(json.dumps(result, indent=2))
-    return 0
+    return EXIT_FAILED if result.get("valid") is False else EXIT_OK  # a validator's rejection
 
 
 def add_commands(sub: Any) -> None:
-    serve_parser = sub.add_parser("serve", help="serve interceptor registries over stdio or Streamable HTTP")
+    serve_parser = sub.add_parser(
+        "serve",
+        help="serve interceptors over stdio or Streamable HTTP (default: the built-in standard stages)",
+        description="Serve interceptor registries and/or the built-in policy and transform stages as an "
+        "interceptor server. With no --registry the stages of the standard profile are served.",
+    )
     serve_parser.add_argument("--registry", action="append", metavar="MODULE:ATTR",
                               help="a Registry (or a callable returning one); repeatable")  # fmt: skip
+    serve_parser.add_argument(
+        "--policy",
+        metavar="NAME|FILE",
+        help="the built-in policy and transform stages: a profile or a policy file; 'none' for no stages "
+        "(default: standard when no --registry is given, else none)",
+    )
     serve_parser.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP at /mcp instead of stdio")
     serve_parser.set_defaults(func=serve)
 
@@ -163,7 +241,12 @@ def add_commands(sub: Any) -> None:
         parser = sub.add_parser(name, help=helptext)
         parser.add_argument("--server", required=True, help="a URL (Streamable HTTP) or a command (stdio)")
         parser.add_argument("--json", action="store_true", help="print the raw JSON result")
-        parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the answer")
+        parser.add_argument(
+            "--timeout",
+            type=float,
+            default=DEFAULT_TIMEOUT_S,
+            help=f"seconds to start the server and get the answer (default: {DEFAULT_TIMEOUT_S:g})",
+        )
         if name == "list":
             parser.add_argument("--event", help="only interceptors hooking this event")
         else:

@@ -36,9 +36,10 @@ from interceptors.outcomes import REQUESTER_ERROR_KEY, SUBSTITUTE_RESULT_KEY
 
 from .concurrency import gather
 from .connection import Connection, SessionConnection, is_timeout_code
+from .failures import InvokerFailure, describe
 from .plan import Plan, PlanEntry, ServerEntry, compile_plan
 from .policy import ExecutionHandler, HandlerOutcome, InterceptorOverride, InvokeCall
-from .remote import RemoteServer, ServerUnavailable
+from .remote import RemoteServer
 from .result import AbortInfo, AbortKind, ExecutionResult, InvocationRecord, Status
 
 logger = logging.getLogger("interceptors.chain")
@@ -137,10 +138,12 @@ class Chain:
     async def _discover(self, server: ServerEntry) -> tuple[InterceptorInfo, ...]:
         try:
             listed = await server.connection.request(LIST_METHOD, {}, None)
+        except InvokerFailure as exc:
+            raise DiscoveryError(f"interceptors/list failed on {server.name!r}: {exc.error.message}") from None
         except MCPError as exc:
             raise DiscoveryError(f"interceptors/list failed on {server.name!r}: error {exc.error.code}") from None
         except Exception as exc:
-            raise DiscoveryError(f"interceptors/list failed on {server.name!r}: {type(exc).__name__}") from None
+            raise DiscoveryError(f"interceptors/list failed on {server.name!r}: {describe(exc)}") from None
         raw = listed.get("interceptors")
         if not isinstance(raw, list):
             raise DiscoveryError(f"interceptors/list on {server.name!r} returned no interceptors array")
@@ -284,7 +287,7 @@ class Chain:
                         wire = outcome
         except TimeoutError:
             return _Attempt(None, None, "timeout", AbortKind.TIMEOUT, mode, _since(started))
-        except ServerUnavailable as exc:
+        except InvokerFailure as exc:  # our own words, naming the server (unavailable, malformed reply)
             return _Attempt(None, None, exc.error.message, AbortKind.FAILED, mode, _since(started))
         except MCPError as exc:
             data = exc.error.data
@@ -294,7 +297,7 @@ class Chain:
             reason = f"server {server.name!r} returned error {exc.error.code}"
             return _Attempt(None, None, reason, AbortKind.FAILED, mode, _since(started))
         except Exception as exc:
-            reason = f"server {server.name!r} failed: {type(exc).__name__}"
+            reason = f"server {server.name!r} failed: {describe(exc)}"
             return _Attempt(None, None, reason, AbortKind.FAILED, mode, _since(started))
         return _checked(entry, phase, payload, wire, mode, _since(started))
 

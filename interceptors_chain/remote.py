@@ -24,18 +24,19 @@ from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from .concurrency import Slots
 from .connection import SessionConnection
-from .stdio_pipe import express_capable, open_stdio_pipe
+from .failures import InvokerFailure, describe
+from .stdio_pipe import DEFAULT_MAX_LINE_BYTES, StdioPipe, express_capable, open_stdio_pipe
 
 logger = logging.getLogger("interceptors.remote")
 
 _STDERR_LINE_LIMIT = 1000
 
 
-class ServerUnavailable(MCPError):
+class ServerUnavailable(InvokerFailure):
     """The server is not connected (starting, restarting, or stopped)."""
 
     def __init__(self, name: str, why: str) -> None:
@@ -71,6 +72,8 @@ class RemoteServer:
     """A supervised connection to one interceptor server. Use as an async context manager.
 
     Exactly one of `command` (spawned, spoken to over stdio) or `url` (Streamable HTTP) is given.
+    A server whose requests time out `restart_after_timeouts` times in a row is hung: it is restarted like
+    a crashed one. `junk_line_limit`: more lines in a row that are not JSON-RPC mean it is broken (stdio).
     """
 
     def __init__(
@@ -87,6 +90,9 @@ class RemoteServer:
         backoff_s: tuple[float, float] = (0.2, 10.0),
         stderr_lines: int = 200,
         unavailable_wait_s: float = 2.0,
+        restart_after_timeouts: int | None = 3,
+        junk_line_limit: int | None = 16,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> None:
         if (command is None) == (url is None):
             raise ValueError("give exactly one of command or url")
@@ -94,6 +100,8 @@ class RemoteServer:
             raise ValueError("command must not be empty")
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
+        if restart_after_timeouts is not None and restart_after_timeouts < 1:
+            raise ValueError("restart_after_timeouts must be at least 1 (or None: never)")
         self.name = name
         self.command = list(command) if command is not None else None
         self.url = url
@@ -103,7 +111,14 @@ class RemoteServer:
         self.startup_timeout_s = startup_timeout_s
         self.backoff_s = backoff_s
         self.unavailable_wait_s = unavailable_wait_s
+        self.restart_after_timeouts = restart_after_timeouts
+        self.junk_line_limit = junk_line_limit
+        self.max_line_bytes = max_line_bytes
         self.restarts = 0
+        self._timeouts_in_a_row = 0
+        self._pipe: StdioPipe | None = None
+        self._junk_before = 0
+        self._lost_why: str | None = None
         self.on_restart: Callable[[], Awaitable[None]] | None = None
         self._limit = Slots(max_concurrency)
         self._connection: SessionConnection | None = None
@@ -123,6 +138,11 @@ class RemoteServer:
         return None if self._connection is None else self._connection.session
 
     @property
+    def junk_lines(self) -> int:
+        """Lines this server wrote that were not JSON-RPC, over all its processes (stdio only)."""
+        return self._junk_before + (self._pipe.junk_lines if self._pipe is not None else 0)
+
+    @property
     def recent_stderr(self) -> list[str]:
         return list(self._stderr.recent) if self._stderr is not None else []
 
@@ -137,13 +157,45 @@ class RemoteServer:
             if connection is None:
                 raise ServerUnavailable(self.name, "not connected")
         async with self._limit:
+            deadline = anyio.current_effective_deadline()
+            heard = self._heard()
             try:
-                return await connection.request(method, params, timeout_s)
+                result = await connection.request(method, params, timeout_s)
             except MCPError as exc:
                 if exc.error.code == CONNECTION_CLOSED:
                     self._lost.set()
                     raise ServerUnavailable(self.name, "the connection closed") from None
+                if exc.error.code == REQUEST_TIMEOUT:
+                    self._timed_out(connection, heard)
+                else:
+                    self._timeouts_in_a_row = 0
                 raise
+            except anyio.get_cancelled_exc_class():
+                if anyio.current_time() >= deadline:  # the caller's deadline fired: a timeout, not a cancel
+                    self._timed_out(connection, heard)
+                raise
+            self._timeouts_in_a_row = 0
+            return result
+
+    def _heard(self) -> int | None:
+        """How many messages the server has sent so far (None where the transport cannot tell)."""
+        return None if self._pipe is None else self._pipe.messages_in
+
+    def _timed_out(self, connection: SessionConnection, heard: int | None) -> None:
+        """One more timeout in a row; at the limit the server is treated as hung and restarted.
+
+        A timeout while the server answered other requests is a slow interceptor, not a hung server:
+        it does not count."""
+        if connection is not self._connection:
+            return
+        if heard is not None and self._heard() != heard:
+            return
+        self._timeouts_in_a_row += 1
+        limit = self.restart_after_timeouts
+        if limit is not None and self._timeouts_in_a_row >= limit:
+            self._lost_why = f"timed out {self._timeouts_in_a_row} times in a row"
+            self._timeouts_in_a_row = 0
+            self._lost.set()
 
     # Lifecycle ------------------------------------------------------------------------------
     async def __aenter__(self) -> RemoteServer:
@@ -153,7 +205,7 @@ class RemoteServer:
         with anyio.move_on_after(self.startup_timeout_s):
             await self._ready.wait()
         if self._connection is None:
-            why = "did not start in time" if self._startup_error is None else type(self._startup_error).__name__
+            why = "it did not start in time" if self._startup_error is None else describe(self._startup_error)
             await self.aclose()
             raise ServerUnavailable(self.name, why)
         return self
@@ -180,6 +232,7 @@ class RemoteServer:
                 async with self._session() as connection:
                     self._connection = connection
                     self._lost = anyio.Event()
+                    self._timeouts_in_a_row = 0
                     if not first:
                         self.restarts += 1
                         logger.warning("interceptor server %r restarted (restart %d)", self.name, self.restarts)
@@ -189,9 +242,14 @@ class RemoteServer:
                     delay = self.backoff_s[0]
                     self._ready.set()
                     await self._lost.wait()
-                    logger.warning("interceptor server %r lost its connection", self.name)
+                    why, self._lost_why = self._lost_why, None
+                    logger.warning("interceptor server %r %s: restarting it", self.name, why or "closed the connection")
             except Exception as exc:
-                logger.warning("interceptor server %r failed: %s", self.name, type(exc).__name__)
+                if first:
+                    logger.warning("interceptor server %r could not start: %s", self.name, describe(exc))
+                else:
+                    logger.warning("interceptor server %r failed to restart: %s", self.name, describe(exc))
+                logger.debug("interceptor server %r failure", self.name, exc_info=True)
                 if first:  # it never came up: report to __aenter__ instead of retrying forever
                     self._startup_error = exc
                     self._ready.set()
@@ -216,11 +274,23 @@ class RemoteServer:
                 yield SessionConnection(client.session)
             return
         async with (
-            open_stdio_pipe(parameters, self._stderr.writer, lambda: self._lost.set()) as pipe,
-            Client(pipe.transport(), mode=self.mode) as client,
+            open_stdio_pipe(
+                parameters,
+                self._stderr.writer,
+                lambda: self._lost.set(),
+                who=f"interceptor server {self.name!r}",
+                max_line_bytes=self.max_line_bytes,
+                junk_limit=self.junk_line_limit,
+            ) as pipe,
         ):
-            express = pipe.request if express_capable(client.session) else None
-            yield SessionConnection(client.session, express)
+            self._pipe = pipe
+            try:
+                async with Client(pipe.transport(), mode=self.mode) as client:
+                    express = pipe.request if express_capable(client.session) else None
+                    yield SessionConnection(client.session, express)
+            finally:
+                self._pipe = None
+                self._junk_before += pipe.junk_lines
 
 
 @asynccontextmanager

@@ -15,6 +15,9 @@ terminate the group). POSIX only; elsewhere `RemoteServer` uses the SDK's transp
 from __future__ import annotations
 
 import logging
+import os
+import re
+import signal
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import IO, Any
@@ -32,29 +35,131 @@ from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 
 from interceptors.codec import dumps_exact, loads_exact
 
+from .failures import MalformedReply
+
 logger = logging.getLogger("interceptors.remote")
 
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The longest message line read from a server: a larger one is refused with a clear error, not buffered."""
+_READ_BYTES = 1 << 20
+_JUNK_LOGGED = 5
+_SESSION_IDS_KEPT = 10_000
 _EXIT_GRACE_S = 2.0  # after stdin closes, before the group is terminated
 _KILL_GRACE_S = 2.0  # after SIGTERM, before SIGKILL
 _FLUSH_S = 0.5
-INVALID_REPLY_MESSAGE = "the server replied with a malformed result or error"
 
 
 class _Waiter:
-    __slots__ = ("done", "reply")
+    __slots__ = ("done", "failure", "reply")
 
     def __init__(self) -> None:
         self.done = anyio.Event()
         self.reply: dict[str, Any] | None = None  # None once done: the connection closed
+        self.failure: MalformedReply | None = None
+
+
+class _Oversized:
+    """The start of a line that outgrew the limit (the rest of it is skipped)."""
+
+    __slots__ = ("head",)
+
+    def __init__(self, head: bytes) -> None:
+        self.head = head
+
+
+class LineFramer:
+    """Newline-delimited framing in linear time, with a maximum line size.
+
+    Bytes are appended to one buffer and searched for a newline only where the last search stopped;
+    complete lines are cut out once per chunk. A line longer than `max_line_bytes` is reported once (as
+    an `_Oversized` holding its first bytes) and skipped up to its newline, so memory stays bounded.
+    """
+
+    HEAD_BYTES = 512
+
+    def __init__(self, max_line_bytes: int) -> None:
+        if max_line_bytes < 1:
+            raise ValueError("max_line_bytes must be positive")
+        self.max_line_bytes = max_line_bytes
+        self._buffer = bytearray()
+        self._searched = 0
+        self._skipping = False
+
+    def feed(self, chunk: bytes) -> list[bytes | _Oversized]:
+        out: list[bytes | _Oversized] = []
+        buffer = self._buffer
+        buffer += chunk
+        start = 0
+        while True:
+            end = buffer.find(b"\n", max(start, self._searched))
+            if end < 0:
+                break
+            if self._skipping:
+                self._skipping = False
+            elif end - start > self.max_line_bytes:
+                out.append(_Oversized(bytes(buffer[start : start + self.HEAD_BYTES])))
+            else:
+                out.append(bytes(buffer[start:end]))
+            start = end + 1
+            self._searched = start
+        if start:
+            del buffer[:start]
+        self._searched = len(buffer)
+        if len(buffer) > self.max_line_bytes:
+            if not self._skipping:
+                out.append(_Oversized(bytes(buffer[: self.HEAD_BYTES])))
+                self._skipping = True
+            buffer.clear()
+            self._searched = 0
+        return out
+
+
+_REPLY_ID = re.compile(rb'^\s*\{.{0,200}?"id"\s*:\s*("(?:[^"\\]|\\.){0,100}"|-?[0-9]{1,19})', re.DOTALL)
+
+
+def salvage_id(line: bytes) -> str | int | None:
+    """The id a broken reply line seems to carry (from its first bytes), to fail that request at once."""
+    match = _REPLY_ID.match(line[: LineFramer.HEAD_BYTES])
+    if match is None:
+        return None
+    text = match.group(1)
+    if text.startswith(b'"'):
+        try:
+            value = loads_exact(text)
+        except ValueError:
+            return None
+        return value if isinstance(value, str) else None
+    return int(text)
 
 
 class StdioPipe:
-    """One spawned server: SDK-facing streams plus `request` for the express path."""
+    """One spawned server: SDK-facing streams plus `request` for the express path.
 
-    def __init__(self, process: anyio.abc.Process, on_close: Callable[[], None]) -> None:
+    `who` names the server in error texts ("interceptor server 'dlp'"). Lines that are not JSON-RPC are
+    counted and logged (the first few, by size only: they may hold anything); with `junk_limit`, more
+    than that many in a row without one good message mean the server is broken and the pipe closes.
+    """
+
+    def __init__(
+        self,
+        process: anyio.abc.Process,
+        on_close: Callable[[], None],
+        *,
+        who: str = "the server",
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        junk_limit: int | None = None,
+    ) -> None:
         self._process = process
         self._on_close = on_close
+        self.who = who
+        self.max_line_bytes = max_line_bytes
+        self.junk_limit = junk_limit
+        self.junk_lines = 0
+        self.messages_in = 0
+        """Replies to requests still waiting for them (late replies and notifications do not count)."""
+        self._junk_in_a_row = 0
         self._waiters: dict[str, _Waiter] = {}
+        self._session_pending: dict[str | int, None] = {}
         self._next_id = 0
         self._out = bytearray()
         self._out_ready = anyio.Event()
@@ -95,7 +200,9 @@ class StdioPipe:
             raise
         finally:
             self._waiters.pop(request_id, None)
-        return _outcome(waiter.reply)
+        if waiter.failure is not None:
+            raise waiter.failure
+        return self._outcome(waiter.reply)
 
     def _cancel(self, request_id: str, reason: str) -> None:
         if not self._closed:
@@ -109,52 +216,137 @@ class StdioPipe:
         self._out += data
         self._out_ready.set()
 
+    def _outcome(self, reply: dict[str, Any] | None) -> dict[str, Any]:
+        if reply is None:
+            raise MCPError(code=CONNECTION_CLOSED, message="Connection closed")
+        problem = reply_problem(reply)
+        if problem is not None:
+            raise MalformedReply(self.who, problem)
+        if "error" in reply:
+            error = reply["error"]
+            raise MCPError(code=error["code"], message=error["message"], data=error.get("data"))
+        result: dict[str, Any] = reply["result"]
+        return result
+
     # Pumps ----------------------------------------------------------------------------------
     async def read_pump(self) -> None:
         """The server's stdout: replies to express requests resolved here, everything else to the session."""
-        assert self._process.stdout is not None
-        pending = b""
+        stdout = self._process.stdout
+        assert stdout is not None
+        framer = LineFramer(self.max_line_bytes)
         try:
             async with self._to_session:
-                async for chunk in self._process.stdout:
-                    lines = (pending + chunk).split(b"\n")
-                    pending = lines.pop()
-                    for line in lines:
-                        if line.strip():
+                while not self._closed:
+                    try:
+                        chunk = await stdout.receive(_READ_BYTES)
+                    except anyio.EndOfStream:
+                        break
+                    for line in framer.feed(chunk):
+                        if isinstance(line, _Oversized):
+                            await self._oversized(line.head)
+                        elif line.strip():
                             await self._deliver(line)
+                # A last line without its newline was torn by the exit: the connection closed, it is no reply.
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass
         finally:
             self._close()
 
+    async def _oversized(self, head: bytes) -> None:
+        limit = _size(self.max_line_bytes)
+        logger.warning("%s wrote a line over the %s line limit; it was discarded", self.who, limit)
+        if not await self._fail_pending(salvage_id(head), f"it is larger than the {limit} line limit"):
+            self._junk()
+
     async def _deliver(self, line: bytes) -> None:
         try:
             message = loads_exact(line)
         except ValueError:
-            message = None
-        if isinstance(message, dict) and "method" not in message:
+            message = _UNREADABLE
+        if message is _UNREADABLE:
+            if not await self._fail_pending(salvage_id(line), _unreadable_problem(line)):
+                self._junk()
+            return
+        if not isinstance(message, dict):
+            self._junk()
+            return
+        if "method" not in message:
             request_id = message.get("id")
             waiter = self._waiters.get(request_id) if isinstance(request_id, str) else None
             if waiter is not None:
+                self._junk_in_a_row = 0
+                self.messages_in += 1
                 waiter.reply = message
                 waiter.done.set()
                 return
-        item: SessionMessage | Exception
         try:
             item = SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-        except ValueError as exc:
-            logger.warning("a server wrote a line that is not valid JSON-RPC (%d bytes)", len(line))
-            item = _answer_for(message) or exc
+        except ValueError:
+            problem = reply_problem(message)
+            if problem is None or not await self._fail_pending(message.get("id"), problem):
+                self._junk()
+            return
+        self._junk_in_a_row = 0
+        message = item.message
+        reply = isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError)
+        if reply and self._session_pending.pop(message.id, self) is not self:  # type: ignore[union-attr,arg-type]
+            self.messages_in += 1  # a reply to a request still waiting: the server is alive
         with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             await self._to_session.send(item)
+
+    async def _fail_pending(self, request_id: Any, problem: str) -> bool:
+        """Fail the pending request `request_id` (express or the session's) with `problem`; False if none."""
+        if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+            return False
+        failure = MalformedReply(self.who, problem)
+        logger.warning("%s", failure.error.message)
+        waiter = self._waiters.get(request_id) if isinstance(request_id, str) else None
+        if waiter is not None:
+            self._junk_in_a_row = 0
+            waiter.failure = failure
+            waiter.done.set()
+            return True
+        if request_id not in self._session_pending:
+            return False
+        self._junk_in_a_row = 0
+        del self._session_pending[request_id]
+        error = mcp_types.ErrorData(code=INTERNAL_ERROR, message=failure.error.message, data=failure.error.data)
+        answer = SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await self._to_session.send(answer)
+        return True
+
+    def _junk(self) -> None:
+        """One more line that is not JSON-RPC: logged (bounded, never its content), and past the limit fatal."""
+        self.junk_lines += 1
+        self._junk_in_a_row += 1
+        if self.junk_lines <= _JUNK_LOGGED:
+            more = " (further ones are counted, not logged)" if self.junk_lines == _JUNK_LOGGED else ""
+            logger.warning("%s wrote a line that is not JSON-RPC%s", self.who, more)
+        if self.junk_limit is not None and self._junk_in_a_row > self.junk_limit:
+            logger.warning(
+                "%s wrote %d lines in a row that are not JSON-RPC: treating it as broken",
+                self.who,
+                self._junk_in_a_row,
+            )
+            self._close()
 
     async def session_pump(self) -> None:
         """The session's outgoing messages, serialised as the SDK's transport does."""
         with suppress(anyio.ClosedResourceError, anyio.EndOfStream):
             async with self._from_session:
                 async for item in self._from_session:
-                    text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    message = item.message
+                    if isinstance(message, mcp_types.JSONRPCRequest):
+                        self._remember_session_request(message.id)
+                    text = message.model_dump_json(by_alias=True, exclude_unset=True)
                     self._queue(text.encode() + b"\n")
+
+    def _remember_session_request(self, request_id: str | int) -> None:
+        pending = self._session_pending
+        pending[request_id] = None
+        if len(pending) > _SESSION_IDS_KEPT:  # ids of requests the session gave up on: forget the oldest
+            del pending[next(iter(pending))]
 
     async def write_pump(self) -> None:
         """Everything queued leaves in one write; queued meanwhile leaves in the next."""
@@ -186,30 +378,51 @@ class StdioPipe:
                 await anyio.sleep(0.005)
 
 
-def _answer_for(message: Any) -> SessionMessage | None:
-    """An error reply for the session's request whose reply was malformed (a result that is not an object,
-    an error without a code): the SDK cannot match an invalid reply to its waiter, which would wait forever."""
-    if not isinstance(message, dict) or "method" in message or not ("result" in message or "error" in message):
-        return None
-    request_id = message.get("id")
-    if not isinstance(request_id, int | str) or isinstance(request_id, bool):
-        return None
-    error = mcp_types.ErrorData(code=INTERNAL_ERROR, message=INVALID_REPLY_MESSAGE)
-    return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+_UNREADABLE = object()
 
 
-def _outcome(reply: dict[str, Any] | None) -> dict[str, Any]:
-    if reply is None:
-        raise MCPError(code=CONNECTION_CLOSED, message="Connection closed")
+def _unreadable_problem(line: bytes) -> str:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return "it is not valid UTF-8"
+    return "it is not valid JSON (truncated or corrupt)"
+
+
+def reply_problem(reply: dict[str, Any]) -> str | None:
+    """What is wrong with a reply object, in words; None when it is a well-formed result or error."""
     if "error" in reply:
         error = reply["error"]
         if isinstance(error, dict) and isinstance(error.get("code"), int) and isinstance(error.get("message"), str):
-            raise MCPError(code=error["code"], message=error["message"], data=error.get("data"))
-        raise TypeError(INVALID_REPLY_MESSAGE)
-    result = reply.get("result")
-    if not isinstance(result, dict):
-        raise TypeError(INVALID_REPLY_MESSAGE)
-    return result
+            return None
+        return "its error has no integer code and string message"
+    if "result" not in reply:
+        return "it has neither a result nor an error"
+    if not isinstance(reply["result"], dict):
+        return f"its result is {_json_kind(reply['result'])}, not an object"
+    return None
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "an array"
+    return "not an object"
+
+
+def _size(count: int) -> str:
+    if count % (1 << 20) == 0:
+        return f"{count >> 20} MiB"
+    if count % (1 << 10) == 0:
+        return f"{count >> 10} KiB"
+    return f"{count} bytes"
 
 
 def express_capable(session: ClientSession) -> bool:
@@ -219,9 +432,17 @@ def express_capable(session: ClientSession) -> bool:
 
 @asynccontextmanager
 async def open_stdio_pipe(
-    parameters: StdioServerParameters, errlog: IO[str], on_close: Callable[[], None]
+    parameters: StdioServerParameters,
+    errlog: IO[str],
+    on_close: Callable[[], None],
+    *,
+    who: str = "the server",
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    junk_limit: int | None = None,
 ) -> AsyncIterator[StdioPipe]:
-    """Spawn the server in its own process group and yield its pipe; stop it (bounded) on exit."""
+    """Spawn the server in its own process group and yield its pipe; stop it (bounded) on exit.
+
+    A program that cannot be started is an OSError naming it (`FileNotFoundError.filename`)."""
     process = await anyio.open_process(
         [parameters.command, *parameters.args],
         env=get_default_environment() | (parameters.env or {}),
@@ -229,7 +450,7 @@ async def open_stdio_pipe(
         cwd=parameters.cwd,
         start_new_session=True,
     )
-    pipe = StdioPipe(process, on_close)
+    pipe = StdioPipe(process, on_close, who=who, max_line_bytes=max_line_bytes, junk_limit=junk_limit)
     async with anyio.create_task_group() as group:
         group.start_soon(pipe.read_pump)
         group.start_soon(pipe.session_pump)
@@ -252,7 +473,9 @@ async def _stop(process: anyio.abc.Process) -> None:
     if not await _exited(process, _EXIT_GRACE_S):
         await terminate_posix_process_tree(process, _KILL_GRACE_S)
         if not await _exited(process, _KILL_GRACE_S):
-            logger.warning("interceptor server process %d survived the kill; abandoning it", process.pid)
+            logger.warning("server process %d survived the kill; abandoning it", process.pid)
+    with suppress(OSError):  # the leader is gone; anything it left in its group goes too
+        os.killpg(process.pid, signal.SIGTERM)
     with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         await process.stdout.aclose()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+import traceback
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +34,15 @@ from interceptors.events import is_pattern
 from interceptors.outcomes import MalformedHandlerResult, to_mutation_result, to_validation_result
 
 logger = logging.getLogger("interceptors.host")
+
+
+def log_traceback(log: logging.Logger, exc: BaseException) -> None:
+    """Under -v, where a handler crashed: frames and source lines only (its message may quote the payload)."""
+    if log.isEnabledFor(logging.INFO):
+        frames = "".join(traceback.format_tb(exc.__traceback__)).rstrip()
+        log.info("traceback of the %s (its message is not shown: it may quote the payload):\n%s",
+                 type(exc).__name__, frames)  # fmt: skip
+
 
 DEFAULT_MAX_PAYLOAD_BYTES = 4 * 1024 * 1024
 INLINE_MAX_PAYLOAD_BYTES = 64 * 1024
@@ -228,7 +238,8 @@ class InterceptorHost:
             raise
         except Exception as exc:
             # The exception text may quote the payload: log the type only, never the message.
-            logger.warning("interceptor %r failed: %s", entry.name, type(exc).__name__)
+            logger.warning("interceptor %r failed: its handler raised %s", entry.name, type(exc).__name__)
+            log_traceback(logger, exc)
             raise InterceptorRpcError(
                 INTERNAL_ERROR,
                 f"interceptor {entry.name!r} failed",

@@ -14,7 +14,7 @@ from pydantic import ConfigDict
 
 from interceptors import CAPABILITY, INTERNAL_ERROR, INVOKE_METHOD, LIST_METHOD, InterceptorRpcError, Registry
 
-from .host import InterceptorHost
+from .host import InterceptorHost, log_traceback
 
 _HOST_ATTRIBUTE = "_mcp_interceptors_host"
 logger = logging.getLogger("interceptors.host")
@@ -33,6 +33,7 @@ def _params_dict(params: OpenParams) -> dict[str, Any]:
 def internal_error(exc: Exception) -> MCPError:
     """-32603 for a host bug: the exception's type in `data`, never its text (it may quote the payload)."""
     logger.error("interceptor host error: %s", type(exc).__name__)
+    log_traceback(logger, exc)
     return MCPError(code=INTERNAL_ERROR, message="interceptor host error", data={"reason": type(exc).__name__})
 
 

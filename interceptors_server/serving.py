@@ -6,7 +6,7 @@ import importlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mcp.server.lowlevel.server import Server
@@ -67,10 +67,23 @@ async def serve_stdio(server: Server[Any]) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-async def serve_http(server: Server[Any], host: str, port: int) -> None:
-    """Streamable HTTP at http://HOST:PORT/mcp, served by uvicorn."""
+async def serve_http(
+    server: Server[Any], host: str, port: int, on_listening: Callable[[str, int], None] | None = None
+) -> None:
+    """Streamable HTTP at http://HOST:PORT/mcp, served by uvicorn (port 0 picks a free one, reported to
+    `on_listening` once the socket is bound). An address that cannot be bound is an OSError."""
+    import socket
+
     import uvicorn
 
-    app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    await uvicorn.Server(config).serve()
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+        sock.setblocking(False)
+        app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
+        config = uvicorn.Config(app, log_level="warning", lifespan="on")
+        if on_listening is not None:
+            on_listening(host, sock.getsockname()[1])
+        await uvicorn.Server(config).serve(sockets=[sock])

@@ -32,11 +32,13 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 
 
 def _is_pipe_like(fd: int) -> bool:
+    """A descriptor the event loop can watch: a pipe, a socket or a terminal (not /dev/null, not a file:
+    epoll refuses those, and the SDK's thread-based transport reads them to their end instead)."""
     try:
         mode = os.fstat(fd).st_mode
     except OSError:
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))
 
 
 def _examine(line: bytes) -> tuple[dict[str, Any] | None, bytes | None]:
@@ -76,7 +78,10 @@ class _Lines:
     the requests the express lane takes.
     """
 
-    def __init__(self, reader: asyncio.StreamReader, writer: _Writer, express: ExpressLane | None) -> None:
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: _Writer, express: ExpressLane | None, max_line_bytes: int
+    ) -> None:
+        self._max_line_bytes = max_line_bytes
         self._reader = reader
         self._writer = writer
         self._express = express
@@ -94,7 +99,7 @@ class _Lines:
                 line = exc.partial
             except asyncio.LimitOverrunError as exc:
                 # Discard the oversized line and answer it as unparseable; the connection lives on.
-                logger.warning("discarding an input line over %d bytes", MAX_LINE_BYTES)
+                logger.warning("discarding an input line over %d bytes", self._max_line_bytes)
                 await self._reader.readexactly(exc.consumed)
                 with contextlib.suppress(asyncio.LimitOverrunError, asyncio.IncompleteReadError):
                     await self._discard_rest()
@@ -155,10 +160,13 @@ class _Writer:
 @contextlib.asynccontextmanager
 async def serve_streams(
     express: Callable[[WriteBytes], ExpressLane | None] | None = None,
+    *,
+    max_line_bytes: int = MAX_LINE_BYTES,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """(read_stream, write_stream) for `Server.run`, over stdin/stdout.
 
-    `express` builds the lane that answers eligible requests without the SDK (see `express.py`).
+    `express` builds the lane that answers eligible requests without the SDK (see `express.py`). A line
+    longer than `max_line_bytes` is discarded and answered "Request too large"; the connection lives on.
     """
     try:
         loop = asyncio.get_running_loop()
@@ -174,7 +182,7 @@ async def serve_streams(
     os.dup2(devnull, 0)  # handlers and children read EOF,
     os.dup2(2, 1)  # and their stray output goes to stderr, not onto the wire
     os.close(devnull)
-    reader = asyncio.StreamReader(limit=MAX_LINE_BYTES, loop=loop)
+    reader = asyncio.StreamReader(limit=max_line_bytes, loop=loop)
     read_transport, _ = await loop.connect_read_pipe(
         lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(wire_in, "rb", buffering=0)
     )
@@ -186,7 +194,7 @@ async def serve_streams(
     lane = express(out.write_bytes) if express is not None else None
     try:
         try:
-            async with stdio_server(stdin=_Lines(reader, out, lane), stdout=out) as streams:  # type: ignore[arg-type]
+            async with stdio_server(stdin=_Lines(reader, out, lane, max_line_bytes), stdout=out) as streams:  # type: ignore[arg-type]
                 yield streams
         finally:
             if lane is not None:

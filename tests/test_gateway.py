@@ -478,6 +478,71 @@ async def test_listen_serves_streamable_http_on_loopback() -> None:
         assert_no_zombies()
 
 
+@pytest.mark.slow
+async def test_over_http_a_crashed_upstream_is_restarted_and_later_calls_succeed() -> None:
+    """Calls in flight get -32603; the gateway lives on, restarts the upstream and serves new calls from it."""
+    with anyio.fail_after(TEST_S * 2):
+        gateway = GatewayProcess(proxy_argv("--listen", "127.0.0.1:0"))
+        async with gateway.running():
+            line = await gateway.stderr_line("listening on http://127.0.0.1:")
+            url = line.split("listening on ", 1)[1].strip()
+            async with Client(url, mode="legacy", read_timeout_seconds=STEP_S) as client:
+                assert text_of(await client.call_tool("echo", {"text": MARKER})) == MARKER
+                first = list(children(gateway.proc.pid))
+                assert len(first) == 1
+                with pytest.raises(MCPError) as crashed:
+                    await client.call_tool("crash", {})
+                assert crashed.value.error.code == INTERNAL_ERROR
+                await wait_gone(first)
+                # A new call waits for the restart (bounded) and is answered by the new upstream.
+                assert text_of(await client.call_tool("echo", {"text": "again"})) == "again"
+                second = list(children(gateway.proc.pid))
+                assert len(second) == 1 and second != first
+                for _ in range(2):  # and again: every crash is survived
+                    with pytest.raises(MCPError):
+                        await client.call_tool("crash", {})
+                    assert text_of(await client.call_tool("echo", {"text": "more"})) == "more"
+            restarted = [line for line in gateway.stderr if "the upstream server restarted" in line]
+            assert len(restarted) == 3 and all("WARNING" in line for line in restarted)
+            upstream = list(children(gateway.proc.pid))
+            gateway.proc.send_signal(signal.SIGTERM)
+            assert await gateway.wait() == 0
+        await wait_gone(upstream)
+        assert_no_zombies()
+
+
+@pytest.mark.slow
+async def test_over_http_without_restarts_the_gateway_exits_when_the_upstream_dies() -> None:
+    with anyio.fail_after(TEST_S):
+        gateway = GatewayProcess(proxy_argv("--listen", "127.0.0.1:0", "--no-restart-upstream"))
+        async with gateway.running():
+            line = await gateway.stderr_line("listening on http://127.0.0.1:")
+            url = line.split("listening on ", 1)[1].strip()
+            upstream = list(children(gateway.proc.pid))
+            async with Client(url, mode="legacy", read_timeout_seconds=STEP_S) as client:
+                with pytest.raises(MCPError):
+                    await client.call_tool("crash", {})
+            assert await gateway.wait() == 1
+        await wait_gone(upstream)
+        assert_no_zombies()
+
+
+def test_a_missing_program_in_the_chain_file_is_named() -> None:
+    chain = ROOT / "tests" / "data_missing_program.yaml"
+    try:
+        chain.write_text("servers:\n  - name: dlp\n    command: [no-such-interceptor-program, --flag]\n")
+        done = subprocess.run(proxy_argv("--chain", str(chain)), cwd=ROOT, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=STEP_S * 2)  # fmt: skip
+    finally:
+        chain.unlink()
+    assert done.returncode == 1
+    assert (
+        "error: interceptor server 'dlp' is unavailable: the program 'no-such-interceptor-program' was not found"
+        in done.stderr
+    ), done.stderr
+    assert "Error" not in done.stderr.replace("error:", "")
+
+
 # The command line ------------------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_bad_command_lines_exit_2_with_a_message(tmp_path: Path) -> None:

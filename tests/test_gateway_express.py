@@ -29,7 +29,6 @@ from hypothesis import strategies as st
 from integrations.gateway_express import INVALID_RESULT_MESSAGE
 from integrations.gateway_upstream import UPSTREAM_CLOSED_MESSAGE
 from interceptors import INTERNAL_ERROR
-from interceptors_chain.stdio_pipe import INVALID_REPLY_MESSAGE
 from tests.conftest import ROOT
 from tests.processes import children
 from tests.servers.plain_upstream import FAIL_CODE
@@ -287,7 +286,10 @@ def test_express_replies_equal_the_sdk_paths(proxies: list[Proxy], era: str) -> 
 
     # A result that is not even an object: -32603 both ways (the pipe answers the session's waiter for it).
     nonobject = on.call(on.tool(era, "nonobject"))
-    assert nonobject["error"] == {"code": INTERNAL_ERROR, "message": INVALID_REPLY_MESSAGE}
+    assert nonobject["error"] == {
+        "code": INTERNAL_ERROR,
+        "message": "the upstream server sent a malformed reply: its result is a string, not an object",
+    }
     assert off.call(off.tool(era, "nonobject"))["error"] == nonobject["error"]
 
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import functools
+import re
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from interceptors import Direction, Mode
 from interceptors_chain import Chain, InterceptorOverride, RemoteServer, ServerUnavailable
@@ -152,3 +155,110 @@ async def test_per_server_concurrency_limit_queues_invokes() -> None:
                 group.start_soon(functools.partial(chain.execute, direction=Direction.SENDING), "tools/call",
                                  "response", {"sleep": 0.3})  # fmt: skip
         assert time.monotonic() - started >= 0.85, "with a limit of 1 the three invokes must not overlap"
+
+
+CLASS_NAME = re.compile(r"\b[A-Z][a-z]+(?:[A-Z][a-z]+)*(?:Error|Exception|Group)\b")
+
+
+def readable(reason: str) -> bool:
+    """An error text in words: no Python exception class name in it."""
+    return CLASS_NAME.search(reason) is None
+
+
+@pytest.mark.parametrize(
+    ("fault", "problem"),
+    [
+        ("truncated", "it is not valid JSON (truncated or corrupt)"),
+        ("bad-utf8", "it is not valid UTF-8"),
+        ("string-result", "its result is a string, not an object"),
+        ("not-object", "its result is a number, not an object"),
+    ],
+)
+async def test_a_malformed_reply_fails_its_invoke_at_once_naming_the_server_and_the_problem(
+    fault: str, problem: str
+) -> None:
+    before = children()
+    command = [sys.executable, "-m", "tests.servers.raw_host", fault]
+    async with RemoteServer("garbled", command=command, cwd=str(ROOT)) as remote:
+        chain = Chain(default_timeout_ms=20_000)
+        await chain.add_remote(remote)
+        started = time.monotonic()
+        result = await chain.execute("tools/call", "request", PAYLOAD, direction=Direction.SENDING)
+        elapsed = time.monotonic() - started
+        assert elapsed < 1, f"a malformed reply must fail at once, not at the 20 s timeout ({elapsed:.2f} s)"
+        assert result.blocked and result.status != "timeout"
+        reason = result.aborted_at[0].reason
+        assert reason == f"interceptor server 'garbled' sent a malformed reply: {problem}"
+        assert readable(reason)
+        assert remote.connected and remote.restarts == 0  # one bad reply is not a broken server
+    no_children_left(before)
+
+
+async def test_a_server_writing_only_lines_that_are_not_json_rpc_is_restarted() -> None:
+    before = children()
+    command = [sys.executable, "-m", "tests.servers.raw_host", "flood"]
+    async with RemoteServer("flood", command=command, cwd=str(ROOT), backoff_s=(0.05, 0.5)) as remote:
+        with pytest.raises(ServerUnavailable) as caught:
+            await remote.request("interceptor/invoke", {"name": "raw/check", "event": "tools/call",
+                                 "phase": "request", "payload": {}}, 20)  # fmt: skip
+        assert "the connection closed" in str(caught.value) and readable(str(caught.value))
+        with anyio.fail_after(20):
+            while remote.restarts < 1 or not remote.connected:
+                await anyio.sleep(0.05)
+        assert remote.junk_lines > remote.junk_line_limit  # type: ignore[operator]
+    no_children_left(before)
+
+
+async def test_a_hung_server_is_restarted_after_consecutive_timeouts_and_later_calls_succeed(tmp_path: Path) -> None:
+    """It hangs every invoke and ignores SIGTERM and stdin closing: the group is killed, a fresh one answers."""
+    before = children()
+    marker = tmp_path / "hung-once"
+    remote = await start("hang-once", str(marker), backoff_s=(0.05, 0.5), restart_after_timeouts=2)
+    try:
+        chain = Chain(overrides={"faulty/check": InterceptorOverride.build(timeout_ms=300)})
+        await chain.add_remote(remote)
+        hung_pid = int(marker.read_text())
+        for _ in range(2):
+            timed_out = await chain.execute("tools/call", "response", PAYLOAD, direction=Direction.SENDING)
+            assert timed_out.blocked and timed_out.status == "timeout"
+        with anyio.fail_after(30):
+            while remote.restarts < 1 or not remote.connected:
+                await anyio.sleep(0.05)
+        later = await chain.execute("tools/call", "response", PAYLOAD, direction=Direction.SENDING)
+        assert not later.blocked
+        assert later.results[0].result is not None
+        assert later.results[0].result["info"]["pid"] != hung_pid
+        assert not process_alive(hung_pid), "the hung server (it ignores SIGTERM) must have been killed"
+    finally:
+        await remote.aclose()
+    no_children_left(before)
+
+
+async def test_a_timeout_while_the_server_answers_others_does_not_restart_it() -> None:
+    """A slow interceptor is not a hung server: the restart needs timeouts while it sends nothing at all."""
+    async with RemoteServer("slowish", command=faulty("ok"), cwd=str(ROOT), restart_after_timeouts=1) as remote:
+        slow = {"name": "faulty/check", "event": "tools/call", "phase": "response", "payload": {"sleep": 60}}
+        outcome: dict[str, Any] = {}
+
+        async def slow_invoke() -> None:
+            with pytest.raises(MCPError) as caught:
+                await remote.request("interceptor/invoke", slow, 10)
+            outcome["code"] = caught.value.error.code
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(slow_invoke)
+            with anyio.fail_after(10):  # the slow invoke is on the wire (the pipe's waiters are private)
+                while not (remote._pipe is not None and remote._pipe._waiters):
+                    await anyio.sleep(0.01)
+            await remote.request("interceptors/list", {}, 10)  # answered while the slow invoke waits
+        assert outcome["code"] == -32001  # it timed out
+        assert remote.restarts == 0 and remote.connected
+
+
+def process_alive(pid: int) -> bool:
+    """Alive and not a zombie (read from /proc)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] != "Z"

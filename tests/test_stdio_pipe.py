@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 
 from interceptors import Direction
 from interceptors_chain import Chain, InterceptorOverride, RemoteServer, ServerUnavailable
+from interceptors_chain.failures import MalformedReply
 from tests.conftest import ROOT
 from tests.processes import children
 from tests.test_remote import no_children_left
@@ -62,7 +63,7 @@ async def stderr_has(remote: RemoteServer, text: str, within_s: float = 3) -> bo
 
 # (fault, extra argv, whether the failure is a timeout)
 FAULTS = [
-    ("garbage", (), True),
+    ("garbage", (), False),  # its garbage includes a truncated reply carrying the first request's id
     ("not-object", (), False),
     ("bad-error", (), False),
     ("late", ("3",), True),
@@ -99,21 +100,29 @@ async def test_every_fault_is_a_fail_closed_invocation_failure(
     no_children_left(before)
 
 
-@pytest.mark.parametrize("fault", ["not-object", "bad-error"])
-async def test_malformed_replies_raise_type_errors_and_keep_the_connection(fault: str) -> None:
+@pytest.mark.parametrize(
+    ("fault", "problem"),
+    [
+        ("not-object", "its result is a number, not an object"),
+        ("bad-error", "its error has no integer code and string message"),
+    ],
+)
+async def test_malformed_replies_fail_in_words_and_keep_the_connection(fault: str, problem: str) -> None:
     async with remote_for(fault) as remote:
         for _ in range(2):
-            with pytest.raises(TypeError):
+            with pytest.raises(MalformedReply) as caught:
                 await invoke(remote, {"n": 1})
+            assert str(caught.value) == f"interceptor server 'raw-{fault}' sent a malformed reply: {problem}"
         assert remote.connected and remote.restarts == 0
 
 
 async def test_garbage_lines_do_not_break_later_replies() -> None:
     before = children()
     async with remote_for("garbage") as remote:
-        with pytest.raises(MCPError) as caught:
-            await invoke(remote, {"first": True}, timeout_s=0.3)  # garbage, then never answered
-        assert caught.value.error.code == REQUEST_TIMEOUT
+        with pytest.raises(MalformedReply) as caught:  # garbage, including a torn line with its id
+            await invoke(remote, {"first": True}, timeout_s=30)
+        assert "not valid JSON" in str(caught.value)
+        assert remote.junk_lines >= 5
         for n in range(5):  # garbage before every reply, a stray reply to an id never sent, a torn line
             result = await invoke(remote, {"n": n})
             assert result["info"]["payload"] == {"n": n}

@@ -1,11 +1,16 @@
 """An interceptor server with an injected fault, chosen by argv: for the remote-fault tests.
 
 python -m tests.servers.faulty_host ok | crash-after N | hang | garbage | exit-at-start | slow-start SECONDS
+    | hang-once FILE
+
+hang-once: the first process (FILE does not exist yet: it creates it) hangs every invoke and ignores
+SIGTERM and stdin closing; a restarted one (FILE exists) answers normally.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 
@@ -15,7 +20,9 @@ from interceptors import Invocation, Mutation, Registry, Verdict
 from interceptors_server.serving import build_server, serve_stdio
 
 FAULT = sys.argv[1] if len(sys.argv) > 1 else "ok"
-ARGUMENT = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
+TEXT_ARGUMENT = sys.argv[2] if len(sys.argv) > 2 else ""
+ARGUMENT = float(TEXT_ARGUMENT) if TEXT_ARGUMENT.replace(".", "", 1).isdigit() else 0.0
+HUNG = {"now": False}
 CALLS = {"count": 0}
 
 registry = Registry()
@@ -26,7 +33,7 @@ async def check(invocation: Invocation) -> Verdict:
     CALLS["count"] += 1
     if FAULT == "crash-after" and CALLS["count"] > ARGUMENT:
         os._exit(7)
-    if FAULT == "hang":
+    if FAULT == "hang" or HUNG["now"]:
         await anyio.sleep(3600)
     if FAULT == "garbage":
         os.write(1, b'this is not json\n{"jsonrpc": 2}\n\x00\xff\n')
@@ -46,5 +53,12 @@ if __name__ == "__main__":
         sys.exit(3)
     if FAULT == "slow-start":
         time.sleep(ARGUMENT)
+    if FAULT == "hang-once" and not os.path.exists(TEXT_ARGUMENT):
+        with open(TEXT_ARGUMENT, "w") as marker:
+            marker.write(str(os.getpid()))
+        HUNG["now"] = True
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     print(f"faulty host {FAULT} starting", file=sys.stderr, flush=True)
     anyio.run(serve_stdio, build_server([registry]))
+    if HUNG["now"]:  # a hung server does not notice its stdin closing either
+        time.sleep(3600)

@@ -14,6 +14,10 @@ payload and lists every `notifications/cancelled` request id received so far; th
   late         the first invoke is answered after SECONDS (default 1); later ones normally
   echo-cancel  the first invoke is never answered; later ones normally (they report the cancellations)
   exit         every invoke exits the process (after half a reply line), unless its payload has "stay"
+  truncated    every invoke is answered with a torn reply line (it carries the request's id)
+  bad-utf8     every reply carries a byte that is not UTF-8
+  string-result  every result is a JSON string
+  flood        every invoke gets 40 lines that are not JSON-RPC and no reply
 
 Every cancellation is also logged to stderr as `cancelled <id>`.
 """
@@ -113,7 +117,16 @@ def invoke(request_id: Any, params: dict[str, Any]) -> None:
         write(b"\n".join(GARBAGE) + b"\n")
         if first:
             return
-    if FAULT == "not-object":
+    if FAULT == "truncated":
+        write(b'{"jsonrpc": "2.0", "id": ' + json.dumps(request_id).encode() + b', "result": {"valid": tr\n')
+    elif FAULT == "bad-utf8":
+        good = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": verdict(params)}).encode()
+        write(good.replace(b'"valid": true', b'"valid": true, "note": "\xff"') + b"\n")
+    elif FAULT == "string-result":
+        reply(request_id, "a string")
+    elif FAULT == "flood":
+        write(b"this is not json-rpc\n" * 40)
+    elif FAULT == "not-object":
         reply(request_id, 5)
     elif FAULT == "bad-error":
         reply(request_id, error={"message": "an error without a code"})

@@ -1,0 +1,58 @@
+"""Failures of the invoker's own making, in words: what went wrong with which server, never a class name.
+
+A user reading `server 'dlp' failed: TypeError` learns nothing; `interceptor server 'dlp' sent a reply
+that is not valid JSON` tells them where to look. These texts never quote payload content.
+"""
+
+from __future__ import annotations
+
+import errno
+
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
+
+
+class InvokerFailure(MCPError):
+    """An error the invoker raises itself; its message is safe to show and already names the server."""
+
+
+class MalformedReply(InvokerFailure):
+    """A reply that carried a pending request's id but could not be used (not JSON, wrong shape, too big)."""
+
+    def __init__(self, who: str, problem: str) -> None:
+        super().__init__(INTERNAL_ERROR, f"{who} sent a malformed reply: {problem}")
+
+
+def leaf(exc: BaseException) -> BaseException:
+    """The first real exception inside (nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def describe(exc: BaseException) -> str:
+    """A short sentence for any failure, for logs and error messages (no payload content, no class names)."""
+    exc = leaf(exc)
+    if isinstance(exc, InvokerFailure):
+        return exc.error.message
+    if isinstance(exc, MCPError):
+        if exc.error.code == CONNECTION_CLOSED:
+            return "the connection closed"
+        if exc.error.code == REQUEST_TIMEOUT:
+            return "the request timed out"
+        return exc.error.message
+    if isinstance(exc, TimeoutError):
+        return "it timed out"
+    if isinstance(exc, FileNotFoundError):
+        name = f" {exc.filename!r}" if exc.filename else ""
+        return f"the program{name} was not found"
+    if isinstance(exc, PermissionError):
+        name = f" {exc.filename!r}" if exc.filename else ""
+        return f"permission denied running{name}"
+    if isinstance(exc, OSError):
+        code = errno.errorcode.get(exc.errno, "") if exc.errno else ""
+        reason = exc.strerror or code or "an operating system error"
+        return f"{reason}{f' ({exc.filename!r})' if exc.filename else ''}"
+    if isinstance(exc, UnicodeDecodeError):
+        return "it sent bytes that are not valid UTF-8"
+    return "an unexpected internal error (run with -v for details)"
