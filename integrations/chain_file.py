@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from interceptors import Hook, Phase, Registry
 from interceptors_chain import Chain, InterceptorOverride, RemoteServer
-from interceptors_server import HostConnection, InterceptorHost
+from interceptors_server import DEFAULT_MAX_PAYLOAD_BYTES, HostConnection, InterceptorHost
 from interceptors_server.serving import RegistryLoadError, load_registry
 
 
@@ -148,8 +148,13 @@ def load_chain_file(path: str | Path) -> ChainFile:
 
 
 @asynccontextmanager
-async def open_chain(spec: ChainFile, registries: Sequence[Registry] = ()) -> AsyncIterator[Chain]:
-    """Connect every server of the file, in order, then the extra in-process registries; yield the chain."""
+async def open_chain(
+    spec: ChainFile, registries: Sequence[Registry] = (), *, max_payload_bytes: int | None = DEFAULT_MAX_PAYLOAD_BYTES
+) -> AsyncIterator[Chain]:
+    """Connect every server of the file, in order, then the extra in-process registries; yield the chain.
+
+    `max_payload_bytes` bounds what the in-process hosts accept (the gateway passes its line limit: whatever
+    it took in, its own stages can transform)."""
     chain = Chain(
         overrides={name: override.build() for name, override in spec.overrides.items()},
         deadline_ms=spec.deadline_ms,
@@ -164,7 +169,9 @@ async def open_chain(spec: ChainFile, registries: Sequence[Registry] = ()) -> As
                     raise ChainFileError(f"servers[{server.name}].registry: {exc}") from None
                 # In this process: the in-process transport (the wire's copies and checks, no MCP round trip).
                 await chain.add_connection(
-                    HostConnection(InterceptorHost(registry)), server.name, timeout_ms=server.timeout_ms
+                    HostConnection(InterceptorHost(registry, max_payload_bytes=max_payload_bytes)),
+                    server.name,
+                    timeout_ms=server.timeout_ms,
                 )
                 continue
             remote = RemoteServer(
@@ -180,5 +187,6 @@ async def open_chain(spec: ChainFile, registries: Sequence[Registry] = ()) -> As
             await stack.enter_async_context(remote)
             await chain.add_remote(remote, timeout_ms=server.timeout_ms)
         for index, registry in enumerate(registries):
-            await chain.add_connection(HostConnection(InterceptorHost(registry)), f"local-{index}")
+            host = InterceptorHost(registry, max_payload_bytes=max_payload_bytes)
+            await chain.add_connection(HostConnection(host), f"local-{index}")
         yield chain

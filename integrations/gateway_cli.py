@@ -126,11 +126,13 @@ def proxy(args: argparse.Namespace) -> int:
             if chain_file is not None:
                 from .chain_file import open_chain
 
-                chain = await stack.enter_async_context(open_chain(chain_file, registries))
+                chain = await stack.enter_async_context(
+                    open_chain(chain_file, registries, max_payload_bytes=max_line_bytes)
+                )
             elif registries:
                 from interceptors_server import LocalChain
 
-                chain = await stack.enter_async_context(LocalChain(*registries))
+                chain = await stack.enter_async_context(LocalChain(*registries, max_payload_bytes=max_line_bytes))
             else:
                 chain = Chain()
             principals = bearer_principal(tokens) if tokens is not None else stdio_principal(args.role or ())

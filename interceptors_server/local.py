@@ -20,6 +20,7 @@ from mcp.server.mcpserver import MCPServer
 from interceptors import Registry
 from interceptors_chain import Chain, ExecutionHandler, InterceptorOverride
 
+from .host import DEFAULT_MAX_PAYLOAD_BYTES
 from .inprocess import HostConnection
 from .install import host_of, interceptor_server, lowlevel_server
 
@@ -33,7 +34,8 @@ class LocalChain:
     Sources are registries (each gets its own interceptor host) or servers that already have interceptors
     installed. `transport` is "inprocess" (the default: `HostConnection`) or "mcp" (an SDK `Client` per
     host); with "mcp", `mode` is the client's protocol mode: "auto" (2026 era, direct dispatch) or
-    "legacy" (2025-11-25 handshake over memory streams).
+    "legacy" (2025-11-25 handshake over memory streams). `max_payload_bytes` bounds the payloads the hosts
+    of `registries` accept (servers passed in keep their own).
     """
 
     def __init__(
@@ -45,6 +47,7 @@ class LocalChain:
         execution_handler: ExecutionHandler | None = None,
         default_timeout_ms: int | None = None,
         deadline_ms: int | None = None,
+        max_payload_bytes: int | None = DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> None:
         if not sources:
             raise ValueError("LocalChain needs at least one registry or server")
@@ -53,6 +56,7 @@ class LocalChain:
             raise ValueError(f"transport must be 'inprocess' or 'mcp', not {transport!r}")
         self._mode = mode
         self._transport = transport
+        self._max_payload_bytes = max_payload_bytes
         self.chain = Chain(
             overrides=overrides,
             execution_handler=execution_handler,
@@ -72,6 +76,8 @@ class LocalChain:
                 host = host_of(server)
                 if host is None:
                     raise ValueError(f"server {server.name!r} has no interceptors installed")
+                if isinstance(source, Registry):
+                    host.max_payload_bytes = self._max_payload_bytes
                 taken = any(s.name == server.name for s in self.chain.servers)
                 name = f"{server.name}-{index}" if taken else server.name
                 if self._transport == "inprocess":

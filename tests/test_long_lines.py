@@ -111,3 +111,17 @@ def test_the_framer_never_searches_the_same_bytes_twice() -> None:
         assert framer.feed(chunk) == []
         assert framer._searched == len(framer._buffer)  # the next search starts where this one stopped
     assert framer.feed(b"b\n") == [chunk * 1024 + b"b"]
+
+
+@pytest.mark.slow
+def test_standard_transforms_a_large_result_instead_of_refusing_it() -> None:
+    """Whatever the gateway took in (up to its line limit), its own in-process stages can transform: an 8 MiB
+    result under `--policy standard` comes back trimmed by the policy's projection, not as an error."""
+    raw = RawClient("--policy", "standard")
+    try:
+        raw.start()
+        answer = raw.big(8)
+        assert "result" in answer, answer.get("error")
+        assert 0 < text_length(answer) < MIB  # projected down (max_string), never refused
+    finally:
+        stop(raw.process)
