@@ -22,6 +22,7 @@ from mcp.server.mcpserver import MCPServer
 from interceptors import Registry
 from interceptors.testing import ChainPlan, Observed, assert_matches_model, build_registries, expected_outcome
 from interceptors.testing.chains import SLOW_TIMEOUT_MS, chain_cases
+from interceptors.testing.plugin import resolve_source
 from interceptors.testing.properties import property_settings, run_property
 from interceptors_chain import Chain, InterceptorOverride
 from interceptors_server import InterceptorHost, LocalChain
@@ -68,15 +69,6 @@ def check_chain_model(*, profile: str | None = None, weight: float = 1.0, **plan
     run_property(
         "chain_model", chain_cases(**plan_options), check_chain_case, property_settings(profile, weight=weight)
     )
-
-
-def resolve_source(source: Any, base: Path) -> Any:
-    """A relative file name is looked up next to the test first; anything else is passed on as it is."""
-    if isinstance(source, str | os.PathLike):
-        candidate = base / Path(source)
-        if candidate.is_file():
-            return str(candidate)
-    return source
 
 
 def policy_registries(policy: Any) -> list[Any]:
