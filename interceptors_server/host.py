@@ -6,6 +6,7 @@ error table says. `install` binds it to an MCP server.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import traceback
@@ -148,6 +149,12 @@ class InterceptorHost:
     # interceptor/invoke ------------------------------------------------------------------------
     def _parse_invoke(self, params: Mapping[str, Any] | None) -> tuple[InvokeParams, _Compiled]:
         raw = {} if params is None else params
+        context = raw.get("context") if isinstance(raw, Mapping) else None
+        if isinstance(context, dict) and isinstance(context.get("principal"), dict):
+            # The principal's claims are the caller's objects over an in-memory transport: a handler appending
+            # to `claims["roles"]` must not grant the caller (or the next interceptor) anything.
+            with contextlib.suppress(TypeError):  # not JSON: the reader below refuses it with the field's path
+                raw = {**raw, "context": loads(dumps(context))}
         entries = self._entries()
         name = raw.get("name") if isinstance(raw, Mapping) else None
         if isinstance(name, str) and name and name not in entries:

@@ -22,7 +22,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
 from integrations.testing import run_plan
-from interceptors import CAPABILITY, Invocation, Mutation, Registry, Verdict
+from interceptors import CAPABILITY, Invocation, InvocationContext, Mutation, Registry, Verdict
 from interceptors.testing import ChainPlan, chain_plans, json_values
 from interceptors_chain import Chain, InterceptorOverride
 from interceptors_server import InterceptorHost, LocalChain
@@ -238,3 +238,36 @@ async def test_inline_handlers_leave_the_loop_only_for_large_payloads(size: int,
     loop_thread = threading.get_ident()
     assert (threads[0] == loop_thread) is on_loop
     assert threads[1] != loop_thread
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("transport", ["inprocess", "mcp"])
+async def test_a_handler_editing_the_principals_claims_grants_nothing(transport: Any) -> None:
+    from interceptors import Principal
+
+    registry = Registry()
+    seen: list[Any] = []
+
+    @registry.mutator("escalate", events=EVENT, phase="request", priority=0)
+    def escalate(inv: Invocation) -> Any:
+        assert inv.context is not None and inv.context.principal is not None
+        claims = inv.context.principal.claims
+        assert claims is not None
+        seen.append(list(claims["roles"]))
+        claims["roles"].append("admin")
+        return Mutation.unchanged()
+
+    @registry.mutator("look", events=EVENT, phase="request", priority=1)
+    def look(inv: Invocation) -> Any:
+        assert inv.context is not None and inv.context.principal is not None and inv.context.principal.claims
+        seen.append(list(inv.context.principal.claims["roles"]))
+        return Mutation.unchanged()
+
+    principal = Principal("user", "alice", {"roles": ["reader"]})
+    context = InvocationContext(principal=principal, trace_id="t")
+    async with LocalChain(registry, transport=transport) as chain:
+        for _ in range(2):
+            result = await chain.execute(EVENT, "request", {"params": {}}, direction="receiving", context=context)
+            assert not result.blocked
+    assert principal.claims == {"roles": ["reader"]}
+    assert seen == [["reader"]] * 4
