@@ -36,6 +36,13 @@ class Detector:
     enabled: bool = True
     fallback: bool = False
     """A catch-all heuristic: it only claims text that no other detector's finding overlaps."""
+    spec: str = ""
+    """The vendor's documented format in the `tokenspec` language, written apart from `pattern`: what the
+    testing kit and the quality bench draw samples from (empty: the kit falls back to the pattern)."""
+    examples: tuple[str, ...] = ()
+    """Texts the detector must report (a format given by examples instead of, or next to, a spec)."""
+    source: str = ""
+    """Where the format is documented (doc/TRANSFORMS.md lists it)."""
 
     @property
     def entities(self) -> tuple[str, ...]:
@@ -222,7 +229,7 @@ _FLAG_NAMES = {
 }
 _DETECTOR_FIELDS = frozenset(
     {"name", "pattern", "entity", "category", "group", "confidence", "hints", "flags", "ignore_case", "validator",
-     "min_length", "enabled", "description"}
+     "min_length", "enabled", "description", "spec", "examples", "source"}
 )  # fmt: skip
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,63}")
 
@@ -313,6 +320,24 @@ def detector_from_config(config: Any, path: str) -> Detector:
     description = config.get("description", "")
     if not isinstance(description, str):
         raise ValueError(f"{path}.description: must be a string")
+    spec = config.get("spec", "")
+    if not isinstance(spec, str):
+        raise ValueError(f"{path}.spec: must be a string in the format-spec language (doc/TESTING.md)")
+    if spec:
+        from .tokenspec import SpecError, parse_spec
+
+        try:
+            parse_spec(spec)
+        except SpecError as exc:
+            raise ValueError(f"{path}.spec: {exc}") from None
+    examples = config.get("examples", [])
+    if isinstance(examples, str):
+        examples = [examples]
+    if not isinstance(examples, list) or not all(isinstance(e, str) and e for e in examples):
+        raise ValueError(f"{path}.examples: must be a list of non-empty strings")
+    source = config.get("source", "")
+    if not isinstance(source, str):
+        raise ValueError(f"{path}.source: must be a string")
     return Detector(
         name=name,
         entity=entity,
@@ -326,6 +351,9 @@ def detector_from_config(config: Any, path: str) -> Detector:
         refines=refines,
         description=description,
         enabled=enabled,
+        spec=spec,
+        examples=tuple(examples),
+        source=source,
     )
 
 

@@ -154,6 +154,22 @@ def looks_high_entropy(text: str, bits: float = 4.0) -> bool:
     return shannon_entropy(text) >= bits
 
 
+_GUID_SHAPE = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
+
+
+def looks_secret(value: str) -> bool:
+    """A labelled value that could be a credential: 16+ characters, no blanks, letters and digits, not a
+    placeholder, a path, a URL or a GUID, and dense (3 bits per character or more)."""
+    text = value.strip("\"'")
+    if len(text) < 16 or is_placeholder(text) or any(c.isspace() for c in text):
+        return False
+    if text.startswith(("/", "./", "http:", "https:", "file:")) or _GUID_SHAPE.fullmatch(text):
+        return False
+    if not (any(c.isdigit() for c in text) and any(c.isalpha() for c in text)):
+        return False
+    return shannon_entropy(text) >= 3.0
+
+
 # Characters outside ASCII that Python's case-insensitive matching treats as an ASCII letter: folded
 # before a literal prefilter so `pa\u017f\u017fword` cannot slip past a hint while the regex would still match it.
 CASE_FOLD_TO_ASCII = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
