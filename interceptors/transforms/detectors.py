@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .entities import CATEGORIES, classify_ip_text, fold_for_hints, is_placeholder, looks_high_entropy, shannon_entropy
+from .normalize import needs_normalizing, normalize_for_matching
 
 Validator = Callable[[str, str], "str | None"]
 """`(matched text, detector entity) -> entity to report (possibly refined), or None to reject the match`."""
@@ -160,6 +161,20 @@ class Scanner:
         return subset
 
     def scan(self, text: str) -> list[Finding]:
+        """Findings in `text`, matched on its normalised form (see `normalize`) and mapped back to the original:
+        each finding's span covers every original character its match came from."""
+        if not needs_normalizing(text):
+            return self._scan(text)
+        normal, starts, ends = normalize_for_matching(text)
+        if normal == text:
+            return self._scan(text)
+        out = []
+        for finding in self._scan(normal):
+            start, end = starts[finding.start], ends[finding.end - 1]
+            out.append(Finding(start, end, text[start:end], finding.entity, finding.detector))
+        return out
+
+    def _scan(self, text: str) -> list[Finding]:
         size = len(text)
         if size < self.min_length or not self.detectors:
             return []

@@ -28,6 +28,7 @@ from .keyrules import (
     KeyRule,
     key_rule_from_config,
 )
+from .normalize import needs_normalizing, normalize_for_matching
 from .strategies import DROP, KEEP, Env, Strategy, StrategyTable, check_template, parse_strategies
 from .triepattern import literal_alternation
 
@@ -187,6 +188,8 @@ class Redactor(Transform):
             raw = orjson.dumps(list(values), option=orjson.OPT_NON_STR_KEYS).decode()
         except TypeError:
             return self.scanner, True, self.decoder is not None
+        if needs_normalizing(raw):  # a hint hidden by an escape or an invisible character still counts
+            raw = normalize_for_matching(raw)[0]
         folded = fold_for_hints(raw)
         scanner = self.scanner.narrow(folded, raw)
         decoding = self.decoder is not None and self.decoder.may_apply(folded)

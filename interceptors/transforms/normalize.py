@@ -1,0 +1,109 @@
+"""Normalise before matching, redact in the original.
+
+A token written with a zero-width space inside, with fullwidth letters, with `\\u0067` for its `g` or
+`&#103;` for it, is still the token to whoever reads it. Detectors match the *normalised* text: NFKC per
+character, format (Cf) and other invisible code points removed, every kind of space read as a space,
+`\\uXXXX` escapes and HTML character references decoded. Each normalised character remembers the span of
+the original it came from, so a finding maps back to the whole original span (escapes, invisible characters
+and all) and the redaction removes all of it.
+"""
+
+from __future__ import annotations
+
+import html.entities
+import re
+import unicodedata
+from functools import lru_cache
+
+_ESCAPE = re.compile(
+    r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})|\\x([0-9A-Fa-f]{2})|&#(\d{1,7});?|&#[xX]([0-9A-Fa-f]{1,6});?"
+    r"|&([A-Za-z][A-Za-z0-9]{1,31};)"
+)
+_MAYBE_ESCAPE = re.compile(r"\\[uUx][0-9A-Fa-f]{2}|&#|&[A-Za-z][A-Za-z0-9]{1,31};")
+# Invisible code points that are not Cf: fillers, the combining grapheme joiner, variation selectors, braille blank.
+_INVISIBLE = frozenset(
+    [0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180F, 0x2800, 0x3164, 0xFFA0]
+    + list(range(0xFE00, 0xFE10))
+    + list(range(0xE0100, 0xE01F0))
+)
+_HTML5 = html.entities.html5
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def needs_normalizing(text: str) -> bool:
+    """Whether normalising could change `text` (cheap: ASCII text without escapes never needs it)."""
+    if not text.isascii():
+        return True
+    return ("\\" in text or "&" in text) and _MAYBE_ESCAPE.search(text) is not None
+
+
+@lru_cache(maxsize=8192)
+def _normal_char(char: str) -> str:
+    """What one character reads as: "" for invisible ones, " " for any space, else its NFKC form."""
+    code = ord(char)
+    if code < 0x80:
+        return char
+    category = unicodedata.category(char)
+    if category == "Cf" or code in _INVISIBLE:
+        return ""
+    if category == "Zs" or char in "\u2028\u2029\u0085":
+        return " "
+    return unicodedata.normalize("NFKC", char)
+
+
+def _decoded(match: re.Match[str]) -> str:
+    hexa, wide, byte, decimal, hex_ref, named = match.groups()
+    try:
+        if hexa or wide or byte:
+            return chr(int(hexa or wide or byte, 16))
+        if decimal or hex_ref:
+            code = int(decimal) if decimal else int(hex_ref, 16)
+            return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else match.group(0)
+    except ValueError:
+        return match.group(0)
+    return _HTML5.get(named, match.group(0))
+
+
+def normalize_for_matching(text: str) -> tuple[str, list[int], list[int]]:
+    """(normalised text, starts, ends): normalised character `i` came from `text[starts[i]:ends[i]]`."""
+    out: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+
+    def put(chunk: str, start: int, end: int) -> None:
+        for char in chunk:
+            normal = _normal_char(char)
+            for piece in normal:
+                out.append(piece)
+                starts.append(start)
+                ends.append(end)
+
+    def plain(segment_start: int, segment_end: int) -> None:
+        at = segment_start
+        for match in _NON_ASCII.finditer(text, segment_start, segment_end):
+            if match.start() > at:
+                out.append(text[at : match.start()])
+                starts.extend(range(at, match.start()))
+                ends.extend(range(at + 1, match.start() + 1))
+            put(match.group(0), match.start(), match.end())
+            at = match.end()
+        if segment_end > at:
+            out.append(text[at:segment_end])
+            starts.extend(range(at, segment_end))
+            ends.extend(range(at + 1, segment_end + 1))
+
+    last = 0
+    if "\\" in text or "&" in text:
+        for match in _ESCAPE.finditer(text):
+            plain(last, match.start())
+            decoded = _decoded(match)
+            if decoded == match.group(0):
+                plain(match.start(), match.end())
+            else:
+                put(decoded, match.start(), match.end())
+            last = match.end()
+    plain(last, len(text))
+    return "".join(out), starts, ends
+
+
+__all__ = ["needs_normalizing", "normalize_for_matching"]
