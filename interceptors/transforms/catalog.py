@@ -95,10 +95,12 @@ def _quoted(quote: str, chars: str, low: int, high: int, next_label: str, *, esc
     return inner_closes + "|" + outer
 
 
-def _bare(chars: str, low: int, high: int, next_label: str) -> str:
+def _bare(chars: str, low: int, high: int, next_label: str, *, no_call: bool = False) -> str:
     """A group for an unquoted value: a run of `chars` that stops before another assignment (`next_label`:
     `<td>Password=x</td><td>Password= y` is two values, not one holding the second label). Never right after a
     quote: a quoted value is read by `_quoted`, with its escapes (`"abc\\\\"` is `abc\\`, backslash included)."""
+    if no_call:  # `token = get_token(scope)`: a value followed by `(` is a function call, not a secret
+        return r"(?<![\"'])((?:(?!" + next_label + r")[^" + chars + f"]){{{low},{high}}}+)(?!\\()"
     return r"(?<![\"'])((?:(?!" + next_label + r")[^" + chars + f"]){{{low},{high}}})"
 
 
@@ -123,7 +125,7 @@ _ASSIGNED_SECRET = (
     r"(?i)" + _SECRET_LABEL + _SEP + "(?:"
     + _quoted('"', r'"\\\r\n', 4, 256, _NEXT_SECRET + r"""[ \t\\]{0,6}["']""", escapes=True) + "|"
     + _quoted("'", r"'\\\r\n", 4, 256, _NEXT_SECRET + r"""[ \t\\]{0,6}["']""", escapes=True) + "|"
-    + _bare(r"""\s"'\\,;&<>{}()\[\]""", 4, 256, _NEXT_SECRET) + ")"
+    + _bare(r"""\s"'\\,;&<>{}()\[\]""", 4, 256, _NEXT_SECRET, no_call=True) + ")"
 )  # fmt: skip
 _CONNECTION_SECRET = (
     r"(?i)" + _CONNECTION_LABEL + _CONNECTION_SEP + "(?:"
@@ -137,13 +139,21 @@ _CONNECTION_SECRET = (
 # or Markdown ends (`Password=****,ok`, `?password=xxxx&next=/`, `` `pwd=****` ``).
 _GLUED = "=:>"
 _VALUE_STOP = re.compile(r"[,&<>(){}\[\]`]")
+# A value that is code reading the secret from somewhere else (`process.env.STRIPE_KEY`, `os.environ["X"]`,
+# `settings.API_KEY`, `$DB_PASSWORD`): the name of a secret, not the secret.
+_CODE_REFERENCE = re.compile(
+    r"(?:process\.env|os\.environ|os\.getenv|System\.getenv|ENV|env|config|settings|secrets|vars|self|this|"
+    r"import\.meta\.env)(?:\.[A-Za-z_][A-Za-z0-9_]{0,64}|\[[\"']?[A-Za-z_][A-Za-z0-9_]{0,64}[\"']?\]){1,4};?"
+    r"|\$\{?[A-Z_][A-Z0-9_]{1,64}\}?;?"
+    r"|(?:process\.env|os\.environ|os\.getenv|System\.getenv|ENV|getenv)[.\[(].{0,80}"
+)
 
 
 def _validate_assigned(value: str, entity: str) -> str | None:
     """A labelled value is no secret when it is a placeholder, once separator debris before it and
     punctuation after it (three characters or more in: `****,ok`, `xxxx&next=/`) are taken off."""
     core = value.lstrip(_GLUED)
-    if is_placeholder(core):
+    if is_placeholder(core) or _CODE_REFERENCE.fullmatch(core):
         return None
     stop = _VALUE_STOP.search(core)
     if stop is not None and stop.start() >= 3 and is_placeholder(core[: stop.start()]):
@@ -314,7 +324,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "azure_storage_key", "secret_value", "secret", 0.8,
-        r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{86}==(?![A-Za-z0-9+/=])",
+        r"(?<![A-Za-z0-9+/-])[A-Za-z0-9+/]{86}==(?![A-Za-z0-9+/=])",
         hints=("==",), min_length=88,
         spec="[A-Za-z0-9+/]{86} '=='", source="Azure storage account access keys (512-bit, base64)",
         description="an Azure storage account key: exactly 86 base64 characters and '=='",

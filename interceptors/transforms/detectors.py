@@ -160,6 +160,16 @@ class Scanner:
             subset = self._subsets[mask] = Scanner(chosen)
         return subset
 
+    def without_fallback(self) -> Scanner:
+        """The same scanner with its catch-all heuristics left out (for values opaque by design)."""
+        if not any(d.fallback for d in self.detectors):
+            return self
+        key = -1 - len(self.detectors)
+        subset = self._subsets.get(key)
+        if subset is None:
+            subset = self._subsets[key] = Scanner(tuple(d for d in self.detectors if not d.fallback))
+        return subset
+
     def scan(self, text: str) -> list[Finding]:
         """Findings in `text`, matched on its normalised form (see `normalize`) and mapped back to the original:
         each finding's span covers every original character its match came from."""

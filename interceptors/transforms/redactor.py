@@ -17,7 +17,7 @@ from .base import Options, Transform, TransformContext, count
 from .catalog import BUILTIN_DETECTORS
 from .detectors import Detector, Finding, Scanner, detector_from_config, merge_detectors
 from .encoded import MARKER_KEYS, MAX_DEPTH, UNDECODED, Decoder
-from .entities import entity_chain, fold_for_hints, normalize_key
+from .entities import entity_chain, fold_for_hints, is_placeholder, normalize_key
 from .keyrules import (
     BUILTIN_KEY_RULES,
     BUILTIN_KEY_RULES_BY_NAME,
@@ -27,6 +27,7 @@ from .keyrules import (
     TAG_KEY_ALLOWLIST,
     KeyRule,
     key_rule_from_config,
+    looks_like_secret_value,
 )
 from .normalize import needs_normalizing, normalize_for_matching
 from .strategies import DROP, KEEP, Env, Strategy, StrategyTable, check_template, parse_strategies
@@ -37,7 +38,19 @@ REDACT_OPTIONS = (
     "min_confidence", "scan_keys", "tags", "tag_key_allowlist", "skip_keys", "allow_pseudonymize", "redact_template",
     "hash_template", "cache_size", "name_mentions", "structured_text", "exempt_keys", "decode",
 )  # fmt: skip
-DEFAULT_SKIP_KEYS = ("_meta", "_annotations", "cursor", "next_cursor", "nextCursor")
+DEFAULT_SKIP_KEYS = ("_annotations",)
+"""`_meta` and cursors are scanned too (cursors by real detectors only, see `_OPAQUE_KEYS`); our own report key
+never reaches a transform (the channels leave it out)."""
+# Keys whose values are opaque by design (pagination cursors) or digests: the entropy fallback stays out.
+_OPAQUE_KEYS = frozenset(
+    {"cursor", "next_cursor", "prev_cursor", "page_token", "next_page_token", "prev_page_token", "continuation_token",
+     "sync_token", "resume_token", "next_token", "start_token", "pagination_token", "page_cursor", "end_cursor",
+     "start_cursor", "after", "before", "next", "marker", "next_marker", "offset_token"}
+)  # fmt: skip
+_HASH_KEY = re.compile(
+    r"(?:^|_)(?:sha\d*|md5|hash|hashes|digest|checksum|integrity|etag|fingerprint|crc\d*|blake\d*\w*|xxhash|"
+    r"node_id|commit|tree|parents?|revision|rev|oid|object_id|trace_id|span_id|nonce|salt_id)(?:_|$)"
+)
 # Entities whose replaced values are not chased through the rest of the payload: secrets have no
 # business being mentioned anywhere else, and tag values and chunk ids are too generic to chase.
 _NO_MENTION = frozenset({"sensitive_field", "tag_value", "person", "rag_chunk_id", "rag_content"})
@@ -298,7 +311,9 @@ class _Run:
                 if new is UNDECODED:
                     rule = red.rule_for(key, norm, siblings) if red.key_rules else None
                     if rule is not None:
-                        new = self.ruled(rule, item)
+                        new = self.ruled(rule, item, norm)
+                    elif norm in _OPAQUE_KEYS or _HASH_KEY.search(norm):
+                        new = self.without_fallback(item)
                     elif red.tags and norm in TAG_CONTAINERS:
                         new = self.tag_container(item)
                     else:
@@ -417,7 +432,28 @@ class _Run:
 
     # --- key rules ------------------------------------------------------------------------------------
 
-    def ruled(self, rule: KeyRule, item: Any) -> Any:
+    def without_fallback(self, item: Any) -> Any:
+        """A cursor or a content hash: opaque by design, so only a real detector's finding inside it counts."""
+        saved = self.scanner
+        self.scanner = saved.without_fallback()
+        try:
+            return self.value(item)
+        finally:
+            self.scanner = saved
+
+    def weak(self, rule: KeyRule, item: Any) -> Any:
+        """A weak key (`auth`, `signature`, `cookies`): mappings below it are walked with their own keys' rules;
+        a string is replaced only when it looks like a secret."""
+        if isinstance(item, str):
+            return self.ruled_string(rule, item) if looks_like_secret_value(item) else self.string(item)
+        if isinstance(item, list | tuple):
+            out = [new for element in item if (new := self.weak(rule, element)) is not DROP]
+            return item if len(out) == len(item) and all(a is b for a, b in zip(out, item, strict=True)) else out
+        return self.value(item)
+
+    def ruled(self, rule: KeyRule, item: Any, key: str | None = None) -> Any:
+        if rule.weak is not None and key is not None and rule.weak(key):
+            return self.weak(rule, item)
         if rule.subtree:
             return self.subtree(rule, item)
         if rule.map_keys:
@@ -489,6 +525,8 @@ class _Run:
             return [new for value in item if (new := self.subtree(rule, value)) is not DROP]
         if item is None or isinstance(item, bool) or item == "":
             return item
+        if isinstance(item, str) and is_placeholder(item):
+            return item  # `${DB_PASSWORD}`, `<token>`, `****`: a slot, not a secret
         text = item if isinstance(item, str) else str(item)
         strategy = self.red.table.resolve(self.red._rule_keys(rule, rule.entity))
         if strategy.keep:
