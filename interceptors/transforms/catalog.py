@@ -145,7 +145,7 @@ _CODE_REFERENCE = re.compile(
     r"(?:process\.env|os\.environ|os\.getenv|System\.getenv|ENV|env|config|settings|secrets|vars|self|this|"
     r"import\.meta\.env)(?:\.[A-Za-z_][A-Za-z0-9_]{0,64}|\[[\"']?[A-Za-z_][A-Za-z0-9_]{0,64}[\"']?\]){1,4};?"
     r"|\$\{?[A-Z_][A-Z0-9_]{1,64}\}?;?"
-    r"|(?:process\.env|os\.environ|os\.getenv|System\.getenv|ENV|getenv)[.\[(].{0,80}"
+    r"|(?:process\.env|os\.environ|os\.getenv|System\.getenv|ENV|getenv)(?:[.\[(].{0,80})?"
 )
 
 
