@@ -58,7 +58,7 @@ from interceptors_server.express import ExpressLane, WriteBytes, express_enabled
 from interceptors_server.install import OpenParams
 from interceptors_server.stdio import serve_streams
 
-from .gateway_channels import filter_error, filter_log, filter_progress
+from .gateway_channels import filter_error, filter_log_message, filter_progress
 from .gateway_cli import add_proxy_command
 from .gateway_express import EXPRESS_METHODS, GatewayRoute
 from .gateway_tools import Authorize, LocalTool, LocalToolCalls, with_local_tools
@@ -355,9 +355,10 @@ class Gateway:
         params, events = value
         if not _log_wanted(call.ctx, params.level):
             return
-        deliver, data = await filter_log(self.chain, events, params.data, call.context)
+        deliver, data, name = await filter_log_message(self.chain, events, params.data, params.logger, call.context)
         if deliver:
-            notification = types.LoggingMessageNotification(params=params.model_copy(update={"data": data}))
+            update = {"data": data, "logger": name}
+            notification = types.LoggingMessageNotification(params=params.model_copy(update=update))
             await call.ctx.session.send_notification(notification, related_request_id=call.ctx.request_id)
 
     # Subscriptions ------------------------------------------------------------------------------

@@ -170,7 +170,13 @@ def _identifiers(rng: random.Random) -> dict[str, Any]:
     names = ["".join(w.capitalize() for w in rng.sample(list(_WORDS), 4)) + "Factory",
              "_".join(rng.sample(list(_WORDS), 5)), f"/usr/lib/python3.11/site-packages/{_word(rng)}/{_word(rng)}.py",
              f"s3://acme-{_word(rng)}/{rng.randint(2020, 2025)}/{_word(rng)}/part-{_hex(rng, 8)}.parquet",
-             "https://docs.example.com/" + "/".join(rng.sample(list(_WORDS), 3)) + "?page=2&sort=asc"]
+             "https://docs.example.com/" + "/".join(rng.sample(list(_WORDS), 3)) + "?page=2&sort=asc",
+             f"{_word(rng)}-{_word(rng)}-{_hex(rng, 9)}-{_b64(rng, 4, urlsafe=True)[:5].lower()}",
+             "".join(w.upper() for w in rng.sample(list(_WORDS), 1)) + "_" + "_".join(
+                 w.upper() for w in rng.sample(list(_WORDS), 3)) + f"_V{rng.randint(2, 9)}",
+             "".join(w.capitalize() for w in rng.sample(list(_WORDS), 3)) + f"Test{rng.randint(10, 99)}Case",
+             rng.choice(["x86_64-unknown-linux-gnu", "aarch64-apple-darwin", "manylinux2014_x86_64"]),
+             f"{_word(rng)}{rng.randint(1, 9)}.{_word(rng)}.svc.cluster.local"]
     return _structured({"symbols": names, "version": f"{rng.randint(1, 9)}.{rng.randint(0, 30)}.{rng.randint(0, 9)}"})
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from .detectors import Detector, Validator, validate_high_entropy, validate_ip, validate_secret
-from .entities import is_placeholder, looks_secret
+from .entities import is_placeholder, looks_random, looks_secret
 from .vendors import CLI_DETECTORS, VENDOR_DETECTORS, validate_crc32_token
 
 _GUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
@@ -455,9 +455,10 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "high_entropy_secret", "secret_value", "secret", 0.5,
-        r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{32,512}+={0,2}(?![A-Za-z0-9+/_=-])",
-        min_length=32, validator=validate_high_entropy(4.0), gate=r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{32}",
-        description="32+ opaque characters: mixed case and digits, not hex, few word-like runs, >= 4 bits/char",
+        r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,512}+={0,2}(?![A-Za-z0-9+/_=-])",
+        min_length=20, validator=lambda value, entity: entity if looks_random(value) else None,
+        gate=r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20}",
+        description="20+ token characters with the statistics of random text (entities.RandomnessRule, measured)",
         fallback=True,
     ),
 )  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
+from dataclasses import dataclass
 from collections import Counter
 from functools import lru_cache
 
@@ -168,6 +169,68 @@ def looks_secret(value: str) -> bool:
     if not (any(c.isdigit() for c in text) and any(c.isalpha() for c in text)):
         return False
     return shannon_entropy(text) >= 3.0
+
+
+_LETTER_RUNS = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{4,}")
+_CONSONANTS_4 = re.compile(r"[b-df-hj-np-tv-xz]{4}", re.IGNORECASE)
+
+
+def _wordy_share(token: str) -> float:
+    """The share of `token` in pronounceable letter runs (`config`, `Handler`, `LINUX`): a quarter to two thirds
+    vowels and no four consonants in a row, as words have and runs of random letters mostly do not."""
+    wordy = 0
+    for run in _LETTER_RUNS.findall(token):
+        vowels = sum(c in "aeiouyAEIOUY" for c in run)
+        if 0.25 <= vowels / len(run) <= 0.67 and not _CONSONANTS_4.search(run):
+            wordy += len(run)
+    return wordy / len(token)
+_NOT_RANDOM_SHAPES = re.compile(
+    r"[0-9a-fA-F]+"  # hex: digests, git SHAs, trace ids (a hex key is found by its label, not by its shape)
+    r"|sha(?:1|224|256|384|512)-.*"  # Subresource Integrity values
+    r"|AAAA[A-Za-z0-9+/]*"  # the base64 blob of an SSH public key
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RandomnessRule:
+    """When a run of token characters is random enough to be a secret nobody wrote a detector for.
+
+    The parameters were chosen by `bench/quality.py` (the `entropy` rows) from two measured numbers: the share of
+    random tokens (20 to 128 characters; base62, base64, base64url, base36 and base32 alphabets) caught, and the
+    share of items of the benign corpus altered; doc/TRANSFORMS.md has the table."""
+
+    min_length: int = 20
+    slack: float = 0.8
+    """How far (bits per character) below a random string's expected entropy a token may fall."""
+    max_wordy: float = 0.4
+    """The largest share of a token in word-like runs (`Handler`, `config`, `HTTP`)."""
+
+
+RANDOMNESS = RandomnessRule()
+
+
+def looks_random(text: str, rule: RandomnessRule = RANDOMNESS) -> bool:
+    """A token with the statistics of random characters: at least two of lower case, upper case and digits (a
+    digit or a base64 symbol among them), not mostly word-like runs, not a known non-secret shape (hex, SRI, an
+    SSH public key), and a Shannon entropy within `slack` of what random text of its length and alphabet has."""
+    token = text.rstrip("=")
+    size = len(token)
+    if size < rule.min_length or _NOT_RANDOM_SHAPES.fullmatch(token):
+        return False
+    lower = any(c.islower() for c in token)
+    upper = any(c.isupper() for c in token)
+    digit = any(c.isdigit() for c in token)
+    symbols = set(token) & set("+/-_")
+    if lower + upper + digit < 2 or not (digit or symbols & {"+", "/"}):
+        return False
+    separators = sum(token.count(c) for c in "/-_")
+    if separators >= 3 and size <= 8 * (separators + 1):
+        return False  # a path or an identifier: short segments between separators (random base64 has few)
+    if _wordy_share(token) > rule.max_wordy:
+        return False
+    alphabet = 26 * lower + 26 * upper + 10 * digit + len(symbols)
+    expected = math.log2(alphabet) - (alphabet - 1) / (2 * size * math.log(2))
+    return shannon_entropy(token) >= expected - rule.slack
 
 
 # Characters outside ASCII that Python's case-insensitive matching treats as an ASCII letter: folded
