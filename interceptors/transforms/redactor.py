@@ -55,6 +55,9 @@ _HASH_KEY = re.compile(
 # business being mentioned anywhere else, and tag values and chunk ids are too generic to chase.
 _NO_MENTION = frozenset({"sensitive_field", "tag_value", "person", "rag_chunk_id", "rag_content"})
 _MENTION_LIMIT = 5000
+_TEXT_BLOCK_LABEL = re.compile(r"content\[(\d+)\]\.text")
+_SEAM = 1024
+"""How much of each side of a seam between adjacent text blocks is read together."""
 _MIN_MARKED = 7
 """The shortest text `decode` could find something in (`/?a=%41`)."""
 _SAME: Any = object()
@@ -187,6 +190,7 @@ class Redactor(Transform):
             return list(values)
         env = Env(ctx.pseudonymizer, ctx.namespace, self.redact_template, self.hash_template)
         run = _Run(self, scanner, env, decoding)
+        values = run.seams(values, labels)
         out = [run.top(value) for value in values]
         if run.mentions and self.name_mentions:
             out = run.replace_mentions(out)
@@ -246,6 +250,51 @@ class _Run:
         self.counts: dict[tuple[str, str], int] = {}
         self.mentions: dict[str, tuple[str, str]] = {}
         self.cache = red._cache
+
+    def seams(self, values: Sequence[Any], labels: Sequence[str]) -> Sequence[Any]:
+        """Adjacent text blocks of one result read as one text: a secret split across two of them (`ghp_ab` then
+        `cd…`, or a label in one and its value in the next) is found on the seam and replaced in both blocks,
+        the replacement in the first and the rest of the secret cut from the second."""
+        order = sorted(
+            (int(m.group(1)), i)
+            for i, label in enumerate(labels)
+            if (m := _TEXT_BLOCK_LABEL.fullmatch(label)) is not None and isinstance(values[i], str)
+        )
+        if len(order) < 2:
+            return values
+        out = list(values)
+        scanner = self.red.scanner
+        for (left_block, left), (right_block, right) in zip(order, order[1:], strict=False):
+            if right_block != left_block + 1:
+                continue
+            head, tail = out[left], out[right]
+            if not isinstance(head, str) or not isinstance(tail, str) or not head or not tail:
+                continue
+            before, after = head[-_SEAM:], tail[:_SEAM]
+            seam = before + after
+            cut = len(before)
+            own = {(f.start, f.end) for f in scanner.scan(before)}
+            own |= {(f.start + cut, f.end + cut) for f in scanner.scan(after)}
+            for finding in scanner.scan(seam):
+                if (finding.start, finding.end) in own or finding.end <= cut or finding.start >= len(seam):
+                    continue
+                if finding.start >= cut and (finding.start, finding.end) in own:
+                    continue
+                strategy = self.red.strategy_for(finding)
+                if strategy.keep:
+                    continue
+                replacement = strategy.apply(finding.value, finding.entity, self.env, finding.detector.name)
+                self.note(strategy, finding.entity)
+                marker = replacement if isinstance(replacement, str) else "[REDACTED:content]"
+                offset = len(head) - cut
+                if finding.start < cut:
+                    head = head[: offset + finding.start] + marker
+                    tail = tail[finding.end - cut :]
+                else:
+                    tail = tail[: finding.start - cut] + marker + tail[finding.end - cut :]
+                out[left], out[right] = head, tail
+                break  # one seam finding per pair: the blocks changed, and what is left is scanned as usual
+        return out
 
     def note(self, strategy: Strategy, entity: str, amount: int = 1) -> None:
         key = (strategy.report_section(), entity)
