@@ -1,6 +1,12 @@
 """Secrets, identifiers and decoys for every detector format, as Hypothesis strategies.
 
-A **format** is what one detector finds. Its samples are generated from the detector's own pattern
+A **format** is what one detector finds. A detector that carries a **format spec** (`Detector.spec`, the
+vendor's documented format in the `interceptors.transforms.tokenspec` language, and/or `Detector.examples`)
+gets its samples from that spec, *not* filtered through the detector: a detector broken on purpose (`{31}`
+for `{32}`, a narrowed class, a dropped look-ahead) then fails the properties instead of agreeing with
+itself. Every built-in secret family has a spec; a policy's detector may give one (`spec:`, `examples:`).
+
+Without a spec, samples are generated from the detector's own pattern
 (`regexgen.regex_strategy`, falling back to `hypothesis.strategies.from_regex`) and kept only when that
 detector, with its validator, reports them: a custom detector in a policy gets a strategy with no extra
 work. A few built-in formats whose regex is a loose superset that a validator narrows down (IP addresses,
@@ -26,6 +32,7 @@ from hypothesis import strategies as st
 
 from ..transforms.catalog import BUILTIN_BY_NAME, BUILTIN_DETECTORS
 from ..transforms.detectors import Detector, Scanner
+from ..transforms.tokenspec import parse_spec
 from ._mask import mask
 from .regexgen import Generated, UnsupportedPattern, one_of_evenly, regex_strategy, seeded, seeded_text
 
@@ -34,6 +41,7 @@ LOWER_ALNUM = string.ascii_lowercase + string.digits
 UPPER_ALNUM = string.ascii_uppercase + string.digits
 B64 = ALNUM + "+/"
 B64URL = ALNUM + "-_"
+HEX = "0123456789abcdef"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +89,8 @@ class SecretFormat:
     detector: Detector
     samples: st.SearchStrategy[Secret] = field(repr=False)
     origin: str
-    """`curated`, `pattern` (this package's regex compiler) or `from_regex` (Hypothesis's)."""
+    """`spec` (the detector's independent format spec or examples), `curated`, `pattern` (this package's regex
+    compiler) or `from_regex` (Hypothesis's)."""
 
     @property
     def category(self) -> str:
@@ -212,8 +221,32 @@ _CURATED: dict[str, Any] = {
 }
 
 
+def spec_samples(detector: Detector) -> st.SearchStrategy[Secret]:
+    """Samples from the detector's format spec and examples, as the vendor documents them: never filtered by
+    the detector, so whatever it misses of them is a finding."""
+    options: list[st.SearchStrategy[Secret]] = []
+    if detector.spec:
+        spec = parse_spec(detector.spec)
+
+        def build(rng: random.Random) -> Secret:
+            text, value = spec.generate(rng)
+            return Secret(detector.name, text, value, detector.entity, detector.category)
+
+        options.append(seeded(build))
+    if detector.examples:
+        options.append(
+            st.sampled_from([Secret(detector.name, e, e, detector.entity, detector.category) for e in detector.examples])
+        )
+    if not options:
+        raise ValueError(f"{detector.name} has no format spec and no examples")
+    return options[0] if len(options) == 1 else st.one_of(options)
+
+
 def format_for(detector: Detector, *, curated: bool = True) -> SecretFormat:
-    """The format of one detector. Built-in detectors (the very objects) may use a curated generator."""
+    """The format of one detector: from its spec when it has one, else a curated generator (built-in detectors,
+    the very objects), else its pattern."""
+    if detector.spec or detector.examples:
+        return SecretFormat(detector.name, detector, spec_samples(detector), "spec")
     scanner = Scanner((detector,))
     build = _CURATED.get(detector.name) if curated and BUILTIN_BY_NAME.get(detector.name) is detector else None
     if build is not None:
@@ -303,27 +336,27 @@ def _guid(rng: random.Random) -> str:
 
 _NEAR_MISSES: dict[str, Any] = {
     "github_token": lambda r: rng_choice(r, [
-        "gh" + r.choice("abcdefxyz") + "_" + _pick(r, LOWER_ALNUM, 36, 40),
-        "ghp_" + _pick(r, ALNUM, 5, 20),
+        "gh" + r.choice("abcdefxyz") + "_" + _pick(r, HEX, 36, 40),  # (hex: a random tail is the fallback's)
+        "ghp_" + _pick(r, ALNUM, 5, 15),
         "github_pat_" + _pick(r, ALNUM, 4, 18),
     ]),
     "slack_token": lambda r: rng_choice(r, [
-        "xox" + r.choice("cdefgz") + "-" + _pick(r, LOWER_ALNUM, 10, 24),
+        "xox" + r.choice("cdfgz") + "-" + _pick(r, HEX, 10, 24),
         "xoxb-" + _pick(r, ALNUM, 1, 9),
     ]),
-    "google_api_key": lambda r: "AIza" + _pick(r, ALNUM, 8, 27),
+    "google_api_key": lambda r: "AIza" + _pick(r, ALNUM, 8, 15),
     "stripe_key": lambda r: rng_choice(r, [
-        r.choice(["sk", "pk", "rk"]) + "_" + r.choice(["live", "test"]) + "_" + _pick(r, ALNUM, 4, 15),
-        "sk_prod_" + _pick(r, LOWER_ALNUM, 16, 22),
+        r.choice(["sk", "pk", "rk"]) + "_" + r.choice(["live", "test"]) + "_" + _pick(r, ALNUM, 4, 11),
+        "sk_prod_" + _pick(r, HEX, 16, 22),
     ]),
     "aws_access_key_id": lambda r: rng_choice(r, [
         "AKIA" + _pick(r, UPPER_ALNUM, 10, 15),
-        r.choice(["AKIB", "AKIX", "ASIB"]) + _pick(r, UPPER_ALNUM, 16, 16),
-        "akia" + _pick(r, LOWER_ALNUM, 16, 16),
+        r.choice(["AKIB", "AKIX", "ASIB"]) + _pick(r, UPPER_ALNUM, 10, 15),
+        "akia" + _pick(r, HEX, 12, 15),
     ]),
     "aws_unique_id": lambda r: r.choice(["AIDA", "AROA", "AGPA"]) + _pick(r, UPPER_ALNUM, 6, 15),
     "jwt": lambda r: rng_choice(r, [
-        "eyJ" + _pick(r, B64URL, 5, 24),
+        "eyJ" + _pick(r, B64URL, 5, 16),
         "eyJ" + _pick(r, LOWER_ALNUM, 5, 10) + "." + _pick(r, LOWER_ALNUM, 5, 10),
     ]),
     "private_key": lambda r: rng_choice(r, [
@@ -360,7 +393,7 @@ _NEAR_MISSES: dict[str, Any] = {
         "Bearer token", "Bearer <token>", "Authorization: Bearer ${TOKEN}",
     ]),
     "azure_sas_signature": lambda r: "sig=" + _pick(r, ALNUM, 4, 19),
-    "azure_storage_key": lambda r: _pick(r, LOWER_ALNUM, 40, 80) + "==",
+    "azure_storage_key": lambda r: _pick(r, HEX, 40, 80) + "==",
     "aws_org_id": lambda r: rng_choice(r, [
         "o-" + _pick(r, LOWER_ALNUM, 3, 9), "o-" + _pick(r, string.ascii_uppercase, 10, 12),
     ]),

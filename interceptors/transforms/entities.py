@@ -171,21 +171,24 @@ def looks_secret(value: str) -> bool:
     return shannon_entropy(text) >= 3.0
 
 
+_SEPARATORS = re.compile(r"[/_.-]")
 _LETTER_RUNS = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{4,}")
-_CONSONANTS_4 = re.compile(r"[b-df-hj-np-tv-xz]{4}", re.IGNORECASE)
+_CONSONANTS_5 = re.compile(r"[b-df-hj-np-tv-xz]{5}", re.IGNORECASE)
 
 
 def _wordy_share(token: str) -> float:
     """The share of `token` in pronounceable letter runs (`config`, `Handler`, `LINUX`): a quarter to two thirds
-    vowels and no four consonants in a row, as words have and runs of random letters mostly do not."""
+    vowels and no five consonants in a row, as words have and runs of random letters mostly do not."""
     wordy = 0
     for run in _LETTER_RUNS.findall(token):
         vowels = sum(c in "aeiouyAEIOUY" for c in run)
-        if 0.25 <= vowels / len(run) <= 0.67 and not _CONSONANTS_4.search(run):
+        if 0.25 <= vowels / len(run) <= 0.67 and not _CONSONANTS_5.search(run):
             wordy += len(run)
     return wordy / len(token)
 _NOT_RANDOM_SHAPES = re.compile(
     r"[0-9a-fA-F]+"  # hex: digests, git SHAs, trace ids (a hex key is found by its label, not by its shape)
+    r"|[0-9a-fA-F]+(?:-[0-9a-fA-F]+)+"  # GUIDs and other dashed hex
+    r"|[A-Za-z]{1,12}[_-](?:[A-Za-z0-9]{1,12}[_-])?[0-9a-fA-F]+"  # a short name and hex (`build_3f9a…`)
     r"|sha(?:1|224|256|384|512)-.*"  # Subresource Integrity values
     r"|AAAA[A-Za-z0-9+/]*"  # the base64 blob of an SSH public key
 )
@@ -226,6 +229,9 @@ def looks_random(text: str, rule: RandomnessRule = RANDOMNESS) -> bool:
     separators = sum(token.count(c) for c in "/-_")
     if separators >= 3 and size <= 8 * (separators + 1):
         return False  # a path or an identifier: short segments between separators (random base64 has few)
+    segments = [part for part in _SEPARATORS.split(token) if part]
+    if len(segments) >= 3 and 3 * sum(_wordy_share(part) >= 0.5 for part in segments) >= 2 * len(segments):
+        return False  # `/subscriptions/x/resourceGroups/rg`: mostly words between separators
     if _wordy_share(token) > rule.max_wordy:
         return False
     alphabet = 26 * lower + 26 * upper + 10 * digit + len(symbols)

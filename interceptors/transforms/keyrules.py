@@ -153,6 +153,8 @@ _ORG_SIBLINGS = frozenset(
 BUILTIN_KEY_RULES: tuple[KeyRule, ...] = (
     KeyRule("sensitive_key", "sensitive_field", "secret", _SENSITIVE, exclude=_SAFE_KEY, subtree=True, scalars=True,
             confidence=0.95, weak=weak_key),
+    KeyRule("jwk_private_key", "private_key", "secret", _any("d", "p", "q", "dp", "dq", "qi", "k"),
+            requires_sibling=frozenset({"kty"}), confidence=0.95),
     KeyRule("account_id_key", "cloud_account", "identifier",
             re.compile(r"^(?:account|accounts|account_ids?|owner_id|owner_account_id|accounts_affected)$"
                        r"|_account_ids?$"),

@@ -278,7 +278,7 @@ VENDOR_DETECTORS: tuple[Detector, ...] = (
        ("private-lines:",), "'Private-Lines: 14\n' [A-Za-z0-9+/]{64} '\n' [A-Za-z0-9+/]{64} '\n' [A-Za-z0-9+/]{20} '=='",
        "PuTTY .ppk files, versions 2 and 3 (the.earth.li/~sgtatham/putty/0.78/htmldoc/AppendixC.html)",
        "the private lines of a PuTTY .ppk key file", entity="private_key", confidence=1.0, flags=re.MULTILINE),
-    _v("jwk_private_key", r"\"(?:d|p|q|dp|dq|qi|k)\"[ \t]*:[ \t]*\"([A-Za-z0-9_-]{16,2048}+)\"",
+    _v("jwk_private_key", r"\\?\"(?:d|p|q|dp|dq|qi|k)\\?\"[ \t]*:[ \t]*\\?\"([A-Za-z0-9_-]{16,2048}+)",
        ("\"kty\"",), "'{\"kty\": \"EC\", \"crv\": \"P-256\", \"d\": \"' <[A-Za-z0-9_-]{43}> '\", \"x\": \"abc\"}'",
        "JSON Web Key private members (RFC 7517, RFC 7518 section 6)",
        "the private members (d, p, q, dp, dq, qi, k) of a JSON Web Key", entity="private_key", group=1, confidence=0.95),
