@@ -526,10 +526,14 @@ def derived_near_misses(
 SENSITIVE_KEY_WORDS = (
     "password", "passwd", "pwd", "passphrase", "secret", "secrets", "client_secret", "api_key", "apikey", "access_key",
     "secret_key", "private_key", "token", "tokens", "access_token", "refresh_token", "id_token", "session_token",
-    "auth_token", "bearer", "credential", "credentials", "authorization", "auth", "cookie", "cookies", "set_cookie",
-    "connection_string", "conn_str", "sas_token", "signature", "master_key", "account_key", "admin_password",
+    "auth_token", "bearer", "credential", "credentials", "authorization",
+    "connection_string", "conn_str", "sas_token", "master_key", "account_key", "admin_password",
     "kubeconfig",
 )  # fmt: skip
+"""Keys whose values are secrets whatever they hold."""
+WEAK_KEY_WORDS = ("auth", "cookie", "cookies", "set_cookie", "signature", "user_data")
+"""Keys that often name no secret (`auth: {type: oauth2}`, `signature: Best regards`): their values are replaced
+only when they look like a secret, so the properties plant secret-looking values under them."""
 _KEY_PREFIXES = ("", "", "db_", "admin_", "app_", "x_", "service_", "aws_", "github_")
 
 
@@ -546,8 +550,8 @@ def _style(words: list[str], style: str) -> str:
 
 
 @st.composite
-def _sensitive_key(draw: st.DrawFn) -> str:
-    word = draw(st.sampled_from(SENSITIVE_KEY_WORDS))
+def _sensitive_key(draw: st.DrawFn, words: tuple[str, ...] = SENSITIVE_KEY_WORDS) -> str:
+    word = draw(st.sampled_from(words))
     prefix = draw(st.sampled_from(_KEY_PREFIXES))
     parts = [p for p in re.split(r"_", prefix + word) if p]
     return _style(parts, draw(st.sampled_from(["snake", "upper", "kebab", "camel", "pascal"])))
@@ -567,9 +571,19 @@ def sensitive_values() -> st.SearchStrategy[Any]:
     )
 
 
+def secret_looking_values() -> st.SearchStrategy[str]:
+    """Opaque values with a digit: what a weak key (`auth`, `signature`) must not let out."""
+    from ..transforms.keyrules import looks_like_secret_value
+
+    return seeded_text(ALNUM + "!#$%&*+-./:;=?@^_~", 12, 40).map(lambda v: v + "7").filter(looks_like_secret_value)
+
+
 def keyed_secrets() -> st.SearchStrategy[tuple[str, Any]]:
-    """`(sensitive key, value)` pairs: the value must never come out, whatever it looks like."""
-    return st.tuples(sensitive_keys(), sensitive_values())
+    """`(sensitive key, value)` pairs: the value must never come out (under a weak key, a secret-looking one)."""
+    return st.one_of(
+        st.tuples(sensitive_keys(), sensitive_values()),
+        st.tuples(_sensitive_key(WEAK_KEY_WORDS), secret_looking_values()),
+    )
 
 
 def formats_for_detectors(detectors: Iterable[Detector], *, curated: bool = True) -> dict[str, SecretFormat]:

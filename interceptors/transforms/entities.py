@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ipaddress
 import math
 import re
@@ -68,6 +70,13 @@ def is_placeholder(value: str) -> bool:
         return True
     trimmed = text.rstrip(_SENTENCE_END).rstrip("\"'`")
     return bool(trimmed) and trimmed != text and _is_placeholder_text(trimmed)
+
+
+def is_template(value: str) -> bool:
+    """A slot filled elsewhere (`${DB_PASSWORD}`, `{{ secrets.X }}`, `<token>`, `%(pw)s`) or masked (`****`,
+    `[REDACTED]`): what a sensitive key may hold without holding a secret."""
+    text = value.strip().lower()
+    return len(text) >= 3 and (text.startswith(_PLACEHOLDER_PREFIXES) or set(text) == {"*"})
 
 
 # --- IP classification ------------------------------------------------------------------------------
@@ -194,6 +203,20 @@ _NOT_RANDOM_SHAPES = re.compile(
 )
 
 
+def _decodes_to_text(token: str) -> bool:
+    """Whether `token` is base64 (standard or URL-safe) of printable UTF-8 text."""
+    if len(token) < 16 or len(token) % 4 == 1:
+        return False
+    padded = token + "=" * (-len(token) % 4)
+    try:
+        raw = base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True)
+        text = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    printable = sum(1 for c in text if c.isprintable() or c in "\n\r\t")
+    return printable >= 0.97 * len(text)
+
+
 @dataclass(frozen=True, slots=True)
 class RandomnessRule:
     """When a run of token characters is random enough to be a secret nobody wrote a detector for.
@@ -234,6 +257,8 @@ def looks_random(text: str, rule: RandomnessRule = RANDOMNESS) -> bool:
         return False  # `/subscriptions/x/resourceGroups/rg`: mostly words between separators
     if _wordy_share(token) > rule.max_wordy:
         return False
+    if _decodes_to_text(token):
+        return False  # base64 of text is encoded content (the decoder reads it where the payload marks it)
     alphabet = 26 * lower + 26 * upper + 10 * digit + len(symbols)
     expected = math.log2(alphabet) - (alphabet - 1) / (2 * size * math.log(2))
     return shannon_entropy(token) >= expected - rule.slack

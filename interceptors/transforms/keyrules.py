@@ -107,7 +107,7 @@ _SENSITIVE_WORDS = (
     "secondary_key|account_key|shared_key|master_key|admin_password|kubeconfig|pem|private_key_id"
 )
 _SENSITIVE = re.compile(r"(?:^|_)(?:" + _SENSITIVE_WORDS + r")(?:_|$)")
-_WEAK_WORDS = "auth|cookies?|set_cookie|signature|user_data|userdata|sas|pem|authorization"
+_WEAK_WORDS = "auth|cookies?|set_cookie|signature|user_data|userdata|sas|pem"
 _STRONG = re.compile(
     r"(?:^|_)(?:" + "|".join(w for w in _SENSITIVE_WORDS.split("|") if w not in _WEAK_WORDS.split("|")) + r")(?:_|$)"
 )

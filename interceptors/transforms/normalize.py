@@ -27,7 +27,6 @@ _INVISIBLE = frozenset(
     + list(range(0xE0100, 0xE01F0))
 )
 _HTML5 = html.entities.html5
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 def needs_normalizing(text: str) -> bool:
@@ -64,45 +63,78 @@ def _decoded(match: re.Match[str]) -> str:
     return _HTML5.get(named, match.group(0))
 
 
+class _Normal(dict[int, str]):
+    """`str.translate` table: each code point to what it reads as (filled on first use)."""
+
+    def __missing__(self, code: int) -> str:
+        normal = self[code] = _normal_char(chr(code))
+        return normal
+
+
+class _Width(dict[int, str]):
+    """`str.translate` table: each code point to the number of characters it reads as, as a digit."""
+
+    def __missing__(self, code: int) -> str:
+        width = self[code] = str(min(len(_normal_char(chr(code))), 9))
+        return width
+
+
+_NORMAL = _Normal({code: chr(code) for code in range(128)})
+_WIDTH = _Width({code: "1" for code in range(128)})
+
+
+def _plain(text: str, begin: int, end: int, out: list[str], starts: list[int], ends: list[int]) -> None:
+    """Append the normalised form of `text[begin:end]` with the original span of every character."""
+    segment = text[begin:end]
+    if segment.isascii():
+        out.append(segment)
+        starts.extend(range(begin, end))
+        ends.extend(range(begin + 1, end + 1))
+        return
+    normal = segment.translate(_NORMAL)
+    out.append(normal)
+    widths = segment.translate(_WIDTH)
+    if len(normal) == len(segment) and widths.count("1") == len(segment):
+        starts.extend(range(begin, end))
+        ends.extend(range(begin + 1, end + 1))
+        return
+    if len(normal) == widths.count("1"):  # only removals: every kept character maps to one
+        kept = [begin + offset for offset, width in enumerate(widths) if width == "1"]
+        starts.extend(kept)
+        ends.extend([at + 1 for at in kept])
+        return
+    for offset, width in enumerate(widths):
+        at = begin + offset
+        for _ in range(int(width)):
+            starts.append(at)
+            ends.append(at + 1)
+
+
 def normalize_for_matching(text: str) -> tuple[str, list[int], list[int]]:
     """(normalised text, starts, ends): normalised character `i` came from `text[starts[i]:ends[i]]`."""
     out: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
-
-    def put(chunk: str, start: int, end: int) -> None:
-        for char in chunk:
-            normal = _normal_char(char)
-            for piece in normal:
-                out.append(piece)
-                starts.append(start)
-                ends.append(end)
-
-    def plain(segment_start: int, segment_end: int) -> None:
-        at = segment_start
-        for match in _NON_ASCII.finditer(text, segment_start, segment_end):
-            if match.start() > at:
-                out.append(text[at : match.start()])
-                starts.extend(range(at, match.start()))
-                ends.extend(range(at + 1, match.start() + 1))
-            put(match.group(0), match.start(), match.end())
-            at = match.end()
-        if segment_end > at:
-            out.append(text[at:segment_end])
-            starts.extend(range(at, segment_end))
-            ends.extend(range(at + 1, segment_end + 1))
-
     last = 0
     if "\\" in text or "&" in text:
+        seen: dict[str, str | None] = {}
         for match in _ESCAPE.finditer(text):
-            plain(last, match.start())
-            decoded = _decoded(match)
-            if decoded == match.group(0):
-                plain(match.start(), match.end())
+            raw = match.group(0)
+            if raw in seen:
+                normal = seen[raw]
             else:
-                put(decoded, match.start(), match.end())
-            last = match.end()
-    plain(last, len(text))
+                decoded = _decoded(match)
+                normal = seen[raw] = None if decoded == raw else "".join(_normal_char(c) for c in decoded)
+            if normal is None:
+                continue
+            begin, end = match.span()
+            if begin > last:
+                _plain(text, last, begin, out, starts, ends)
+            out.append(normal)
+            starts.extend([begin] * len(normal))
+            ends.extend([end] * len(normal))
+            last = end
+    _plain(text, last, len(text), out, starts, ends)
     return "".join(out), starts, ends
 
 

@@ -17,7 +17,7 @@ from .base import Options, Transform, TransformContext, count
 from .catalog import BUILTIN_DETECTORS
 from .detectors import Detector, Finding, Scanner, detector_from_config, merge_detectors
 from .encoded import MARKER_KEYS, MAX_DEPTH, UNDECODED, Decoder
-from .entities import entity_chain, fold_for_hints, is_placeholder, normalize_key
+from .entities import entity_chain, fold_for_hints, is_template, normalize_key
 from .keyrules import (
     BUILTIN_KEY_RULES,
     BUILTIN_KEY_RULES_BY_NAME,
@@ -114,6 +114,7 @@ class Redactor(Transform):
         self._cache: dict[tuple[str, str], tuple[Any, tuple[tuple[str, str], ...]]] = {}
         self._key_hints = self._hints_of_rules()
         self._rule_memo: dict[str, tuple[KeyRule, ...]] = {}
+        self._opaque_memo: dict[str, bool] = {}
         self.content_hints = tuple(sorted({h for d in self.detectors for h in d.hints}))
 
     # --- construction --------------------------------------------------------------------------------
@@ -218,6 +219,17 @@ class Redactor(Transform):
 
     def strategy_for(self, finding: Finding) -> Strategy:
         return self.table.resolve(self._finding_keys(finding.entity, finding.detector))
+
+    def opaque_key(self, normalized: str) -> bool:
+        """A cursor or a digest key: its value is scanned without the entropy fallback."""
+        known = self._opaque_memo.get(normalized)
+        if known is None:
+            if len(self._opaque_memo) > 65_536:
+                self._opaque_memo.clear()
+            known = self._opaque_memo[normalized] = (
+                normalized in _OPAQUE_KEYS or _HASH_KEY.search(normalized) is not None
+            )
+        return known
 
     def rule_for(self, key: str, normalized: str, siblings: frozenset[str]) -> KeyRule | None:
         candidates = self._rule_memo.get(normalized)
@@ -361,7 +373,7 @@ class _Run:
                     rule = red.rule_for(key, norm, siblings) if red.key_rules else None
                     if rule is not None:
                         new = self.ruled(rule, item, norm)
-                    elif norm in _OPAQUE_KEYS or _HASH_KEY.search(norm):
+                    elif red.opaque_key(norm):
                         new = self.without_fallback(item)
                     elif red.tags and norm in TAG_CONTAINERS:
                         new = self.tag_container(item)
@@ -574,7 +586,7 @@ class _Run:
             return [new for value in item if (new := self.subtree(rule, value)) is not DROP]
         if item is None or isinstance(item, bool) or item == "":
             return item
-        if isinstance(item, str) and is_placeholder(item):
+        if isinstance(item, str) and is_template(item):
             return item  # `${DB_PASSWORD}`, `<token>`, `****`: a slot, not a secret
         text = item if isinstance(item, str) else str(item)
         strategy = self.red.table.resolve(self.red._rule_keys(rule, rule.entity))

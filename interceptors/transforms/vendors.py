@@ -20,8 +20,8 @@ _URLSAFE = "A-Za-z0-9_-"
 
 
 def _word_like(payload: str) -> bool:
-    """An identifier rather than random text: no digit, or all one case."""
-    return not any(c.isdigit() for c in payload) or payload.islower() or payload.isupper()
+    """An identifier rather than random text: letters only, all in one case (`cioabcdef…`, `NPM_…`)."""
+    return payload.isalpha() and (payload.islower() or payload.isupper())
 
 
 def validate_crc32_token(value: str, entity: str) -> str | None:
@@ -162,7 +162,7 @@ VENDOR_DETECTORS: tuple[Detector, ...] = (
        "Google OAuth 2.0 access and refresh tokens (developers.google.com/identity/protocols/oauth2)",
        "Google OAuth access tokens (ya29.…) and refresh tokens (1//0…)"),
     _v("azure_client_secret",
-       r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}+(?![A-Za-z0-9_~.-])",
+       r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}+(?![A-Za-z0-9_~-]|\.[A-Za-z0-9_~-])",
        ("q~",), "[A-Za-z0-9_.] [A-Za-z0-9_.]{2} [0-9] 'Q~' [A-Za-z0-9_~.-]{34}",
        "Microsoft Entra ID application client secrets (GitHub secret scanning partner pattern)",
        "Microsoft Entra ID (Azure AD) client secrets: 3 characters, a digit, Q~, 31 to 34 characters"),
@@ -279,7 +279,7 @@ VENDOR_DETECTORS: tuple[Detector, ...] = (
        "PuTTY .ppk files, versions 2 and 3 (the.earth.li/~sgtatham/putty/0.78/htmldoc/AppendixC.html)",
        "the private lines of a PuTTY .ppk key file", entity="private_key", confidence=1.0, flags=re.MULTILINE),
     _v("jwk_private_key", r"\\?\"(?:d|p|q|dp|dq|qi|k)\\?\"[ \t]*:[ \t]*\\?\"([A-Za-z0-9_-]{16,2048}+)",
-       ("\"kty\"",), "'{\"kty\": \"EC\", \"crv\": \"P-256\", \"d\": \"' <[A-Za-z0-9_-]{43}> '\", \"x\": \"abc\"}'",
+       ("\"kty",), "'{\"kty\": \"EC\", \"crv\": \"P-256\", \"d\": \"' <[A-Za-z0-9_-]{43}> '\", \"x\": \"abc\"}'",
        "JSON Web Key private members (RFC 7517, RFC 7518 section 6)",
        "the private members (d, p, q, dp, dq, qi, k) of a JSON Web Key", entity="private_key", group=1, confidence=0.95),
 )  # fmt: skip
