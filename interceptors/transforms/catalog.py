@@ -111,11 +111,16 @@ _PEM_SPEC = "('-----BEGIN RSA PRIVATE KEY-----\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za
 # Labels with no vendor prefix in front of their value (`DD_API_KEY=…`, `license_key: …`, `X-API-Key: …`):
 # only a value that looks like a secret counts, and keys that name a non-secret (`cache_key`, `public_key`)
 # are not labels.
+_NOT_SECRET_KEYS = (
+    "cache", "idempotency", "partition", "sort", "primary", "foreign", "row", "object", "public", "routing", "hash",
+    "sha", "s3", "gpg", "ssh", "signing", "lookup", "map", "dedup", "group", "entry", "etag", "ref", "nonce",
+)  # fmt: skip
 _LABELLED_KEY = (
-    r"(?i)(?<![a-z0-9])(?!(?:cache|idempotency|partition|sort|primary|foreign|row|object|public|routing|hash|sha|"
-    r"s3|gpg|ssh|sign(?:ing)?|lookup|map|dedup|group|entry|etag|ref|nonce)[ _.-]?keys?\b)"
-    r"(?:[a-z0-9]{1,24}[ _.-])?(?:api[ _.-]?key|app[ _.-]?key|access[ _.-]?key|license[ _.-]?key|keys?|credentials?|"
-    r"auth)" + _SEP + r"""(?:"([^"\s\\]{16,256})"|'([^'\s\\]{16,256})'|(?<!["'])([A-Za-z0-9+/=_.~-]{16,256}))"""
+    r"(?i)(?<![a-z0-9])(?<![a-z0-9][_.-])(?:[a-z0-9]{1,24}[ _.-]){0,3}?"
+    r"(?:api[ _.-]?key|app[ _.-]?key|access[ _.-]?key|license[ _.-]?key|credentials?|auth|"
+    + "".join(f"(?<!{word}[ _.-])(?<!{word})" for word in _NOT_SECRET_KEYS)
+    + r"keys?)" + _SEP
+    + r"""(?:"([^"\s\\]{16,256})"|'([^'\s\\]{16,256})'|(?<!["'])([A-Za-z0-9+/=_.~-]{16,256}))"""
 )
 
 _NEXT_SECRET = _SECRET_LABEL + r"""[ \t"'\\]{0,6}(?::=|=>|:|=)"""

@@ -143,6 +143,18 @@ def _add_block(bundle: _Bundle, block: Any, label: str, put: Callable[[dict[str,
                 commit()
 
             bundle.add(decoded, f"{label}.resource.blob", set_blob)
+        inner_meta = resource.get("_meta")
+        if isinstance(inner_meta, Mapping) and (own_inner := {k: v for k, v in inner_meta.items()
+                                                              if k not in _RESERVED_META}):  # fmt: skip
+
+            def set_inner_meta(new: Any) -> None:
+                current = holder["block"]
+                kept = {k: v for k, v in current["resource"]["_meta"].items() if k in _RESERVED_META}
+                merged = {**(new if isinstance(new, Mapping) else {}), **kept}
+                holder["block"] = {**current, "resource": {**current["resource"], "_meta": merged}}
+                commit()
+
+            bundle.add(own_inner, f"{label}.resource._meta", set_inner_meta)
         for field in ("text", "uri"):
             if isinstance(resource.get(field), str):
 

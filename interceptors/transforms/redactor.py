@@ -207,7 +207,7 @@ class Redactor(Transform):
         except TypeError:
             return self.scanner, True, self.decoder is not None
         if needs_normalizing(raw):  # a hint hidden by an escape or an invisible character still counts
-            raw = normalize_for_matching(raw)[0]
+            raw = normalize_for_matching(raw.replace("\\\\", "\\"))[0]
         folded = fold_for_hints(raw)
         scanner = self.scanner.narrow(folded, raw)
         decoding = self.decoder is not None and self.decoder.may_apply(folded)
