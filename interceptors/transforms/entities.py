@@ -73,10 +73,10 @@ def is_placeholder(value: str) -> bool:
 
 
 def is_template(value: str) -> bool:
-    """A slot filled elsewhere (`${DB_PASSWORD}`, `{{ secrets.X }}`, `<token>`, `%(pw)s`) or masked (`****`,
-    `[REDACTED]`): what a sensitive key may hold without holding a secret."""
+    """A slot filled elsewhere (`${DB_PASSWORD}`, `{{ secrets.X }}`, `<token>`, `%(pw)s`, `[REDACTED]`): what a
+    sensitive key may hold without holding a secret."""
     text = value.strip().lower()
-    return len(text) >= 3 and (text.startswith(_PLACEHOLDER_PREFIXES) or set(text) == {"*"})
+    return len(text) >= 3 and text.startswith(_PLACEHOLDER_PREFIXES)
 
 
 # --- IP classification ------------------------------------------------------------------------------

@@ -70,6 +70,10 @@ def _v(
     )
 
 
+_LA_DOT = r"(?![A-Za-z0-9_-]|\.[A-Za-z0-9_-])"
+"""The end of a token whose alphabet has dots: a full stop after it ends a sentence, not the token."""
+
+
 def _lb(chars: str = _URLSAFE) -> str:
     return f"(?<![{chars}])"
 
@@ -109,7 +113,7 @@ VENDOR_DETECTORS: tuple[Detector, ...] = (
     # --- code hosts, package registries, CI ------------------------------------------------------------------
     _v("gitlab_token",
        _lb() + r"gl(?:pat|dt|rt|ptt|cbt|ft|imt|oas|soat|ffct|agent)-[A-Za-z0-9_-]{20,300}+"
-       r"(?:\.[0-9a-z]{2}\.[0-9a-z]{7,12}+)?" + _la(r"A-Za-z0-9_.-")
+       r"(?:\.[0-9a-z]{2}\.[0-9a-z]{7,12}+)?" + _LA_DOT
        + r"|" + _lb() + r"GR1348941[A-Za-z0-9_-]{20,64}+" + _la(),
        ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glft-", "glimt-", "gloas-", "glsoat-", "glffct-",
         "glagent-", "gr1348941"),
@@ -199,7 +203,7 @@ VENDOR_DETECTORS: tuple[Detector, ...] = (
        ("sbp_", "sb_secret_"), "('sbp_' [0-9a-f]{40}|'sb_secret_' [A-Za-z0-9_-]{31})",
        "Supabase access tokens and secret API keys (supabase.com/docs/guides/api/api-keys)",
        "Supabase personal access tokens (sbp_ + 40 hex) and secret keys (sb_secret_…)"),
-    _v("planetscale_token", _lb() + r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{32,64}+" + _la(r"A-Za-z0-9_.-"),
+    _v("planetscale_token", _lb() + r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{32,64}+" + _LA_DOT,
        ("pscale_",), "('pscale_tkn_'|'pscale_pw_'|'pscale_oauth_') [A-Za-z0-9_-]{43}",
        "PlanetScale service tokens and passwords (planetscale.com/docs)", "PlanetScale tokens: pscale_tkn_/pw_/oauth_ + 43"),
     _v("grafana_token", _lb() + r"glsa_[A-Za-z0-9]{32}_[0-9a-f]{8}" + _la()
@@ -248,7 +252,7 @@ VENDOR_DETECTORS: tuple[Detector, ...] = (
        "Microsoft Teams incoming webhooks (learn.microsoft.com, 'Create an Incoming Webhook')",
        "Microsoft Teams incoming webhook URLs"),
     _v("discord_bot_token",
-       r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}+(?![A-Za-z0-9_.-])",
+       r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}+" + _LA_DOT,
        (), "('M'|'N'|'O') [A-Za-z0-9]{23} '.' [A-Za-z0-9_-]{6} '.' [A-Za-z0-9_-]{27,38}",
        "Discord bot tokens (discord.com/developers/docs/reference#authentication)",
        "Discord bot tokens: base64 user id (M/N/O…) . 6 . 27 or more", min_length=59,
