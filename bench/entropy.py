@@ -102,7 +102,8 @@ def format_rows(best: RandomnessRule, rows: list[tuple[RandomnessRule, dict[str,
     for rule, row in rows:
         mark = "chosen" if rule == best else ("current" if rule == RANDOMNESS else "")
         cells = " | ".join(f"{row['catch_' + n]:.3f}" for n in names)
-        lines.append(f"| {rule.min_length} | {rule.slack} | {rule.max_wordy} | {cells} | {row['altered']:.4f} | {mark} |")
+        head = f"| {rule.min_length} | {rule.slack} | {rule.max_wordy} | {cells}"
+        lines.append(f"{head} | {row['altered']:.4f} | {mark} |")
     return "\n".join(lines)
 
 

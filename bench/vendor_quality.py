@@ -327,7 +327,8 @@ def format_vendor_report(report: dict[str, Any]) -> str:
     peers = [k for k in ("detect-secrets", "secretlint") if any(k in r for r in report["families"].values())]
     lines = ["| family | ours | " + " | ".join(peers) + " |", "| --- | ---: |" + " ---: |" * len(peers)]
     for family, row in report["families"].items():
-        lines.append(f"| {family} | {row['recall']:.3f} | " + " | ".join(f"{row.get(p, 0.0):.3f}" for p in peers) + " |")
+        cells = " | ".join(f"{row.get(p, 0.0):.3f}" for p in peers)
+        lines.append(f"| {family} | {row['recall']:.3f} | {cells} |")
     lines.append("")
     lines.append("evasions: " + ", ".join(f"{k} {v:.3f}" for k, v in report["evasions"].items()))
     precision = report["precision"]

@@ -140,7 +140,9 @@ EVASIONS = {
 
 
 @pytest.mark.parametrize("evasion", sorted(EVASIONS))
-@pytest.mark.parametrize("family", ["github_token", "anthropic_api_key", "aws_access_key_id", "slack_webhook", "npm_token"])
+@pytest.mark.parametrize(
+    "family", ["github_token", "anthropic_api_key", "aws_access_key_id", "slack_webhook", "npm_token"]
+)
 def test_evasions_are_normalised_and_the_whole_original_span_is_redacted(family: str, evasion: str) -> None:
     for _, value in samples(BUILTIN_BY_NAME[family], 5):
         evaded = EVASIONS[evasion](value)
@@ -151,7 +153,7 @@ def test_evasions_are_normalised_and_the_whole_original_span_is_redacted(family:
         emitted = out["content"][0]["text"]
         # Secrets are redacted, credentials (the AWS key id) masked: either way neither spelling comes out.
         assert emitted.startswith("leaked ") and emitted.endswith(" here") and evaded not in emitted
-        assert value not in emitted and "*" * 8 in emitted or "[REDACTED" in emitted
+        assert value not in emitted and ("*" * 8 in emitted or "[REDACTED" in emitted)
 
 
 def test_nbsp_and_other_spaces_read_as_spaces() -> None:
@@ -226,7 +228,7 @@ def test_each_benign_category_comes_out_unchanged(category: str) -> None:
         assert not altered(payload, STANDARD.transform("tools/call", copy.deepcopy(payload))), category
 
 
-# --- split secrets ------------------------------------------------------------------------------------------------------
+# --- split secrets -
 
 
 @pytest.mark.parametrize("cut", [1, 4, 9, 20, 39])
@@ -269,7 +271,7 @@ def test_stream_hold_back_never_lets_a_split_token_out_whole_or_in_joining_halve
 ) -> None:
     """Two messages of one stream carry a token cut anywhere: what goes out (each message redacted on its own,
     then the flush) never holds the token, alone or joined."""
-    (_, value), = samples(BUILTIN_BY_NAME[family], 1, seed)
+    ((_, value),) = samples(BUILTIN_BY_NAME[family], 1, seed)
     at = max(1, min(len(value) - 1, int(cut * len(value))))
     stream = StreamHoldBack()
     sent = [_redacted(stream.feed(before + value[:at])), _redacted(stream.feed(value[at:] + after))]

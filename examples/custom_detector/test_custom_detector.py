@@ -27,7 +27,6 @@ from interceptors.testing import (
     format_for,
     mcp_payloads,
 )
-
 from interceptors.testing.regexgen import seeded_text
 
 POLICY = Path(__file__).with_name("policy.yaml")

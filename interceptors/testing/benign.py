@@ -56,43 +56,72 @@ def _sri(rng: random.Random) -> dict[str, Any]:
     digest = f"{algo}-{_b64(rng, size)}"
     name = _word(rng) + "-" + _word(rng)
     if rng.random() < 0.5:
-        lock = {"packages": {f"node_modules/{name}": {"version": f"{rng.randint(1, 9)}.{rng.randint(0, 20)}.0",
-                "resolved": f"https://registry.npmjs.org/{name}/-/{name}-1.0.0.tgz", "integrity": digest}}}
+        lock = {
+            "packages": {
+                f"node_modules/{name}": {
+                    "version": f"{rng.randint(1, 9)}.{rng.randint(0, 20)}.0",
+                    "resolved": f"https://registry.npmjs.org/{name}/-/{name}-1.0.0.tgz",
+                    "integrity": digest,
+                }
+            }
+        }
         return _structured(lock, as_text=rng.random() < 0.5)
-    return _text(f'<script src="https://cdn.example.com/{name}.min.js" integrity="{digest}" crossorigin="anonymous">'
-                 "</script>")
+    return _text(
+        f'<script src="https://cdn.example.com/{name}.min.js" integrity="{digest}" crossorigin="anonymous"></script>'
+    )
 
 
 def _secret_key_ref(rng: random.Random) -> dict[str, Any]:
-    env = [{"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": f"{_word(rng)}-db", "key": "password"}}},
-           {"name": "API_TOKEN", "valueFrom": {"secretKeyRef": {"name": f"{_word(rng)}-api", "key": "token"}}},
-           {"name": "LOG_LEVEL", "value": "info"}]
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{_word(rng)}-{_hex(rng, 5)}"},
-           "spec": {"containers": [{"name": _word(rng), "image": f"ghcr.io/acme/{_word(rng)}:1.4.2", "env": env}]}}
+    env = [
+        {"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": f"{_word(rng)}-db", "key": "password"}}},
+        {"name": "API_TOKEN", "valueFrom": {"secretKeyRef": {"name": f"{_word(rng)}-api", "key": "token"}}},
+        {"name": "LOG_LEVEL", "value": "info"},
+    ]
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"{_word(rng)}-{_hex(rng, 5)}"},
+        "spec": {"containers": [{"name": _word(rng), "image": f"ghcr.io/acme/{_word(rng)}:1.4.2", "env": env}]},
+    }
     return _structured(pod, as_text=rng.random() < 0.4)
 
 
 def _git(rng: random.Random) -> dict[str, Any]:
     sha, parent, tree = _hex(rng, 40), _hex(rng, 40), _hex(rng, 40)
     if rng.random() < 0.5:
-        return _text(f"commit {sha}\nMerge: {parent[:7]} {_hex(rng, 7)}\nAuthor: {rng.choice(_NAMES)}\n\n"
-                     f"    Fix {_word(rng)} retry ({sha[:12]})\n")
-    return _structured({"sha": sha, "node_id": "C_kwDO" + _b64(rng, 12, urlsafe=True).rstrip("="),
-                        "commit": {"tree": {"sha": tree}, "message": f"Bump {_word(rng)}"},
-                        "parents": [{"sha": parent}]})
+        return _text(
+            f"commit {sha}\nMerge: {parent[:7]} {_hex(rng, 7)}\nAuthor: {rng.choice(_NAMES)}\n\n"
+            f"    Fix {_word(rng)} retry ({sha[:12]})\n"
+        )
+    return _structured(
+        {
+            "sha": sha,
+            "node_id": "C_kwDO" + _b64(rng, 12, urlsafe=True).rstrip("="),
+            "commit": {"tree": {"sha": tree}, "message": f"Bump {_word(rng)}"},
+            "parents": [{"sha": parent}],
+        }
+    )
 
 
 def _uuids(rng: random.Random) -> dict[str, Any]:
-    rows = [{"id": _uuid(rng), "request_id": _uuid(rng), "trace_id": _hex(rng, 32), "span_id": _hex(rng, 16)}
-            for _ in range(rng.randint(1, 4))]
+    rows = [
+        {"id": _uuid(rng), "request_id": _uuid(rng), "trace_id": _hex(rng, 32), "span_id": _hex(rng, 16)}
+        for _ in range(rng.randint(1, 4))
+    ]
     return _structured({"items": rows})
 
 
 def _hashes(rng: random.Random) -> dict[str, Any]:
-    data = {"file": f"{_word(rng)}.tar.gz", "sha256": _hex(rng, 64), "md5": _hex(rng, 32),
-            "checksum": "sha256:" + _hex(rng, 64), "etag": '"' + _hex(rng, 32) + '"',
-            "digest": _b64(rng, 32), "content_hash": _b64(rng, 32, urlsafe=True).rstrip("="),
-            "fingerprint": ":".join(_hex(rng, 2) for _ in range(16))}
+    data = {
+        "file": f"{_word(rng)}.tar.gz",
+        "sha256": _hex(rng, 64),
+        "md5": _hex(rng, 32),
+        "checksum": "sha256:" + _hex(rng, 64),
+        "etag": '"' + _hex(rng, 32) + '"',
+        "digest": _b64(rng, 32),
+        "content_hash": _b64(rng, 32, urlsafe=True).rstrip("="),
+        "fingerprint": ":".join(_hex(rng, 2) for _ in range(16)),
+    }
     if rng.random() < 0.3:
         return _text(f"sha256sum: {data['sha256']}  {data['file']}\nETag: {data['etag']}")
     return _structured(data)
@@ -100,29 +129,52 @@ def _hashes(rng: random.Random) -> dict[str, Any]:
 
 def _cursors(rng: random.Random) -> dict[str, Any]:
     token = _b64(rng, rng.choice([24, 48, 96]), urlsafe=True).rstrip("=")
-    data = {"items": [{"name": _word(rng)} for _ in range(2)], rng.choice(
-        ["nextPageToken", "next_page_token", "cursor", "nextCursor", "continuationToken", "pageToken"]): token}
+    data = {
+        "items": [{"name": _word(rng)} for _ in range(2)],
+        rng.choice(
+            ["nextPageToken", "next_page_token", "cursor", "nextCursor", "continuationToken", "pageToken"]
+        ): token,
+    }
     return _structured(data)
 
 
 def _auth_config(rng: random.Random) -> dict[str, Any]:
-    data = {"auth": {"type": rng.choice(["oauth2", "oidc", "none", "basic"]), "enabled": rng.random() < 0.5,
-                     "scopes": ["read:" + _word(rng), "write:" + _word(rng)],
-                     "issuer": "https://login.example.com/", "audience": _word(rng) + "-api"},
-            "token_type": "Bearer", "expires_in": 3600, "max_tokens": rng.randint(256, 4096),
-            "tokenizer": "cl100k_base", "password_policy": {"min_length": 12, "require_symbols": True}}
+    data = {
+        "auth": {
+            "type": rng.choice(["oauth2", "oidc", "none", "basic"]),
+            "enabled": rng.random() < 0.5,
+            "scopes": ["read:" + _word(rng), "write:" + _word(rng)],
+            "issuer": "https://login.example.com/",
+            "audience": _word(rng) + "-api",
+        },
+        "token_type": "Bearer",
+        "expires_in": 3600,
+        "max_tokens": rng.randint(256, 4096),
+        "tokenizer": "cl100k_base",
+        "password_policy": {"min_length": 12, "require_symbols": True},
+    }
     return _structured(data, as_text=rng.random() < 0.3)
 
 
 def _cookies(rng: random.Random) -> dict[str, Any]:
-    return _structured({"cookies": rng.sample(["session_id", "csrftoken", "_ga", "locale", "theme", "consent"], 3),
-                        "cookie_policy": "strict", "set_cookie_samesite": "Lax"})
+    return _structured(
+        {
+            "cookies": rng.sample(["session_id", "csrftoken", "_ga", "locale", "theme", "consent"], 3),
+            "cookie_policy": "strict",
+            "set_cookie_samesite": "Lax",
+        }
+    )
 
 
 def _signature(rng: random.Random) -> dict[str, Any]:
     name = rng.choice(_NAMES)
-    return _structured({"from": "Support Team", "subject": f"Your {_word(rng)} request",
-                        "signature": f"Best regards,\n{name}\nCustomer Success, ACME Corp"})
+    return _structured(
+        {
+            "from": "Support Team",
+            "subject": f"Your {_word(rng)} request",
+            "signature": f"Best regards,\n{name}\nCustomer Success, ACME Corp",
+        }
+    )
 
 
 def _ssh_public(rng: random.Random) -> dict[str, Any]:
@@ -154,36 +206,50 @@ def _logs(rng: random.Random) -> dict[str, Any]:
     lines = []
     for _ in range(rng.randint(3, 8)):
         level = rng.choice(["INFO", "WARN", "DEBUG"])
-        lines.append(f"2024-06-{rng.randint(10, 28)}T12:{rng.randint(10, 59)}:00Z {level} {_word(rng)} "
-                     f"request_id={_uuid(rng)} duration_ms={rng.randint(1, 900)} path=/v1/{_word(rng)}/{rng.randint(1, 999)}")
+        lines.append(
+            f"2024-06-{rng.randint(10, 28)}T12:{rng.randint(10, 59)}:00Z {level} {_word(rng)} "
+            f"request_id={_uuid(rng)} duration_ms={rng.randint(1, 900)} "
+            f"path=/v1/{_word(rng)}/{rng.randint(1, 999)}"
+        )
     return _text("\n".join(lines))
 
 
 def _prose(rng: random.Random) -> dict[str, Any]:
-    text = (f"The {_word(rng)} service rotates its API keys every {rng.randint(30, 90)} days; tokens are stored in "
-            f"the vault and never logged. Passwords must be at least 12 characters. See the runbook for the "
-            f"{_word(rng)} {_word(rng)} procedure (ticket OPS-{rng.randint(100, 9999)}).")
+    text = (
+        f"The {_word(rng)} service rotates its API keys every {rng.randint(30, 90)} days; tokens are stored in "
+        f"the vault and never logged. Passwords must be at least 12 characters. See the runbook for the "
+        f"{_word(rng)} {_word(rng)} procedure (ticket OPS-{rng.randint(100, 9999)})."
+    )
     return _text(text)
 
 
 def _identifiers(rng: random.Random) -> dict[str, Any]:
-    names = ["".join(w.capitalize() for w in rng.sample(list(_WORDS), 4)) + "Factory",
-             "_".join(rng.sample(list(_WORDS), 5)), f"/usr/lib/python3.11/site-packages/{_word(rng)}/{_word(rng)}.py",
-             f"s3://acme-{_word(rng)}/{rng.randint(2020, 2025)}/{_word(rng)}/part-{_hex(rng, 8)}.parquet",
-             "https://docs.example.com/" + "/".join(rng.sample(list(_WORDS), 3)) + "?page=2&sort=asc",
-             f"{_word(rng)}-{_word(rng)}-{_hex(rng, 9)}-{_b64(rng, 4, urlsafe=True)[:5].lower()}",
-             "".join(w.upper() for w in rng.sample(list(_WORDS), 1)) + "_" + "_".join(
-                 w.upper() for w in rng.sample(list(_WORDS), 3)) + f"_V{rng.randint(2, 9)}",
-             "".join(w.capitalize() for w in rng.sample(list(_WORDS), 3)) + f"Test{rng.randint(10, 99)}Case",
-             rng.choice(["x86_64-unknown-linux-gnu", "aarch64-apple-darwin", "manylinux2014_x86_64"]),
-             f"{_word(rng)}{rng.randint(1, 9)}.{_word(rng)}.svc.cluster.local"]
+    names = [
+        "".join(w.capitalize() for w in rng.sample(list(_WORDS), 4)) + "Factory",
+        "_".join(rng.sample(list(_WORDS), 5)),
+        f"/usr/lib/python3.11/site-packages/{_word(rng)}/{_word(rng)}.py",
+        f"s3://acme-{_word(rng)}/{rng.randint(2020, 2025)}/{_word(rng)}/part-{_hex(rng, 8)}.parquet",
+        "https://docs.example.com/" + "/".join(rng.sample(list(_WORDS), 3)) + "?page=2&sort=asc",
+        f"{_word(rng)}-{_word(rng)}-{_hex(rng, 9)}-{_b64(rng, 4, urlsafe=True)[:5].lower()}",
+        "".join(w.upper() for w in rng.sample(list(_WORDS), 1))
+        + "_"
+        + "_".join(w.upper() for w in rng.sample(list(_WORDS), 3))
+        + f"_V{rng.randint(2, 9)}",
+        "".join(w.capitalize() for w in rng.sample(list(_WORDS), 3)) + f"Test{rng.randint(10, 99)}Case",
+        rng.choice(["x86_64-unknown-linux-gnu", "aarch64-apple-darwin", "manylinux2014_x86_64"]),
+        f"{_word(rng)}{rng.randint(1, 9)}.{_word(rng)}.svc.cluster.local",
+    ]
     return _structured({"symbols": names, "version": f"{rng.randint(1, 9)}.{rng.randint(0, 30)}.{rng.randint(0, 9)}"})
 
 
 def _image(rng: random.Random) -> dict[str, Any]:
     png = b"\x89PNG\r\n\x1a\n" + hashlib.sha256(str(rng.random()).encode()).digest() * 4
-    return {"content": [{"type": "text", "text": "rendered chart"},
-                        {"type": "image", "data": base64.b64encode(png).decode(), "mimeType": "image/png"}]}
+    return {
+        "content": [
+            {"type": "text", "text": "rendered chart"},
+            {"type": "image", "data": base64.b64encode(png).decode(), "mimeType": "image/png"},
+        ]
+    }
 
 
 CATEGORIES: dict[str, Callable[[random.Random], dict[str, Any]]] = {

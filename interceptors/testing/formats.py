@@ -235,7 +235,9 @@ def spec_samples(detector: Detector) -> st.SearchStrategy[Secret]:
         options.append(seeded(build))
     if detector.examples:
         options.append(
-            st.sampled_from([Secret(detector.name, e, e, detector.entity, detector.category) for e in detector.examples])
+            st.sampled_from(
+                [Secret(detector.name, e, e, detector.entity, detector.category) for e in detector.examples]
+            )
         )
     if not options:
         raise ValueError(f"{detector.name} has no format spec and no examples")

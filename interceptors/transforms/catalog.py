@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from .detectors import Detector, Validator, validate_high_entropy, validate_ip, validate_secret
+from .detectors import Detector, Validator, validate_ip, validate_secret
 from .entities import is_placeholder, looks_random, looks_secret
 from .vendors import CLI_DETECTORS, VENDOR_DETECTORS, validate_crc32_token
 
@@ -106,7 +106,24 @@ def _bare(chars: str, low: int, high: int, next_label: str, *, no_call: bool = F
 
 # Another assignment: a label where the detector would see one, and its separator; before a quoted value's end,
 # followed by a quote (either kind: a value may be quoted with one and its label with the other, `key':= 'value`).
-_PEM_SPEC = "('-----BEGIN RSA PRIVATE KEY-----\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{20,60} ('' | '=' | '==') '\\n-----END RSA PRIVATE KEY-----'|'-----BEGIN EC PRIVATE KEY-----\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{20,60} ('' | '=' | '==') '\\n-----END EC PRIVATE KEY-----'|'-----BEGIN OPENSSH PRIVATE KEY-----\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{20,60} ('' | '=' | '==') '\\n-----END OPENSSH PRIVATE KEY-----'|'-----BEGIN PRIVATE KEY-----\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{20,60} ('' | '=' | '==') '\\n-----END PRIVATE KEY-----'|'-----BEGIN ENCRYPTED PRIVATE KEY-----\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{20,60} ('' | '=' | '==') '\\n-----END ENCRYPTED PRIVATE KEY-----'|'-----BEGIN DSA PRIVATE KEY-----\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{20,60} ('' | '=' | '==') '\\n-----END DSA PRIVATE KEY-----'|'-----BEGIN PGP PRIVATE KEY BLOCK-----\\n\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{20,60} ('' | '=' | '==') '\\n-----END PGP PRIVATE KEY BLOCK-----')"
+_PEM_SPEC = (
+    "("
+    "'-----BEGIN RSA PRIVATE KEY-----\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{"
+    "20,60} ('' | '=' | '==') '\\n-----END RSA PRIVATE KEY-----'"
+    "|'-----BEGIN EC PRIVATE KEY-----\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{"
+    "20,60} ('' | '=' | '==') '\\n-----END EC PRIVATE KEY-----'"
+    "|'-----BEGIN OPENSSH PRIVATE KEY-----\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-"
+    "9+/]{20,60} ('' | '=' | '==') '\\n-----END OPENSSH PRIVATE KEY-----'"
+    "|'-----BEGIN PRIVATE KEY-----\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{20,"
+    "60} ('' | '=' | '==') '\\n-----END PRIVATE KEY-----'"
+    "|'-----BEGIN ENCRYPTED PRIVATE KEY-----\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z"
+    "0-9+/]{20,60} ('' | '=' | '==') '\\n-----END ENCRYPTED PRIVATE KEY-----'"
+    "|'-----BEGIN DSA PRIVATE KEY-----\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]"
+    "{20,60} ('' | '=' | '==') '\\n-----END DSA PRIVATE KEY-----'"
+    "|'-----BEGIN PGP PRIVATE KEY BLOCK-----\\n\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za"
+    "-z0-9+/]{20,60} ('' | '=' | '==') '\\n-----END PGP PRIVATE KEY BLOCK-----'"
+    ")"
+)
 
 # Labels with no vendor prefix in front of their value (`DD_API_KEY=…`, `license_key: …`, `X-API-Key: …`):
 # only a value that looks like a secret counts, and keys that name a non-secret (`cache_key`, `public_key`)
@@ -119,7 +136,8 @@ _LABELLED_KEY = (
     r"(?i)(?<![a-z0-9])(?<![a-z0-9][_.-])(?:[a-z0-9]{1,24}[ _.-]){0,3}?"
     r"(?:api[ _.-]?key|app[ _.-]?key|access[ _.-]?key|license[ _.-]?key|credentials?|auth|"
     + "".join(f"(?<!{word}[ _.-])(?<!{word})" for word in _NOT_SECRET_KEYS)
-    + r"keys?)" + _SEP
+    + r"keys?)"
+    + _SEP
     + r"""(?:"([^"\s\\]{16,256})"|'([^'\s\\]{16,256})'|(?<!["'])([A-Za-z0-9+/=_.~-]{16,256}))"""
 )
 
@@ -291,7 +309,8 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         "github_token", "api_token", "secret", 0.99,
         r"gh[pousr]_[A-Za-z0-9]{36,255}+|github_pat_[A-Za-z0-9_]{22,255}+",
         hints=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), min_length=33, validator=validate_crc32_token,
-        spec="('gh' ('p'|'o'|'u'|'s'|'r') '_' [A-Za-z0-9]{30} @crc32b62|'github_pat_' [A-Za-z0-9]{22} '_' [A-Za-z0-9]{59})",
+        spec="('gh' ('p'|'o'|'u'|'s'|'r') '_' [A-Za-z0-9]{30} @crc32b62"
+        "|'github_pat_' [A-Za-z0-9]{22} '_' [A-Za-z0-9]{59})",
         source="github.blog 2021-04-05 'Behind GitHub's new authentication token formats'; docs.github.com tokens",
         description="GitHub tokens: ghp_/gho_/ghu_/ghs_/ghr_ + 30 + CRC32 (checked), github_pat_ + 22 + _ + 59",
     ),

@@ -151,7 +151,7 @@ class Scanner:
     def narrow(self, folded_payload: str, raw_payload: str) -> Scanner:
         """The detectors that could match anywhere in a payload (its JSON text, folded for hints)."""
         if self._hint_finder is not None:
-            present = set()
+            present: set[str] = set()
             for found in set(self._hint_finder.findall(folded_payload)):
                 present.update(self._hint_prefixes[found])
         else:

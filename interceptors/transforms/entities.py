@@ -7,8 +7,8 @@ import binascii
 import ipaddress
 import math
 import re
-from dataclasses import dataclass
 from collections import Counter
+from dataclasses import dataclass
 from functools import lru_cache
 
 CATEGORIES: tuple[str, ...] = ("secret", "credential", "identifier", "network", "pii", "temporal", "free_text")
@@ -194,6 +194,8 @@ def _wordy_share(token: str) -> float:
         if 0.25 <= vowels / len(run) <= 0.67 and not _CONSONANTS_5.search(run):
             wordy += len(run)
     return wordy / len(token)
+
+
 _NOT_RANDOM_SHAPES = re.compile(
     r"[0-9a-fA-F]+"  # hex: digests, git SHAs, trace ids (a hex key is found by its label, not by its shape)
     r"|[0-9a-fA-F]+(?:-[0-9a-fA-F]+)+"  # GUIDs and other dashed hex

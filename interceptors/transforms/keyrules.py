@@ -132,6 +132,8 @@ def looks_like_secret_value(text: str) -> bool:
     if core.isalpha() and (core.islower() or core.isupper() or core.istitle()):
         return False
     return any(c.isdigit() for c in value) or not value.isalnum() or not (value.islower() or value.isupper())
+
+
 _SAFE_KEY = re.compile(
     r"_(?:id|ids|arn|name|names|type|types|state|status|enabled|last_used|expir\w*|rotation\w*|created\w*|date|"
     r"version|policy|url|uri|endpoint|fingerprint|hint|count|counts|length|size|limit|used|usage|total|budget)$"

@@ -22,9 +22,22 @@ _ESCAPE = re.compile(
 _MAYBE_ESCAPE = re.compile(r"\\[uUx][0-9A-Fa-f]{2}|&#|&[A-Za-z][A-Za-z0-9]{1,31};")
 # Invisible code points that are not Cf: fillers, the combining grapheme joiner, variation selectors, braille blank.
 _INVISIBLE = frozenset(
-    [0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180F, 0x2800, 0x3164, 0xFFA0]
-    + list(range(0xFE00, 0xFE10))
-    + list(range(0xE0100, 0xE01F0))
+    [
+        0x034F,
+        0x115F,
+        0x1160,
+        0x17B4,
+        0x17B5,
+        0x180B,
+        0x180C,
+        0x180D,
+        0x180F,
+        0x2800,
+        0x3164,
+        0xFFA0,
+        *range(0xFE00, 0xFE10),
+        *range(0xE0100, 0xE01F0),
+    ]
 )
 _HTML5 = html.entities.html5
 

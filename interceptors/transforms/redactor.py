@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 import orjson
@@ -276,7 +277,7 @@ class _Run:
             return values
         out = list(values)
         scanner = self.red.scanner
-        for (left_block, left), (right_block, right) in zip(order, order[1:], strict=False):
+        for (left_block, left), (right_block, right) in pairwise(order):
             if right_block != left_block + 1:
                 continue
             head, tail = out[left], out[right]
@@ -288,9 +289,7 @@ class _Run:
             own = {(f.start, f.end) for f in scanner.scan(before)}
             own |= {(f.start + cut, f.end + cut) for f in scanner.scan(after)}
             for finding in scanner.scan(seam):
-                if (finding.start, finding.end) in own or finding.end <= cut or finding.start >= len(seam):
-                    continue
-                if finding.start >= cut and (finding.start, finding.end) in own:
+                if (finding.start, finding.end) in own or finding.end <= cut:
                     continue
                 strategy = self.red.strategy_for(finding)
                 if strategy.keep:

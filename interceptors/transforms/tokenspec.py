@@ -174,17 +174,17 @@ class _Parser:
             if close < 0:
                 raise self.fail("an unclosed count")
             body = self.text[self.at + 1 : close]
+            first, _, rest = body.partition(",")
             try:
-                low, _, rest = body.partition(",")
-                low_n = int(low)
+                low_n = int(first)
                 high_n = int(rest) if rest else low_n
             except ValueError:
                 raise self.fail("a count that is not a number") from None
             if not 0 <= low_n <= high_n <= 100_000:
                 raise self.fail("a count out of order")
-            low, high = low_n, high_n  # type: ignore[assignment]
+            low, high = low_n, high_n
             self.at = close + 1
-        return _Chars("".join(dict.fromkeys(items)), int(low), int(high))
+        return _Chars("".join(dict.fromkeys(items)), low, high)
 
 
 @dataclass(frozen=True, slots=True)
