@@ -38,6 +38,7 @@ from interceptors.transforms.base import Pipeline
 from interceptors.transforms.catalog import BUILTIN_DETECTORS
 from interceptors.transforms.channels import transform_tool_result
 from interceptors.transforms.detectors import Detector, Scanner
+from interceptors.transforms.entities import fold_for_hints
 from interceptors.transforms.normalize import needs_normalizing, normalize_for_matching
 from interceptors.transforms.tokenspec import parse_spec
 
@@ -268,7 +269,10 @@ def _hostile(quick: bool) -> dict[str, float | str]:
         normal = normalize_for_matching(text)[0] if needs_normalizing(text) else text
         elapsed = time.perf_counter() - started
         worst_normal = max(worst_normal, (elapsed, name))
+        folded = fold_for_hints(normal)
         for detector in BUILTIN_DETECTORS:
+            if detector.hints and not any(hint in folded for hint in detector.hints):
+                continue  # the scanner never runs a detector whose hints the text lacks
             begun = time.perf_counter()
             for _ in detector.pattern.finditer(normal):
                 pass

@@ -20,6 +20,7 @@ from .assertions import (
     find_leaks,
     haystacks,
 )
+from .benign import altered, benign_corpus
 from .chains import (
     ChainPlan,
     Expected,
@@ -51,9 +52,11 @@ from .formats import (
     known_false_positives,
     near_misses,
     placeholders,
+    secret_looking_values,
     secrets,
     sensitive_keys,
     sensitive_values,
+    spec_samples,
 )
 from .payloads import KINDS, TRANSFORMED_KINDS, McpCase, json_values, mcp_payloads, payload_for, tool_call_requests
 from .profiles import PROFILES, register_profiles
@@ -101,10 +104,12 @@ __all__ = [
     "Secret",
     "SecretFormat",
     "UnsupportedPattern",
+    "altered",
     "assert_matches_model",
     "assert_no_leak",
     "assert_not_redacted",
     "assert_roundtrip",
+    "benign_corpus",
     "build_registries",
     "chain_cases",
     "chain_plans",
@@ -134,9 +139,11 @@ __all__ = [
     "render",
     "run_plan",
     "run_property",
+    "secret_looking_values",
     "secrets",
     "sensitive_keys",
     "sensitive_values",
+    "spec_samples",
     "tool_call_requests",
     "uniform",
 ]
