@@ -312,3 +312,18 @@ def test_families_embedded_in_the_kit_syntaxes_never_leak(context: Any) -> None:
             payload = tool(rendered) if isinstance(rendered, str) else {"content": [], "structuredContent": rendered}
             out = STANDARD.transform("tools/call", payload)
             assert not find_leaks(out, [value]), (detector.name, context.name)
+
+
+def test_every_format_code_point_inside_a_token_is_ignored() -> None:
+    """All Unicode format (Cf) code points, not a sample: each inside a token leaves it found, whole."""
+    import sys
+    import unicodedata
+
+    format_points = [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf"]
+    assert len(format_points) > 150
+    for point in format_points:
+        text = f"key {GHP[:7]}{point}{GHP[7:]} end"
+        findings = SCANNER.scan(text)
+        assert [(f.detector.name, f.start, f.end) for f in findings] == [("github_token", 4, 4 + len(GHP) + 1)], (
+            f"U+{ord(point):04X}"
+        )
