@@ -5,8 +5,8 @@ Each message of a stream is redacted on its own by the channel's pipeline, so `t
 request and channel:
 
 - the *trailing prefix that could start a secret* (the last run of token characters when it could begin one:
-  it contains or begins a secret detector's hint, or is 8 characters or more; with a secret label and its
-  separator before it, from the label) is held back and put in front of the next message, so the pipeline
+  it contains or begins a token prefix, or is 8 characters or more that read as random; with a secret label
+  and its separator before it, from the label) is held back and put in front of the next message, so the pipeline
   sees the secret whole;
 - a bounded *tail* of what already went out (`tail` characters) is read in front of each message, so a value
   whose label went out in the previous message (`db_pass:` then `hunter2…`) is still found; the part of such
@@ -22,6 +22,7 @@ import re
 from collections.abc import Sequence
 
 from .detectors import Detector, Scanner
+from .entities import RandomnessRule, looks_random
 
 _TRAILING_RUN = re.compile(r"[^\s\"'<>()\[\]{},;|`]*\Z")
 _TRAILING_LABEL = re.compile(
@@ -30,6 +31,15 @@ _TRAILING_LABEL = re.compile(
 )
 _SECRET_CATEGORIES = frozenset({"secret", "credential"})
 MIN_RANDOM_PREFIX = 8
+# Detectors whose hints are ordinary words (labels, commands, short fragments): a word like `passed`, `monkey` or
+# `tokens` at the end of a message is not the start of a secret. Labels are held by `_TRAILING_LABEL` instead.
+_WORD_HINTED = frozenset(
+    {"secret_assignment", "labelled_key", "connection_string_secret", "aws_secret_access_key", "authorization_header",
+     "curl_user_credentials", "mysql_password_flag", "cli_password_flag", "netrc_password", "azure_sas_signature",
+     "jwk_private_key", "twilio_api_key", "mailchimp_api_key", "telegram_bot_token", "crates_io_token",
+     "private_key", "putty_private_key", "azure_storage_key"}
+)  # fmt: skip
+_PREFIX_RULE = RandomnessRule(min_length=MIN_RANDOM_PREFIX, slack=0.8, max_wordy=0.4)
 
 
 class StreamHoldBack:
@@ -44,7 +54,7 @@ class StreamHoldBack:
             detectors = BUILTIN_DETECTORS
         chosen = tuple(d for d in detectors if d.category in _SECRET_CATEGORIES)
         self._scanner = Scanner(chosen)
-        self._hints = tuple(sorted({h for d in chosen for h in d.hints if len(h) >= 3}))
+        self._hints = tuple(sorted({h for d in chosen if d.name not in _WORD_HINTED for h in d.hints if len(h) >= 3}))
         self._held = ""
         self._tail = ""
         self.tail_size = tail
@@ -55,8 +65,8 @@ class StreamHoldBack:
         return self._held
 
     def _could_start_secret(self, run: str) -> bool:
-        """A run that begins (or holds, or ends in three characters or more of) a secret detector's hint, or
-        one of 8 characters or more with a digit, a capital or a symbol in it (the start of a random token)."""
+        """A run that begins (or holds, or ends in three characters or more of) a token prefix (a secret
+        detector's hint), or one of 8 characters or more that reads as random (the start of a random token)."""
         if not run:
             return False
         folded = run.lower()
@@ -65,7 +75,7 @@ class StreamHoldBack:
                 return True
             if any(folded.endswith(hint[:k]) for k in range(3, min(len(hint), len(folded)) + 1)):
                 return True
-        return len(run) >= MIN_RANDOM_PREFIX and not (run.isalpha() and run.islower())
+        return looks_random(run, _PREFIX_RULE)
 
     def _hold_from(self, text: str) -> int:
         """Where the held-back suffix of `text` starts (`len(text)`: nothing is held)."""
