@@ -128,15 +128,12 @@ _PEM_SPEC = (
 # Labels with no vendor prefix in front of their value (`DD_API_KEY=…`, `license_key: …`, `X-API-Key: …`):
 # only a value that looks like a secret counts, and keys that name a non-secret (`cache_key`, `public_key`)
 # are not labels.
-_NOT_SECRET_KEYS = (
-    "cache", "idempotency", "partition", "sort", "primary", "foreign", "row", "object", "public", "routing", "hash",
-    "sha", "s3", "gpg", "ssh", "signing", "lookup", "map", "dedup", "group", "entry", "etag", "ref", "nonce",
-)  # fmt: skip
 _LABELLED_KEY = (
-    r"(?i)(?<![a-z0-9])(?<![a-z0-9][_.-])(?:[a-z0-9]{1,24}[ _.-]){0,3}?"
-    r"(?:api[ _.-]?key|app[ _.-]?key|access[ _.-]?key|license[ _.-]?key|credentials?|auth|"
-    + "".join(f"(?<!{word}[ _.-])(?<!{word})" for word in _NOT_SECRET_KEYS)
-    + r"keys?)"
+    # `api_key`, `app_key`, `access_key`, `license_key`, `credential(s)`, `auth` at a word or after a joined word
+    # (`DD_API_KEY`, `x_app_key`); a bare `key` only as a word of its own (`key: …`, never `cache_key`, `public_key`,
+    # `sort_key`, `monkey`)
+    r"(?i)(?:(?:(?<![a-z0-9])|(?<=[a-z0-9][_.-]))"
+    r"(?:api[ _.-]?key|app[ _.-]?key|access[ _.-]?key|license[ _.-]?key|credentials?|auth)s?|(?<![a-z0-9_.-])keys?)"
     + _SEP
     + r"""(?:"([^"\s\\]{16,256})"|'([^'\s\\]{16,256})'|(?<!["'])([A-Za-z0-9+/=_.~-]{16,256}))"""
 )
@@ -358,7 +355,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         _LABELLED_KEY,
         hints=("key", "credential", "auth", "token", "secret"), group=(1, 2, 3), min_length=16,
         validator=lambda value, entity: entity if looks_secret(value) else None,
-        spec="('DD_API_KEY'|'license_key'|'x-api-key'|'app_key'|'mailgun_key'|'access_key'|'credential') "
+        spec="('DD_API_KEY'|'license_key'|'x-api-key'|'app_key'|'key'|'access_key'|'credential') "
         "(': '|'='|' = ') <[0-9a-f]{32}>",
         source="labelled keys with no vendor prefix (Datadog, Twilio auth tokens, licence keys, X-API-Key headers)",
         description="a secret-looking value (16+ characters, letters and digits, dense) after a key-like label",

@@ -173,7 +173,9 @@ def looks_secret(value: str) -> bool:
     text = value.strip("\"'")
     if len(text) < 16 or is_placeholder(text) or any(c.isspace() for c in text):
         return False
-    if text.startswith(("/", "./", "http:", "https:", "file:")) or _GUID_SHAPE.fullmatch(text):
+    if text.startswith(("/", "./", "http:", "https:", "file:", "ssh-", "ecdsa-", "AAAA")) or _GUID_SHAPE.fullmatch(
+        text
+    ):
         return False
     if not (any(c.isdigit() for c in text) and any(c.isalpha() for c in text)):
         return False

@@ -276,7 +276,9 @@ class _Run:
         if len(order) < 2:
             return values
         out = list(values)
-        scanner = self.red.scanner
+        # Real detectors only: the entropy fallback would take two unrelated runs glued at the seam for one token
+        # (a base64 blob at the end of one block, a word at the start of the next); it still reads each block.
+        scanner = self.red.scanner.without_fallback()
         for (left_block, left), (right_block, right) in pairwise(order):
             if right_block != left_block + 1:
                 continue
