@@ -167,15 +167,16 @@ def looks_high_entropy(text: str, bits: float = 4.0) -> bool:
 _GUID_SHAPE = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
 
 
+_NOT_SECRET_PREFIXES = ("/", "./", "http:", "https:", "file:", "ssh-", "ecdsa-", "AAAA")
+
+
 def looks_secret(value: str) -> bool:
     """A labelled value that could be a credential: 16+ characters, no blanks, letters and digits, not a
     placeholder, a path, a URL or a GUID, and dense (3 bits per character or more)."""
     text = value.strip("\"'")
     if len(text) < 16 or is_placeholder(text) or any(c.isspace() for c in text):
         return False
-    if text.startswith(("/", "./", "http:", "https:", "file:", "ssh-", "ecdsa-", "AAAA")) or _GUID_SHAPE.fullmatch(
-        text
-    ):
+    if text.startswith(_NOT_SECRET_PREFIXES) or _GUID_SHAPE.fullmatch(text):
         return False
     if not (any(c.isdigit() for c in text) and any(c.isalpha() for c in text)):
         return False
