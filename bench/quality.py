@@ -1,7 +1,7 @@
 """Detection quality per detector family: recall on generated secrets, precision on near-misses.
 
 The corpus comes from the strategies of `interceptors.testing` (drawn deterministically): for each of the
-34 built-in detector families, samples of its format embedded one at a time in a supported syntax (JSON,
+built-in detector families (93), samples of its format embedded one at a time in a supported syntax (JSON,
 YAML, .env, source code, logs, …) inside a tool result, and near-misses of the family (look-alikes no
 detector should report) embedded the same way. Measured, per family:
 

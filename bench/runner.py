@@ -258,9 +258,16 @@ def print_table(results: dict[str, Measurement], ratios: dict[str, float]) -> No
 def main(args: argparse.Namespace) -> int:
     if getattr(args, "quality", False):
         from .quality import format_report, quality_report
+        from .vendor_quality import format_vendor_report, vendor_report
 
         report = quality_report(args.quick)
-        print(json.dumps(report, indent=2, sort_keys=True) if args.json else format_report(report))
+        vendors = vendor_report(args.quick)
+        if args.json:
+            print(json.dumps({"kit_formats": report, "vendor_formats": vendors}, indent=2, sort_keys=True))
+        else:
+            print(format_report(report))
+            print()
+            print(format_vendor_report(vendors))
         return 0
     iterations, rounds = (200, 3) if args.quick else (1000, 7)
 

@@ -52,6 +52,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from interceptors import INTERNAL_ERROR, InvocationContext, Phase, Registry
+from interceptors.transforms.stream import StreamHoldBack
 from interceptors_chain import Chain
 from interceptors_chain.stdio_pipe import DEFAULT_MAX_LINE_BYTES
 from interceptors_server import install
@@ -59,7 +60,7 @@ from interceptors_server.express import ExpressLane, WriteBytes, express_enabled
 from interceptors_server.install import OpenParams
 from interceptors_server.stdio import serve_streams
 
-from .gateway_channels import filter_error, filter_log, filter_progress
+from .gateway_channels import filter_error, filter_log_message, filter_progress, has_work
 from .gateway_cli import add_proxy_command
 from .gateway_express import EXPRESS_METHODS, GatewayRoute
 from .gateway_tools import Authorize, LocalTool, LocalToolCalls, with_local_tools
@@ -145,7 +146,7 @@ _Item = tuple[str, Any]
 class _Call:
     """One forwarded request: its progress and log messages queue here and go out in order, before the result."""
 
-    __slots__ = ("_lock", "_queue", "context", "ctx", "gateway", "method")
+    __slots__ = ("_lock", "_queue", "context", "ctx", "gateway", "last_log", "last_progress", "method", "streams")
 
     def __init__(self, gateway: Gateway, method: str, ctx: ServerRequestContext[Any, Any]) -> None:
         self.gateway = gateway
@@ -155,6 +156,28 @@ class _Call:
         self.context = _CONTEXT.get()
         self._queue: deque[_Item] = deque()
         self._lock: anyio.Lock | None = None
+        # A secret split across two progress (or log) messages: held back until it is whole (transforms.stream).
+        self.streams: dict[str, StreamHoldBack] = {}
+        self.last_progress: tuple[float, float | None] | None = None
+        self.last_log: tuple[Any, Any] | None = None
+
+    def stream(self, channel: str) -> StreamHoldBack:
+        if channel not in self.streams:
+            self.streams[channel] = StreamHoldBack()
+        return self.streams[channel]
+
+    async def finish(self) -> None:
+        """The request is over: what the streams still hold goes out (through the chain) before the result."""
+        for channel, stream in self.streams.items():
+            held = stream.flush()
+            if not held:
+                continue
+            if channel == "progress" and self.last_progress is not None:
+                self.push(("progress_final", (*self.last_progress, held)))
+            elif channel == "log" and self.last_log is not None:
+                params, events = self.last_log
+                self.push(("log_final", (params.model_copy(update={"data": held}), events)))
+        await self.flush()
 
     def push(self, item: _Item) -> None:
         self._queue.append(item)
@@ -398,6 +421,7 @@ class Gateway:
                 logger.warning("the upstream returned an invalid %s result", method)
                 raise MCPError(INTERNAL_ERROR, "the upstream server returned an invalid result") from None
             await call.flush()
+            await call.finish()
             return result
         finally:
             del self._calls[key]
@@ -410,8 +434,11 @@ class Gateway:
 
     async def _deliver(self, call: _Call, item: _Item) -> None:
         kind, value = item
-        if kind == "progress":
+        if kind in ("progress", "progress_final"):
             progress, total, message = value
+            if kind == "progress" and isinstance(message, str) and has_work(self.chain, (call.method,)):
+                call.last_progress = (progress, total)
+                message = call.stream("progress").feed(message) or None
             deliver, message = await filter_progress(self.chain, call.method, message, call.context)
             if deliver:
                 await call.ctx.session.report_progress(progress, total, message)
@@ -419,9 +446,16 @@ class Gateway:
         params, events = value
         if not _log_wanted(call.ctx, params.level):
             return
-        deliver, data = await filter_log(self.chain, events, params.data, call.context)
+        if kind == "log" and isinstance(params.data, str) and has_work(self.chain, events):
+            call.last_log = (params, events)
+            emitted = call.stream("log").feed(params.data)
+            if not emitted:
+                return  # all of it is held: it goes out with the next log message or before the result
+            params = params.model_copy(update={"data": emitted})
+        deliver, data, name = await filter_log_message(self.chain, events, params.data, params.logger, call.context)
         if deliver:
-            notification = types.LoggingMessageNotification(params=params.model_copy(update={"data": data}))
+            update = {"data": data, "logger": name}
+            notification = types.LoggingMessageNotification(params=params.model_copy(update=update))
             await call.ctx.session.send_notification(notification, related_request_id=call.ctx.request_id)
 
     # Subscriptions ------------------------------------------------------------------------------

@@ -47,11 +47,21 @@ def progress_payload(message: str | None) -> dict[str, Any]:
     return _payload("progress", message)
 
 
-def log_payload(data: Any) -> dict[str, Any]:
-    """A log message as a result: string data is text, anything else is `structuredContent.data`."""
-    if isinstance(data, str):
-        return _payload("log", data)
-    return _payload("log", None, data, structured=True)
+def log_payload(data: Any, logger_name: str | None = None) -> dict[str, Any]:
+    """A log message as a result: string data is text, anything else is `structuredContent.data`; the logger's
+    name (a server may put anything there) rides in `_meta.logger`, scanned like the rest."""
+    payload = _payload("log", data) if isinstance(data, str) else _payload("log", None, data, structured=True)
+    if logger_name is not None:
+        payload["_meta"]["logger"] = logger_name
+    return payload
+
+
+def log_logger_from_payload(payload: Any, original: str | None) -> str | None:
+    if original is None or not isinstance(payload, dict):
+        return original
+    meta = payload.get("_meta")
+    name = meta.get("logger") if isinstance(meta, dict) else None
+    return name if isinstance(name, str) else "[REDACTED:content]"
 
 
 class MalformedChannelPayload(ValueError):
@@ -174,14 +184,22 @@ async def filter_log(
     chain: Chain, events: Sequence[str], data: Any, context: InvocationContext | None
 ) -> tuple[bool, Any]:
     """(deliver, data) for one log message, judged by every operation it may belong to."""
+    deliver, new_data, _ = await filter_log_message(chain, events, data, None, context)
+    return deliver, new_data
+
+
+async def filter_log_message(
+    chain: Chain, events: Sequence[str], data: Any, logger_name: str | None, context: InvocationContext | None
+) -> tuple[bool, Any, str | None]:
+    """(deliver, data, logger) for one log message: its data and its logger's name both pass the chain."""
     if not has_work(chain, events):
-        return True, data
-    verdict = await run_channel(chain, events, log_payload(data), context)
+        return True, data, logger_name
+    verdict = await run_channel(chain, events, log_payload(data, logger_name), context)
     if verdict.blocked:
         logger.warning("dropped a log message of %s: blocked by %s", ", ".join(events), verdict.blocked_by)
-        return False, None
+        return False, None, None
     try:
-        return True, log_data_from_payload(verdict.payload, data)
+        return True, log_data_from_payload(verdict.payload, data), log_logger_from_payload(verdict.payload, logger_name)
     except MalformedChannelPayload as exc:
         logger.warning("dropped a log message of %s: %s", ", ".join(events), exc)
-        return False, None
+        return False, None, None

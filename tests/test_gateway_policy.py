@@ -281,3 +281,33 @@ async def test_standard_redacts_resources_prompts_completions_links_and_meta() -
                 types.PromptReference(type="ref/prompt", name="deploy"), {"name": "token", "value": "g"}
             )
             assert_clean(dump(completion))
+
+
+async def test_a_secret_split_across_messages_never_reaches_the_client_whole_or_in_joining_halves() -> None:
+    """Each credential cut in two across two progress notifications, two log messages and two adjacent text
+    blocks of the result (and one in a log's logger name): neither whole nor in halves that join to it."""
+    progress: list[str] = []
+    logs: list[Any] = []
+    loggers: list[Any] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logs.append(params.data)
+        loggers.append(params.logger)
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append(message or "")
+
+    with anyio.fail_after(60):
+        async with Client(gateway(), mode="legacy", logging_callback=on_log) as client:
+            result = await client.session.call_tool(
+                "echo_value", {"value": "x", "split": True}, progress_callback=on_progress
+            )
+            with anyio.fail_after(10):
+                while not any("named" in str(item) for item in logs):
+                    await anyio.sleep(0.02)
+    texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
+    assert progress and logs and len(texts) == 2, (progress, logs, texts)
+    for channel in (progress, [str(item) for item in logs], texts, [str(name) for name in loggers]):
+        assert_clean(channel)
+        assert_clean("".join(channel))  # halves joined by the reader
+        assert_clean("".join(part.strip() for part in channel))

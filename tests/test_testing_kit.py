@@ -75,7 +75,7 @@ def test_importing_the_kit_pulls_in_neither_pytest_nor_the_sdk() -> None:
 
 def test_there_is_a_format_for_every_built_in_detector() -> None:
     assert set(BUILTIN_FORMATS) == {d.name for d in BUILTIN_DETECTORS}
-    assert {f.origin for f in BUILTIN_FORMATS.values()} == {"pattern", "curated"}
+    assert {f.origin for f in BUILTIN_FORMATS.values()} == {"spec", "pattern", "curated"}
     assert len(CONTEXTS) >= 20 and len(ENCODED_CONTEXTS) >= 5
     assert {c.name for c in CONTEXTS} >= {
         "json", "json_escaped", "json_in_string", "yaml", "ini", "dotenv", "toml", "shell_export", "url_query",

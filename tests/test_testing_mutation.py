@@ -71,3 +71,39 @@ def test_dropping_the_sensitive_key_rule_fails_the_standard_properties() -> None
         check_redaction_rules(weakened, properties=["sensitive_keys", "decoys_survive"])
     assert list(caught.value.failures) == ["sensitive_keys"]
     assert "came out in the tool result (value under" in str(caught.value)
+
+
+def _with_detector(name: str, pattern: str) -> RedactionTarget:
+    """The standard pipeline with one built-in detector's pattern replaced (its spec kept)."""
+    original = BUILTIN_BY_NAME[name]
+    mutant = replace(original, pattern=re.compile(pattern))
+    catalog = tuple(mutant if d is original else d for d in BUILTIN_DETECTORS)
+    redact = next(s for s in STANDARD_TRANSFORMS["transforms"] if isinstance(s, dict) and s["type"] == "redact")
+    steps = [
+        Redactor({k: v for k, v in redact.items() if k != "type"}, catalog=catalog) if isinstance(s, Redactor) else s
+        for s in assemble_output(STANDARD_TRANSFORMS).transforms
+    ]
+    return RedactionTarget.load(Pipeline(tuple(steps)))
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"(?<![A-Za-z0-9_-])npm_[A-Za-z0-9]{35}(?![A-Za-z0-9_-])",  # off by one
+        r"(?<![A-Za-z0-9_-])npm_[A-Za-z]{36}(?![A-Za-z0-9_-])",  # a narrowed class
+        r"(?<![A-Za-z0-9_-])npm_[A-Za-z0-9]{35}",  # a dropped look-ahead that leaves one character
+    ],
+    ids=["off_by_one", "narrowed_class", "dropped_lookahead"],
+)
+def test_a_broken_detector_fails_its_own_format_spec(pattern: str) -> None:
+    """Samples drawn from the vendor's format (the spec), not from the pattern: each mutation is caught, by name,
+    even though the entropy fallback would still cover most of these tokens in the whole pipeline."""
+    target = _with_detector("npm_token", pattern)
+    with pytest.raises(AssertionError) as caught:
+        RedactionSuite(target).check("own_format", formats=[BUILTIN_FORMATS["npm_token"]])
+    assert "npm_token" in str(caught.value) and "not found whole by the detector itself" in str(caught.value)
+    assert not re.search(r"npm_[A-Za-z0-9]{36}", str(caught.value))  # the message never spells a token out
+
+
+def test_the_real_detector_passes_its_own_format_spec() -> None:
+    RedactionSuite(RedactionTarget.load(STANDARD_TRANSFORMS)).check("own_format")

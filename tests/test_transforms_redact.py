@@ -178,10 +178,16 @@ def test_keys_are_scanned_and_dropped_keys_disappear() -> None:
     assert same == {GHP: 1}
 
 
-def test_skip_keys_untouched() -> None:
-    value = {"_meta": {"t": GHP}, "cursor": GHP, "v": GHP}
+def test_meta_and_cursors_are_scanned_and_skip_keys_are_untouched() -> None:
+    """`_meta` is scanned like any field; a cursor only by real detectors (an opaque cursor stays as it is);
+    `skip_keys` still leaves what it names alone."""
+    cursor = "eyJvZmZzZXQiOjQwfQ-Zx8Kq2Lm9Np4Rt7Vw1Yb3Cd6Fg0Hj5Ks"
+    value = {"_meta": {"t": GHP}, "cursor": GHP, "nextPageToken": cursor, "v": GHP}
     out, _ = run(STANDARD, value)
-    assert out["_meta"] == {"t": GHP} and out["cursor"] == GHP and out["v"] == "[REDACTED:api_token]"
+    assert out["_meta"] == {"t": "[REDACTED:api_token]"} and out["cursor"] == "[REDACTED:api_token]"
+    assert out["nextPageToken"] == cursor and out["v"] == "[REDACTED:api_token]"
+    out, _ = run({**STANDARD, "skip_keys": ["cursor"]}, value)
+    assert out["cursor"] == GHP
 
 
 def test_top_level_drop() -> None:

@@ -7,6 +7,7 @@ checkout that is not installed, add `-p integrations.pytest_plugin`). See doc/TE
 from __future__ import annotations
 
 import string
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,10 @@ from hypothesis import strategies as st
 from interceptors.testing import (
     Decoy,
     McpCase,
+    PropertyFailures,
     RedactionSuite,
     RedactionTarget,
+    SecretFormat,
     assert_no_leak,
     assert_not_redacted,
     embedded,
@@ -29,7 +32,8 @@ from interceptors.testing.regexgen import seeded_text
 POLICY = Path(__file__).with_name("policy.yaml")
 TARGET = RedactionTarget.load(POLICY)
 ACME = format_for(TARGET.detector("acme_token"))
-"""Generated from the detector's own pattern and validator: every draw is a token the detector accepts."""
+"""Drawn from the detector's `spec` (the documented format), not from its pattern: every draw is a token ACME
+issues, whether or not the pattern agrees."""
 
 LOWER_ALNUM = string.ascii_lowercase + string.digits
 LOOK_ALIKES = st.one_of(
@@ -59,3 +63,27 @@ def test_the_standard_properties_still_hold(redaction_suite: RedactionSuite) -> 
     joins the leak, whole-value and refused-argument properties)."""
     assert "acme_token" in [f.name for f in redaction_suite.target.formats()]
     redaction_suite.run()
+
+
+def test_a_pattern_off_by_one_is_caught_by_the_spec(tmp_path: Path) -> None:
+    """The mutation demo: the same policy with `{31}` for `{32}` in the pattern. Samples generated from the pattern
+    agree with it (so they cannot catch it); samples from the spec do, and `own_format` names the detector."""
+    mutant_policy = tmp_path / "policy.yaml"
+    mutant_policy.write_text(POLICY.read_text().replace("[A-Za-z0-9]{32}(?!", "[A-Za-z0-9]{31}(?!"))
+    mutant = RedactionTarget.load(mutant_policy)
+    broken = mutant.detector("acme_token")
+    assert "{31}" in broken.pattern.pattern and broken.spec  # the pattern drifted, the spec did not
+    from_pattern = format_for(replace(broken, spec=""))
+    assert from_pattern.origin == "pattern"
+    RedactionSuite(mutant).check("own_format", formats=[from_pattern_as_spec(from_pattern)])  # agrees with itself
+    with pytest.raises(AssertionError) as caught:
+        RedactionSuite(mutant).check("own_format", formats=[format_for(broken)])
+    assert "acme_token" in str(caught.value) and "not found whole by the detector itself" in str(caught.value)
+    with pytest.raises(PropertyFailures) as failures:  # and so does the whole standard suite
+        RedactionSuite(mutant).run()
+    assert "own_format" in failures.value.failures
+
+
+def from_pattern_as_spec(fmt: SecretFormat) -> SecretFormat:
+    """The pattern-derived format labelled as a spec, to show what a kit drawing from the pattern would check."""
+    return replace(fmt, origin="spec")

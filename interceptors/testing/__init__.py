@@ -30,6 +30,7 @@ from .assertions import (
     find_leaks,
     haystacks,
 )
+from .benign import altered, benign_corpus
 from .chains import (
     ChainPlan,
     Expected,
@@ -58,9 +59,11 @@ from .formats import (
     known_false_positives,
     near_misses,
     placeholders,
+    secret_looking_values,
     secrets,
     sensitive_keys,
     sensitive_values,
+    spec_samples,
 )
 from .payloads import KINDS, TRANSFORMED_KINDS, McpCase, json_values, mcp_payloads, payload_for, tool_call_requests
 from .profiles import PROFILES, register_profiles
@@ -108,10 +111,12 @@ __all__ = [
     "Secret",
     "SecretFormat",
     "UnsupportedPattern",
+    "altered",
     "assert_matches_model",
     "assert_no_leak",
     "assert_not_redacted",
     "assert_roundtrip",
+    "benign_corpus",
     "build_registries",
     "chain_cases",
     "chain_plans",
@@ -138,9 +143,11 @@ __all__ = [
     "register_profiles",
     "render",
     "run_property",
+    "secret_looking_values",
     "secrets",
     "sensitive_keys",
     "sensitive_values",
+    "spec_samples",
     "tool_call_requests",
     "uniform",
 ]

@@ -1,6 +1,12 @@
 """Secrets, identifiers and decoys for every detector format, as Hypothesis strategies.
 
-A **format** is what one detector finds. Its samples are generated from the detector's own pattern
+A **format** is what one detector finds. A detector that carries a **format spec** (`Detector.spec`, the
+vendor's documented format in the `interceptors.transforms.tokenspec` language, and/or `Detector.examples`)
+gets its samples from that spec, *not* filtered through the detector: a detector broken on purpose (`{31}`
+for `{32}`, a narrowed class, a dropped look-ahead) then fails the properties instead of agreeing with
+itself. Every built-in secret family has a spec; a policy's detector may give one (`spec:`, `examples:`).
+
+Without a spec, samples are generated from the detector's own pattern
 (`regexgen.regex_strategy`, falling back to `hypothesis.strategies.from_regex`) and kept only when that
 detector, with its validator, reports them: a custom detector in a policy gets a strategy with no extra
 work. A few built-in formats whose regex is a loose superset that a validator narrows down (IP addresses,
@@ -26,6 +32,7 @@ from hypothesis import strategies as st
 
 from ..transforms.catalog import BUILTIN_BY_NAME, BUILTIN_DETECTORS
 from ..transforms.detectors import Detector, Scanner
+from ..transforms.tokenspec import parse_spec
 from ._mask import mask
 from .regexgen import Generated, UnsupportedPattern, one_of_evenly, regex_strategy, seeded, seeded_text
 
@@ -34,6 +41,7 @@ LOWER_ALNUM = string.ascii_lowercase + string.digits
 UPPER_ALNUM = string.ascii_uppercase + string.digits
 B64 = ALNUM + "+/"
 B64URL = ALNUM + "-_"
+HEX = "0123456789abcdef"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +89,8 @@ class SecretFormat:
     detector: Detector
     samples: st.SearchStrategy[Secret] = field(repr=False)
     origin: str
-    """`curated`, `pattern` (this package's regex compiler) or `from_regex` (Hypothesis's)."""
+    """`spec` (the detector's independent format spec or examples), `curated`, `pattern` (this package's regex
+    compiler) or `from_regex` (Hypothesis's)."""
 
     @property
     def category(self) -> str:
@@ -212,8 +221,34 @@ _CURATED: dict[str, Any] = {
 }
 
 
+def spec_samples(detector: Detector) -> st.SearchStrategy[Secret]:
+    """Samples from the detector's format spec and examples, as the vendor documents them: never filtered by
+    the detector, so whatever it misses of them is a finding."""
+    options: list[st.SearchStrategy[Secret]] = []
+    if detector.spec:
+        spec = parse_spec(detector.spec)
+
+        def build(rng: random.Random) -> Secret:
+            text, value = spec.generate(rng)
+            return Secret(detector.name, text, value, detector.entity, detector.category)
+
+        options.append(seeded(build))
+    if detector.examples:
+        options.append(
+            st.sampled_from(
+                [Secret(detector.name, e, e, detector.entity, detector.category) for e in detector.examples]
+            )
+        )
+    if not options:
+        raise ValueError(f"{detector.name} has no format spec and no examples")
+    return options[0] if len(options) == 1 else st.one_of(options)
+
+
 def format_for(detector: Detector, *, curated: bool = True) -> SecretFormat:
-    """The format of one detector. Built-in detectors (the very objects) may use a curated generator."""
+    """The format of one detector: from its spec when it has one, else a curated generator (built-in detectors,
+    the very objects), else its pattern."""
+    if detector.spec or detector.examples:
+        return SecretFormat(detector.name, detector, spec_samples(detector), "spec")
     scanner = Scanner((detector,))
     build = _CURATED.get(detector.name) if curated and BUILTIN_BY_NAME.get(detector.name) is detector else None
     if build is not None:
@@ -303,27 +338,27 @@ def _guid(rng: random.Random) -> str:
 
 _NEAR_MISSES: dict[str, Any] = {
     "github_token": lambda r: rng_choice(r, [
-        "gh" + r.choice("abcdefxyz") + "_" + _pick(r, LOWER_ALNUM, 36, 40),
-        "ghp_" + _pick(r, ALNUM, 5, 20),
+        "gh" + r.choice("abcdefxyz") + "_" + _pick(r, HEX, 36, 40),  # (hex: a random tail is the fallback's)
+        "ghp_" + _pick(r, ALNUM, 5, 15),
         "github_pat_" + _pick(r, ALNUM, 4, 18),
     ]),
     "slack_token": lambda r: rng_choice(r, [
-        "xox" + r.choice("cdefgz") + "-" + _pick(r, LOWER_ALNUM, 10, 24),
+        "xox" + r.choice("cdfgz") + "-" + _pick(r, HEX, 10, 24),
         "xoxb-" + _pick(r, ALNUM, 1, 9),
     ]),
-    "google_api_key": lambda r: "AIza" + _pick(r, ALNUM, 8, 27),
+    "google_api_key": lambda r: "AIza" + _pick(r, ALNUM, 8, 15),
     "stripe_key": lambda r: rng_choice(r, [
-        r.choice(["sk", "pk", "rk"]) + "_" + r.choice(["live", "test"]) + "_" + _pick(r, ALNUM, 4, 15),
-        "sk_prod_" + _pick(r, LOWER_ALNUM, 16, 22),
+        r.choice(["sk", "pk", "rk"]) + "_" + r.choice(["live", "test"]) + "_" + _pick(r, ALNUM, 4, 11),
+        "sk_prod_" + _pick(r, HEX, 16, 22),
     ]),
     "aws_access_key_id": lambda r: rng_choice(r, [
         "AKIA" + _pick(r, UPPER_ALNUM, 10, 15),
-        r.choice(["AKIB", "AKIX", "ASIB"]) + _pick(r, UPPER_ALNUM, 16, 16),
-        "akia" + _pick(r, LOWER_ALNUM, 16, 16),
+        r.choice(["AKIB", "AKIX", "ASIB"]) + _pick(r, UPPER_ALNUM, 10, 15),
+        "akia" + _pick(r, HEX, 12, 15),
     ]),
     "aws_unique_id": lambda r: r.choice(["AIDA", "AROA", "AGPA"]) + _pick(r, UPPER_ALNUM, 6, 15),
     "jwt": lambda r: rng_choice(r, [
-        "eyJ" + _pick(r, B64URL, 5, 24),
+        "eyJ" + _pick(r, B64URL, 5, 16),
         "eyJ" + _pick(r, LOWER_ALNUM, 5, 10) + "." + _pick(r, LOWER_ALNUM, 5, 10),
     ]),
     "private_key": lambda r: rng_choice(r, [
@@ -360,7 +395,7 @@ _NEAR_MISSES: dict[str, Any] = {
         "Bearer token", "Bearer <token>", "Authorization: Bearer ${TOKEN}",
     ]),
     "azure_sas_signature": lambda r: "sig=" + _pick(r, ALNUM, 4, 19),
-    "azure_storage_key": lambda r: _pick(r, LOWER_ALNUM, 40, 80) + "==",
+    "azure_storage_key": lambda r: _pick(r, HEX, 40, 80) + "==",
     "aws_org_id": lambda r: rng_choice(r, [
         "o-" + _pick(r, LOWER_ALNUM, 3, 9), "o-" + _pick(r, string.ascii_uppercase, 10, 12),
     ]),
@@ -493,10 +528,14 @@ def derived_near_misses(
 SENSITIVE_KEY_WORDS = (
     "password", "passwd", "pwd", "passphrase", "secret", "secrets", "client_secret", "api_key", "apikey", "access_key",
     "secret_key", "private_key", "token", "tokens", "access_token", "refresh_token", "id_token", "session_token",
-    "auth_token", "bearer", "credential", "credentials", "authorization", "auth", "cookie", "cookies", "set_cookie",
-    "connection_string", "conn_str", "sas_token", "signature", "master_key", "account_key", "admin_password",
+    "auth_token", "bearer", "credential", "credentials", "authorization",
+    "connection_string", "conn_str", "sas_token", "master_key", "account_key", "admin_password",
     "kubeconfig",
 )  # fmt: skip
+"""Keys whose values are secrets whatever they hold."""
+WEAK_KEY_WORDS = ("auth", "cookie", "cookies", "set_cookie", "signature", "user_data")
+"""Keys that often name no secret (`auth: {type: oauth2}`, `signature: Best regards`): their values are replaced
+only when they look like a secret, so the properties plant secret-looking values under them."""
 _KEY_PREFIXES = ("", "", "db_", "admin_", "app_", "x_", "service_", "aws_", "github_")
 
 
@@ -513,8 +552,8 @@ def _style(words: list[str], style: str) -> str:
 
 
 @st.composite
-def _sensitive_key(draw: st.DrawFn) -> str:
-    word = draw(st.sampled_from(SENSITIVE_KEY_WORDS))
+def _sensitive_key(draw: st.DrawFn, words: tuple[str, ...] = SENSITIVE_KEY_WORDS) -> str:
+    word = draw(st.sampled_from(words))
     prefix = draw(st.sampled_from(_KEY_PREFIXES))
     parts = [p for p in re.split(r"_", prefix + word) if p]
     return _style(parts, draw(st.sampled_from(["snake", "upper", "kebab", "camel", "pascal"])))
@@ -534,9 +573,19 @@ def sensitive_values() -> st.SearchStrategy[Any]:
     )
 
 
+def secret_looking_values() -> st.SearchStrategy[str]:
+    """Opaque values with a digit: what a weak key (`auth`, `signature`) must not let out."""
+    from ..transforms.keyrules import looks_like_secret_value
+
+    return seeded_text(ALNUM + "!#$%&*+-./:;=?@^_~", 12, 40).map(lambda v: v + "7").filter(looks_like_secret_value)
+
+
 def keyed_secrets() -> st.SearchStrategy[tuple[str, Any]]:
-    """`(sensitive key, value)` pairs: the value must never come out, whatever it looks like."""
-    return st.tuples(sensitive_keys(), sensitive_values())
+    """`(sensitive key, value)` pairs: the value must never come out (under a weak key, a secret-looking one)."""
+    return st.one_of(
+        st.tuples(sensitive_keys(), sensitive_values()),
+        st.tuples(_sensitive_key(WEAK_KEY_WORDS), secret_looking_values()),
+    )
 
 
 def formats_for_detectors(detectors: Iterable[Detector], *, curated: bool = True) -> dict[str, SecretFormat]:

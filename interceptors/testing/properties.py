@@ -10,6 +10,9 @@ def test_my_policy_keeps_its_promises():
 - `no_leak`: every format the policy replaces, in every supported syntax and MCP payload, never comes
   out (in any spelling), and the input payload is left untouched;
 - `whole_values`: the policy's scanner covers each such value entirely (an off-by-one leaves a character);
+- `own_format`: each detector with an independent format spec (`spec:`/`examples:`, every built-in secret
+  family has one) finds every sample of that spec whole *on its own*, so a detector broken on purpose fails
+  even where another detector (the entropy fallback) would still cover for it;
 - `decoys_survive`: placeholders and near-misses of every built-in format come out unchanged;
 - `sensitive_keys`: whatever sits under a sensitive key (`password`, `ApiKey`, `x-auth-token`, …) never
   comes out;
@@ -50,7 +53,7 @@ from ..transforms import (
     transform_payload,
 )
 from ..transforms.catalog import BUILTIN_BY_NAME
-from ..transforms.detectors import Detector, Finding, detector_from_config
+from ..transforms.detectors import Detector, Finding, Scanner, detector_from_config
 from ..transforms.entities import normalize_key
 from ._mask import mask
 from .assertions import assert_no_leak, assert_not_redacted, find_leaks
@@ -498,8 +501,39 @@ class PropertySpec:
     description: str = ""
 
 
+def own_format(
+    target: RedactionTarget, *, formats: Sequence[SecretFormat] | None = None
+) -> tuple[st.SearchStrategy[tuple[str, Secret]], Callable[[tuple[str, Secret]], None]]:
+    """Each detector the target runs finds every sample of its independent format spec, whole, by itself."""
+    chosen = [f for f in (formats if formats is not None else target.formats()) if f.origin == "spec"]
+    if not chosen:
+        raise ValueError(f"{target.name}: no detector with a format spec")
+    scanners = {f.name: Scanner((target.detector(f.name),)) for f in chosen}
+
+    def check(case: tuple[str, Secret]) -> None:
+        text, sample = case
+        start = text.find(sample.value)
+        assume(start >= 0 and text.count(sample.value) == 1)
+        end = start + len(sample.value)
+        findings = scanners[sample.family].scan(text)
+        if any(f.start <= start and f.end >= end for f in findings):
+            return
+        near = [f"[{f.start - start:+d}..{f.end - end:+d}]" for f in findings if f.end > start and f.start < end]
+        detail = f"; its findings there (offsets from the value's ends): {', '.join(near)}" if near else ""
+        raise AssertionError(
+            f"{sample.family}: a sample of its format spec, {mask(sample.value)}, is not found whole by the detector "
+            f"itself{detail}"
+        )
+
+    return _sentence(one_of_evenly([f.samples for f in chosen])), check
+
+
 def _has_formats(target: RedactionTarget) -> bool:
     return bool(target.formats())
+
+
+def _has_spec_formats(target: RedactionTarget) -> bool:
+    return any(f.origin == "spec" for f in target.formats())
 
 
 STANDARD_PROPERTIES: dict[str, PropertySpec] = {
@@ -507,6 +541,7 @@ STANDARD_PROPERTIES: dict[str, PropertySpec] = {
     for spec in (
         PropertySpec("no_leak", no_leak, 10.0, _has_formats, "planted secrets never come out"),
         PropertySpec("whole_values", whole_values, 5.0, _has_formats, "every planted value is covered entirely"),
+        PropertySpec("own_format", own_format, 4.0, _has_spec_formats, "each detector finds its own format spec"),
         PropertySpec("decoys_survive", decoys_survive, 6.0, lambda t: True, "placeholders and near-misses survive"),
         PropertySpec("sensitive_keys", sensitive_keys, 3.0, RedactionTarget.replaces_keys, "keys hide their values"),
         PropertySpec(

@@ -1,4 +1,9 @@
-"""The 34 built-in content detectors, in priority order (earlier wins when two start at the same place).
+"""The built-in content detectors, in priority order (earlier wins when two start at the same place).
+
+The vendor families (`vendors.py`: AI providers, code hosts, registries, cloud platforms, payment, chat, mail,
+private-key containers) and the command-line credentials sit before the generic labelled-value detectors, so a
+token under a label is reported as what it is. Every secret family carries a `spec` (its documented format,
+see `tokenspec`) and a `source`.
 
 Every pattern is written to stay linear on hostile input: each starts at a literal or behind a
 look-behind that forbids starting inside a run of its own first class, quantifiers are bounded or
@@ -9,8 +14,9 @@ from __future__ import annotations
 
 import re
 
-from .detectors import Detector, Validator, validate_high_entropy, validate_ip, validate_secret
-from .entities import is_placeholder
+from .detectors import Detector, Validator, validate_ip, validate_secret
+from .entities import is_placeholder, looks_random, looks_secret
+from .vendors import CLI_DETECTORS, VENDOR_DETECTORS, validate_crc32_token
 
 _GUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
 # Between a label and its value: optional quotes or backslashes (JSON inside JSON), then `:` or `=`.
@@ -57,7 +63,9 @@ def _validate_auth_value(value: str, entity: str) -> str | None:
 _SECRET_LABEL = (
     r"(?:(?<![a-z0-9])|(?-i:(?<=[a-z0-9])(?=[A-Z])))"
     r"(?:client[ _.-]?secret|secret[ _.-]?key|private[ _.-]?key|api[ _.-]?key|apikey|access[ _.-]?token|"
-    r"auth[ _.-]?token|refresh[ _.-]?token|passphrase|password|passwd|secret|bearer|token|pwd)"
+    r"auth[ _.-]?token|refresh[ _.-]?token|passphrase|password|passwd|secret|bearer|token|pwd|"
+    # `db_pass`, `SMTP-PASS`, `PGPASSWORD`, `MYSQL_ROOT_PASSWORD`: a word glued or joined to the label
+    r"[a-z0-9]{1,16}[_.-]pass(?![a-z])|[a-z]{2,12}pass(?:word|wd))"
 )
 _CONNECTION_LABEL = r"(?<![a-z0-9])(?:password|pwd|accountkey|sharedaccesskey|sharedsecret|clientsecret)"
 _CONNECTION_SEP = r"[ \t]{0,4}=[ \t]{0,4}"
@@ -87,15 +95,49 @@ def _quoted(quote: str, chars: str, low: int, high: int, next_label: str, *, esc
     return inner_closes + "|" + outer
 
 
-def _bare(chars: str, low: int, high: int, next_label: str) -> str:
+def _bare(chars: str, low: int, high: int, next_label: str, *, no_call: bool = False) -> str:
     """A group for an unquoted value: a run of `chars` that stops before another assignment (`next_label`:
     `<td>Password=x</td><td>Password= y` is two values, not one holding the second label). Never right after a
     quote: a quoted value is read by `_quoted`, with its escapes (`"abc\\\\"` is `abc\\`, backslash included)."""
+    if no_call:  # `token = get_token(scope)`: a value followed by `(` is a function call, not a secret
+        return r"(?<![\"'])((?:(?!" + next_label + r")[^" + chars + f"]){{{low},{high}}}+)(?!\\()"
     return r"(?<![\"'])((?:(?!" + next_label + r")[^" + chars + f"]){{{low},{high}}})"
 
 
 # Another assignment: a label where the detector would see one, and its separator; before a quoted value's end,
 # followed by a quote (either kind: a value may be quoted with one and its label with the other, `key':= 'value`).
+_PEM_SPEC = (
+    "("
+    "'-----BEGIN RSA PRIVATE KEY-----\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{"
+    "20,60} ('' | '=' | '==') '\\n-----END RSA PRIVATE KEY-----'"
+    "|'-----BEGIN EC PRIVATE KEY-----\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{"
+    "20,60} ('' | '=' | '==') '\\n-----END EC PRIVATE KEY-----'"
+    "|'-----BEGIN OPENSSH PRIVATE KEY-----\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-"
+    "9+/]{20,60} ('' | '=' | '==') '\\n-----END OPENSSH PRIVATE KEY-----'"
+    "|'-----BEGIN PRIVATE KEY-----\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{20,"
+    "60} ('' | '=' | '==') '\\n-----END PRIVATE KEY-----'"
+    "|'-----BEGIN ENCRYPTED PRIVATE KEY-----\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z"
+    "0-9+/]{20,60} ('' | '=' | '==') '\\n-----END ENCRYPTED PRIVATE KEY-----'"
+    "|'-----BEGIN DSA PRIVATE KEY-----\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]"
+    "{20,60} ('' | '=' | '==') '\\n-----END DSA PRIVATE KEY-----'"
+    "|'-----BEGIN PGP PRIVATE KEY BLOCK-----\\n\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za-z0-9+/]{64} '\\n' [A-Za"
+    "-z0-9+/]{20,60} ('' | '=' | '==') '\\n-----END PGP PRIVATE KEY BLOCK-----'"
+    ")"
+)
+
+# Labels with no vendor prefix in front of their value (`DD_API_KEY=…`, `license_key: …`, `X-API-Key: …`):
+# only a value that looks like a secret counts, and keys that name a non-secret (`cache_key`, `public_key`)
+# are not labels.
+_LABELLED_KEY = (
+    # `api_key`, `app_key`, `access_key`, `license_key`, `credential(s)`, `auth` at a word or after a joined word
+    # (`DD_API_KEY`, `x_app_key`); a bare `key` only as a word of its own (`key: …`, never `cache_key`, `public_key`,
+    # `sort_key`, `monkey`)
+    r"(?i)(?:(?:(?<![a-z0-9])|(?<=[a-z0-9][_.-]))"
+    r"(?:api[ _.-]?key|app[ _.-]?key|access[ _.-]?key|license[ _.-]?key|credentials?|auth)s?|(?<![a-z0-9_.-])keys?)"
+    + _SEP
+    + r"""(?:"([^"\s\\]{16,256})"|'([^'\s\\]{16,256})'|(?<!["'])([A-Za-z0-9+/=_.~-]{16,256}))"""
+)
+
 _NEXT_SECRET = _SECRET_LABEL + r"""[ \t"'\\]{0,6}(?::=|=>|:|=)"""
 _NEXT_CONNECTION = _CONNECTION_LABEL + r"[ \t]{0,4}="
 
@@ -103,7 +145,7 @@ _ASSIGNED_SECRET = (
     r"(?i)" + _SECRET_LABEL + _SEP + "(?:"
     + _quoted('"', r'"\\\r\n', 4, 256, _NEXT_SECRET + r"""[ \t\\]{0,6}["']""", escapes=True) + "|"
     + _quoted("'", r"'\\\r\n", 4, 256, _NEXT_SECRET + r"""[ \t\\]{0,6}["']""", escapes=True) + "|"
-    + _bare(r"""\s"'\\,;&<>{}()\[\]""", 4, 256, _NEXT_SECRET) + ")"
+    + _bare(r"""\s"'\\,;&<>{}()\[\]""", 4, 256, _NEXT_SECRET, no_call=True) + ")"
 )  # fmt: skip
 _CONNECTION_SECRET = (
     r"(?i)" + _CONNECTION_LABEL + _CONNECTION_SEP + "(?:"
@@ -117,13 +159,21 @@ _CONNECTION_SECRET = (
 # or Markdown ends (`Password=****,ok`, `?password=xxxx&next=/`, `` `pwd=****` ``).
 _GLUED = "=:>"
 _VALUE_STOP = re.compile(r"[,&<>(){}\[\]`]")
+# A value that is code reading the secret from somewhere else (`process.env.STRIPE_KEY`, `os.environ["X"]`,
+# `settings.API_KEY`, `$DB_PASSWORD`): the name of a secret, not the secret.
+_CODE_REFERENCE = re.compile(
+    r"(?:process\.env|os\.environ|os\.getenv|System\.getenv|ENV|env|config|settings|secrets|vars|self|this|"
+    r"import\.meta\.env)(?:\.[A-Za-z_][A-Za-z0-9_]{0,64}|\[[\"']?[A-Za-z_][A-Za-z0-9_]{0,64}[\"']?\]){1,4};?"
+    r"|\$\{?[A-Z_][A-Z0-9_]{1,64}\}?;?"
+    r"|(?:process\.env|os\.environ|os\.getenv|System\.getenv|ENV|getenv)(?:[.\[(].{0,80})?"
+)
 
 
 def _validate_assigned(value: str, entity: str) -> str | None:
     """A labelled value is no secret when it is a placeholder, once separator debris before it and
     punctuation after it (three characters or more in: `****,ok`, `xxxx&next=/`) are taken off."""
     core = value.lstrip(_GLUED)
-    if is_placeholder(core):
+    if is_placeholder(core) or _CODE_REFERENCE.fullmatch(core):
         return None
     stop = _VALUE_STOP.search(core)
     if stop is not None and stop.start() >= 3 and is_placeholder(core[: stop.start()]):
@@ -151,6 +201,8 @@ def _d(
     gate: str | None = None,
     description: str = "",
     fallback: bool = False,
+    spec: str = "",
+    source: str = "",
 ) -> Detector:
     return Detector(
         name=name,
@@ -166,6 +218,8 @@ def _d(
         gate=None if gate is None else re.compile(gate),
         description=description,
         fallback=fallback,
+        spec=spec,
+        source=source,
     )
 
 
@@ -182,17 +236,23 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         r"(?:-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----)?",
         hints=("private key",), min_length=27,
         description="a PEM, OpenSSH or PGP private key block, up to its END line or the end of the text",
+        spec=_PEM_SPEC, source="RFC 7468 (PEM), OpenSSH PROTOCOL.key, RFC 4880 section 6.2 (OpenPGP armor)",
     ),
     _d(
         "jwt", "jwt", "secret", 0.95,
         r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,4096}+\.eyJ[A-Za-z0-9_-]{5,8192}+\.[A-Za-z0-9_-]{0,4096}+",
         hints=("eyj",), min_length=20,
+        spec="'eyJ' [A-Za-z0-9_-]{20,40} '.eyJ' [A-Za-z0-9_-]{40,200} '.' [A-Za-z0-9_-]{43}",
+        source="RFC 7519 (JWT) and RFC 7515 (JWS compact serialisation)",
         description="a JSON Web Token: base64url header and claims starting with eyJ, then a signature",
     ),
     _d(
         "url_credentials", "password", "secret", 0.95,
         r"://[^\s:/@\"'<>`\\]{0,256}+:([^\s/@\"'<>`\\]{1,256})@(?=[\w\[])",
         hints=("://",), group=1, min_length=8, validator=validate_secret,
+        spec="('postgres'|'postgresql'|'mysql'|'mongodb+srv'|'redis'|'amqps'|'https') '://' [a-z]{3,10} ':' "
+        "<[A-Za-z0-9!*_~.-]{10,30}> '@' [a-z]{3,10} '.internal:5432/app'",
+        source="RFC 3986 section 3.2.1 (userinfo); libpq, MySQL, MongoDB and Redis connection URIs",
         description="the password of scheme://user:PASSWORD@host",
     ),
     _d(
@@ -206,6 +266,11 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         _CONNECTION_SECRET,
         hints=("password", "pwd", "accountkey", "sharedaccesskey", "sharedsecret", "clientsecret"),
         group=(1, 2, 3), min_length=6, validator=_validate_assigned,
+        spec="('Server=tcp:db.example.net,1433;Database=app;User ID=app;Password='"
+        "|'DefaultEndpointsProtocol=https;AccountName=acct;AccountKey='"
+        "|'Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey=') "
+        "<[A-Za-z0-9+/]{20,44}> ';'",
+        source="ADO.NET connection strings; Azure Storage and Service Bus connection strings (learn.microsoft.com)",
         description="the value after Password=, Pwd=, AccountKey=, SharedAccessKey=, SharedSecret= or ClientSecret=",
     ),
     _d(
@@ -213,61 +278,94 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         r"(?i)(?<![a-z0-9])aws[\w. -]{0,24}?(?:secret|_sk\b|sk_)[\w. -]{0,24}" + _SEP
         + r"(?-i:([A-Za-z0-9/+]{40}))(?![A-Za-z0-9/+=])",
         hints=("aws",), group=1, min_length=44,
+        spec="('aws_secret_access_key = '|'AWS_SECRET_ACCESS_KEY='|'aws_secret_key: ') <[A-Za-z0-9/+]{40}>",
+        source="AWS IAM access keys (docs.aws.amazon.com/IAM/latest/UserGuide/id_credentials_access-keys.html)",
         description="40 base64 characters shortly after an 'aws ... secret' label",
     ),
+    *VENDOR_DETECTORS,
+    *CLI_DETECTORS,
     _d(
         "secret_assignment", "secret_value", "secret", 0.85,
         _ASSIGNED_SECRET,
         hints=("pass", "pwd", "secret", "key", "token", "bearer"),
         group=(1, 2, 3, 4, 5), min_length=8, validator=_validate_assigned,
+        spec="('password'|'db_pass'|'DB_PASSWORD'|'client_secret'|'api_key'|'PGPASSWORD'|'smtp_pass'|'auth_token') "
+        "(': '|'='|' = ') <[A-Za-z0-9!#%^*_+]{10,30}>",
+        source="labelled assignments in .env, YAML, INI, JSON, TOML and shell",
         description="the value after password/secret/api_key/token/... and ':' or '='",
     ),
     _d(
         "authorization_header", "secret_value", "secret", 0.9,
         r"(?i)(?<![a-z0-9])(?:bearer|basic)[ \t]{1,8}([A-Za-z0-9._~+/=-]{16,4096}+)",
         hints=("bearer", "basic"), group=1, min_length=22, validator=_validate_auth_value,
+        spec="'Authorization: ' ('Bearer '|'Basic ') <[A-Za-z0-9._~+/-]{24,60}>",
+        source="RFC 6750 (Bearer) and RFC 7617 (Basic)",
         description="the credential after 'Bearer ' or 'Basic ' (16 characters or more)",
     ),
     _d(
         "github_token", "api_token", "secret", 0.99,
         r"gh[pousr]_[A-Za-z0-9]{36,255}+|github_pat_[A-Za-z0-9_]{22,255}+",
-        hints=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), min_length=33,
-        description="GitHub tokens: ghp_/gho_/ghu_/ghs_/ghr_ + 36, github_pat_ + 22",
+        hints=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), min_length=33, validator=validate_crc32_token,
+        spec="('gh' ('p'|'o'|'u'|'s'|'r') '_' [A-Za-z0-9]{30} @crc32b62"
+        "|'github_pat_' [A-Za-z0-9]{22} '_' [A-Za-z0-9]{59})",
+        source="github.blog 2021-04-05 'Behind GitHub's new authentication token formats'; docs.github.com tokens",
+        description="GitHub tokens: ghp_/gho_/ghu_/ghs_/ghr_ + 30 + CRC32 (checked), github_pat_ + 22 + _ + 59",
     ),
     _d(
         "slack_token", "api_token", "secret", 0.99,
-        r"xox[abposr]-[A-Za-z0-9-]{10,255}+",
-        hints=("xox",), min_length=15,
-        description="Slack tokens xoxa-/xoxb-/xoxp-/xoxo-/xoxs-/xoxr-",
+        r"(?:xoxe\.)?xox[abposre]-[A-Za-z0-9-]{10,255}+|xapp-\d-[A-Za-z0-9-]{10,255}+",
+        hints=("xox", "xapp-"), min_length=15,
+        spec="('xoxb-' [0-9]{11} '-' [0-9]{13} '-' [A-Za-z0-9]{24}|'xoxp-' [0-9]{11} '-' [0-9]{11} '-' [0-9]{13} '-' "
+        "[0-9a-f]{32}|'xoxe.xoxp-1-' [A-Za-z0-9]{140,160}|'xapp-1-A' [A-Z0-9]{10} '-' [0-9]{13} '-' [0-9a-f]{64})",
+        source="api.slack.com/authentication/token-types",
+        description="Slack bot, user, workspace, refresh, rotating (xoxe.) and app-level (xapp-) tokens",
     ),
     _d(
         "google_api_key", "api_token", "secret", 0.99,
         r"AIza[0-9A-Za-z_-]{35}",
         hints=("aiza",), min_length=39,
+        spec="'AIza' [A-Za-z0-9_-]{35}", source="Google Cloud API keys (cloud.google.com/docs/authentication/api-keys)",
         description="Google API keys: AIza + 35",
     ),
     _d(
         "stripe_key", "api_token", "secret", 0.99,
-        r"(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,255}+",
-        hints=("_live_", "_test_"), min_length=24,
+        r"(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,255}+|(?<![A-Za-z0-9_])whsec_[A-Za-z0-9]{32,64}+",
+        hints=("_live_", "_test_", "whsec_"), min_length=24,
+        spec="(('sk'|'rk') '_' ('live'|'test') '_' [A-Za-z0-9]{24,99}|'whsec_' [A-Za-z0-9]{32})",
+        source="docs.stripe.com/keys (secret, restricted and publishable keys); webhook signing secrets",
         description="Stripe keys: sk_/rk_/pk_ + live_/test_ + 16 or more",
     ),
     _d(
         "azure_sas_signature", "secret_value", "secret", 0.95,
         r"(?i)(?<![a-z0-9_])sig=([A-Za-z0-9%+/=]{20,512}+)",
         hints=("sig=",), group=1, min_length=24,
+        spec="'https://acct.blob.core.windows.net/c/b?sv=2022-11-02&sp=r&sig=' <[A-Za-z0-9]{40,50} '%3D'>",
+        source="Azure shared access signatures (learn.microsoft.com/azure/storage/common/storage-sas-overview)",
         description="the signature of an Azure shared access signature (sig=...)",
     ),
     _d(
         "azure_storage_key", "secret_value", "secret", 0.8,
-        r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{86}==(?![A-Za-z0-9+/=])",
+        r"(?<![A-Za-z0-9+/-])[A-Za-z0-9+/]{86}==(?![A-Za-z0-9+/=])",
         hints=("==",), min_length=88,
+        spec="[A-Za-z0-9+/]{86} '=='", source="Azure storage account access keys (512-bit, base64)",
         description="an Azure storage account key: exactly 86 base64 characters and '=='",
+    ),
+    _d(
+        "labelled_key", "secret_value", "secret", 0.75,
+        _LABELLED_KEY,
+        hints=("key", "credential", "auth", "token", "secret"), group=(1, 2, 3), min_length=16,
+        validator=lambda value, entity: entity if looks_secret(value) else None,
+        spec="('DD_API_KEY'|'license_key'|'x-api-key'|'app_key'|'key'|'access_key'|'credential') "
+        "(': '|'='|' = ') <[0-9a-f]{32}>",
+        source="labelled keys with no vendor prefix (Datadog, Twilio auth tokens, licence keys, X-API-Key headers)",
+        description="a secret-looking value (16+ characters, letters and digits, dense) after a key-like label",
     ),
     _d(
         "aws_access_key_id", "aws_access_key_id", "credential", 0.99,
         r"(?:AKIA|ASIA)[0-9A-Z]{16}",
         hints=("akia", "asia"), min_length=20,
+        spec="('AKIA'|'ASIA') [A-Z2-7]{16}",
+        source="AWS IAM access key ids (docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html)",
         description="AWS access key ids: AKIA or ASIA + 16",
     ),
     _d(
@@ -378,12 +476,13 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "high_entropy_secret", "secret_value", "secret", 0.5,
-        r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{32,512}+={0,2}(?![A-Za-z0-9+/_=-])",
-        min_length=32, validator=validate_high_entropy(4.0), gate=r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{32}",
-        description="32+ opaque characters: mixed case and digits, not hex, few word-like runs, >= 4 bits/char",
+        r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,512}+={0,2}(?![A-Za-z0-9+/_=-])",
+        min_length=20, validator=lambda value, entity: entity if looks_random(value) else None,
+        gate=r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20}",
+        description="20+ token characters with the statistics of random text (entities.RandomnessRule, measured)",
         fallback=True,
     ),
 )  # fmt: skip
 
 BUILTIN_BY_NAME: dict[str, Detector] = {d.name: d for d in BUILTIN_DETECTORS}
-assert len(BUILTIN_DETECTORS) == 34 and len(BUILTIN_BY_NAME) == 34
+assert len(BUILTIN_BY_NAME) == len(BUILTIN_DETECTORS)

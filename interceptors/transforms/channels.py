@@ -3,11 +3,15 @@ messages, completion values, and result-shaped error/progress/log payloads.
 
 The parts of one result (structured content, each text block, links, embedded resources, `_meta`) go
 through the pipeline in a single run, so the same value gets the same replacement in all of them.
-Blobs, images and audio pass untouched; so do our own `_meta` keys and a prompt's description.
+`_meta` is scanned at every level (result, block, link, embedded resource), except our own keys. Images,
+audio and blobs whose decoded bytes are text (a base64 `.env` file served as a blob) are scanned as that text
+and re-encoded; binary data passes untouched, and so does a prompt's description.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -21,6 +25,28 @@ _REQUIRED_LINK_FIELDS = ("uri", "name")
 _MISSING = "[REDACTED:content]"
 
 Setter = Callable[[Any], None]
+_MAX_DECODED_BLOB = 1 << 20
+"""Larger blobs are not decoded (a text file that big is not what a model is shown)."""
+
+
+def blob_text(data: Any) -> str | None:
+    """The text a base64 blob holds, when its decoded bytes are UTF-8 text (printable, few control characters)."""
+    if not isinstance(data, str) or len(data) < 8 or len(data) > _MAX_DECODED_BLOB * 4 // 3 + 4:
+        return None
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    controls = sum(1 for c in text if ord(c) < 32 and c not in "\t\n\r")
+    return text if text and controls * 100 <= len(text) else None
+
+
+def _encode_blob(text: Any) -> str:
+    return base64.b64encode(_text(text).encode("utf-8")).decode("ascii")
 
 
 class _Bundle:
@@ -63,6 +89,25 @@ def _add_block(bundle: _Bundle, block: Any, label: str, put: Callable[[dict[str,
     def commit() -> None:
         put(holder["block"])
 
+    meta = block.get("_meta")
+    if isinstance(meta, Mapping):
+        own = {k: v for k, v in meta.items() if k not in _RESERVED_META}
+        if own:
+
+            def set_block_meta(new: Any) -> None:
+                current = holder["block"]
+                kept = {k: v for k, v in current["_meta"].items() if k in _RESERVED_META}
+                holder["block"] = {**current, "_meta": {**(new if isinstance(new, Mapping) else {}), **kept}}
+                commit()
+
+            bundle.add(own, f"{label}._meta", set_block_meta)
+    if kind in ("image", "audio") and (decoded := blob_text(block.get("data"))) is not None:
+
+        def set_data(new: Any) -> None:
+            holder["block"] = {**holder["block"], "data": _encode_blob(new)}
+            commit()
+
+        bundle.add(decoded, f"{label}.data", set_data)
     if kind == "text" and isinstance(block.get("text"), str):
 
         def set_text(new: Any) -> None:
@@ -90,6 +135,26 @@ def _add_block(bundle: _Bundle, block: Any, label: str, put: Callable[[dict[str,
             bundle.add(fields, label, set_link)
     elif kind == "resource" and isinstance(block.get("resource"), Mapping):
         resource = block["resource"]
+        if (decoded := blob_text(resource.get("blob"))) is not None:
+
+            def set_blob(new: Any) -> None:
+                current = holder["block"]
+                holder["block"] = {**current, "resource": {**current["resource"], "blob": _encode_blob(new)}}
+                commit()
+
+            bundle.add(decoded, f"{label}.resource.blob", set_blob)
+        inner_meta = resource.get("_meta")
+        if isinstance(inner_meta, Mapping) and (own_inner := {k: v for k, v in inner_meta.items()
+                                                              if k not in _RESERVED_META}):  # fmt: skip
+
+            def set_inner_meta(new: Any) -> None:
+                current = holder["block"]
+                kept = {k: v for k, v in current["resource"]["_meta"].items() if k in _RESERVED_META}
+                merged = {**(new if isinstance(new, Mapping) else {}), **kept}
+                holder["block"] = {**current, "resource": {**current["resource"], "_meta": merged}}
+                commit()
+
+            bundle.add(own_inner, f"{label}.resource._meta", set_inner_meta)
         for field in ("text", "uri"):
             if isinstance(resource.get(field), str):
 
@@ -192,6 +257,12 @@ def transform_resource_result(
                     items[index] = {**items[index], "text": _text(new)}
 
                 bundle.add(item["text"], f"contents[{index}].text", set_text)
+            elif isinstance(item, Mapping) and (decoded := blob_text(item.get("blob"))) is not None:
+
+                def set_blob(new: Any, index: int = index) -> None:
+                    items[index] = {**items[index], "blob": _encode_blob(new)}
+
+                bundle.add(decoded, f"contents[{index}].blob", set_blob)
     return _finish(bundle, out, result, pipeline, ctx)
 
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .entities import CATEGORIES, classify_ip_text, fold_for_hints, is_placeholder, looks_high_entropy, shannon_entropy
+from .normalize import needs_normalizing, normalize_for_matching
+from .triepattern import literal_alternation
 
 Validator = Callable[[str, str], "str | None"]
 """`(matched text, detector entity) -> entity to report (possibly refined), or None to reject the match`."""
@@ -36,6 +38,13 @@ class Detector:
     enabled: bool = True
     fallback: bool = False
     """A catch-all heuristic: it only claims text that no other detector's finding overlaps."""
+    spec: str = ""
+    """The vendor's documented format in the `tokenspec` language, written apart from `pattern`: what the
+    testing kit and the quality bench draw samples from (empty: the kit falls back to the pattern)."""
+    examples: tuple[str, ...] = ()
+    """Texts the detector must report (a format given by examples instead of, or next to, a spec)."""
+    source: str = ""
+    """Where the format is documented (doc/TRANSFORMS.md lists it)."""
 
     @property
     def entities(self) -> tuple[str, ...]:
@@ -124,17 +133,29 @@ class Scanner:
     min_length: int = 0
     _subsets: dict[int, Scanner] = field(default_factory=dict, repr=False)
     _hints: tuple[str, ...] = field(default=(), repr=False)
+    _hint_finder: re.Pattern[str] | None = field(default=None, repr=False)
+    _hint_prefixes: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.min_length = min((max(d.min_length, 1) for d in self.detectors), default=0)
         self._hints = tuple(sorted({h for d in self.detectors for h in d.hints}))
+        if len(self._hints) > 16:
+            # One pass finds every hint: at each position the longest hint starting there, and with it the hints
+            # that are its own prefixes (so `sk` still counts where `sk-ant-` starts).
+            self._hint_finder = re.compile("(?=(" + literal_alternation(self._hints) + "))")
+            self._hint_prefixes = {h: tuple(p for p in self._hints if h.startswith(p)) for h in self._hints}
 
     def __bool__(self) -> bool:
         return bool(self.detectors)
 
     def narrow(self, folded_payload: str, raw_payload: str) -> Scanner:
         """The detectors that could match anywhere in a payload (its JSON text, folded for hints)."""
-        present = {hint for hint in self._hints if hint in folded_payload}
+        if self._hint_finder is not None:
+            present: set[str] = set()
+            for found in set(self._hint_finder.findall(folded_payload)):
+                present.update(self._hint_prefixes[found])
+        else:
+            present = {hint for hint in self._hints if hint in folded_payload}
         mask = 0
         for index, detector in enumerate(self.detectors):
             if detector.hints:
@@ -152,7 +173,31 @@ class Scanner:
             subset = self._subsets[mask] = Scanner(chosen)
         return subset
 
+    def without_fallback(self) -> Scanner:
+        """The same scanner with its catch-all heuristics left out (for values opaque by design)."""
+        if not any(d.fallback for d in self.detectors):
+            return self
+        key = -1 - len(self.detectors)
+        subset = self._subsets.get(key)
+        if subset is None:
+            subset = self._subsets[key] = Scanner(tuple(d for d in self.detectors if not d.fallback))
+        return subset
+
     def scan(self, text: str) -> list[Finding]:
+        """Findings in `text`, matched on its normalised form (see `normalize`) and mapped back to the original:
+        each finding's span covers every original character its match came from."""
+        if not needs_normalizing(text):
+            return self._scan(text)
+        normal, starts, ends = normalize_for_matching(text)
+        if normal == text:
+            return self._scan(text)
+        out = []
+        for finding in self._scan(normal):
+            start, end = starts[finding.start], ends[finding.end - 1]
+            out.append(Finding(start, end, text[start:end], finding.entity, finding.detector))
+        return out
+
+    def _scan(self, text: str) -> list[Finding]:
         size = len(text)
         if size < self.min_length or not self.detectors:
             return []
@@ -222,7 +267,7 @@ _FLAG_NAMES = {
 }
 _DETECTOR_FIELDS = frozenset(
     {"name", "pattern", "entity", "category", "group", "confidence", "hints", "flags", "ignore_case", "validator",
-     "min_length", "enabled", "description"}
+     "min_length", "enabled", "description", "spec", "examples", "source"}
 )  # fmt: skip
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,63}")
 
@@ -313,6 +358,24 @@ def detector_from_config(config: Any, path: str) -> Detector:
     description = config.get("description", "")
     if not isinstance(description, str):
         raise ValueError(f"{path}.description: must be a string")
+    spec = config.get("spec", "")
+    if not isinstance(spec, str):
+        raise ValueError(f"{path}.spec: must be a string in the format-spec language (doc/TESTING.md)")
+    if spec:
+        from .tokenspec import SpecError, parse_spec
+
+        try:
+            parse_spec(spec)
+        except SpecError as exc:
+            raise ValueError(f"{path}.spec: {exc}") from None
+    examples = config.get("examples", [])
+    if isinstance(examples, str):
+        examples = [examples]
+    if not isinstance(examples, list) or not all(isinstance(e, str) and e for e in examples):
+        raise ValueError(f"{path}.examples: must be a list of non-empty strings")
+    source = config.get("source", "")
+    if not isinstance(source, str):
+        raise ValueError(f"{path}.source: must be a string")
     return Detector(
         name=name,
         entity=entity,
@@ -326,6 +389,9 @@ def detector_from_config(config: Any, path: str) -> Detector:
         refines=refines,
         description=description,
         enabled=enabled,
+        spec=spec,
+        examples=tuple(examples),
+        source=source,
     )
 
 

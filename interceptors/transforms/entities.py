@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ipaddress
 import math
 import re
 from collections import Counter
+from dataclasses import dataclass
 from functools import lru_cache
 
 CATEGORIES: tuple[str, ...] = ("secret", "credential", "identifier", "network", "pii", "temporal", "free_text")
@@ -67,6 +70,13 @@ def is_placeholder(value: str) -> bool:
         return True
     trimmed = text.rstrip(_SENTENCE_END).rstrip("\"'`")
     return bool(trimmed) and trimmed != text and _is_placeholder_text(trimmed)
+
+
+def is_template(value: str) -> bool:
+    """A slot filled elsewhere (`${DB_PASSWORD}`, `{{ secrets.X }}`, `<token>`, `%(pw)s`, `[REDACTED]`): what a
+    sensitive key may hold without holding a secret."""
+    text = value.strip().lower()
+    return len(text) >= 3 and text.startswith(_PLACEHOLDER_PREFIXES)
 
 
 # --- IP classification ------------------------------------------------------------------------------
@@ -152,6 +162,111 @@ def looks_high_entropy(text: str, bits: float = 4.0) -> bool:
     if 4 * sum(len(word) for word in _CAPITALISED_WORD.findall(text)) > 3 * len(text):
         return False  # of the random base62 tokens accepted here, about 1 in 40,000 is this wordy
     return shannon_entropy(text) >= bits
+
+
+_GUID_SHAPE = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
+
+
+_NOT_SECRET_PREFIXES = ("/", "./", "http:", "https:", "file:", "ssh-", "ecdsa-", "AAAA")
+
+
+def looks_secret(value: str) -> bool:
+    """A labelled value that could be a credential: 16+ characters, no blanks, letters and digits, not a
+    placeholder, a path, a URL or a GUID, and dense (3 bits per character or more)."""
+    text = value.strip("\"'")
+    if len(text) < 16 or is_placeholder(text) or any(c.isspace() for c in text):
+        return False
+    if text.startswith(_NOT_SECRET_PREFIXES) or _GUID_SHAPE.fullmatch(text):
+        return False
+    if not (any(c.isdigit() for c in text) and any(c.isalpha() for c in text)):
+        return False
+    return shannon_entropy(text) >= 3.0
+
+
+_SEPARATORS = re.compile(r"[/_.-]")
+_LETTER_RUNS = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{4,}")
+_CONSONANTS_5 = re.compile(r"[b-df-hj-np-tv-xz]{5}", re.IGNORECASE)
+
+
+def _wordy_share(token: str) -> float:
+    """The share of `token` in pronounceable letter runs (`config`, `Handler`, `LINUX`): a quarter to two thirds
+    vowels and no five consonants in a row, as words have and runs of random letters mostly do not."""
+    wordy = 0
+    for run in _LETTER_RUNS.findall(token):
+        vowels = sum(c in "aeiouyAEIOUY" for c in run)
+        if 0.25 <= vowels / len(run) <= 0.67 and not _CONSONANTS_5.search(run):
+            wordy += len(run)
+    return wordy / len(token)
+
+
+_NOT_RANDOM_SHAPES = re.compile(
+    r"[0-9a-fA-F]+"  # hex: digests, git SHAs, trace ids (a hex key is found by its label, not by its shape)
+    r"|[0-9a-fA-F]+(?:-[0-9a-fA-F]+)+"  # GUIDs and other dashed hex
+    r"|[A-Za-z]{1,12}[_-](?:[A-Za-z0-9]{1,12}[_-])?[0-9a-fA-F]+"  # a short name and hex (`build_3f9a…`)
+    r"|sha(?:1|224|256|384|512)-.*"  # Subresource Integrity values
+    r"|AAAA[A-Za-z0-9+/]*"  # the base64 blob of an SSH public key
+)
+
+
+def _decodes_to_text(token: str) -> bool:
+    """Whether `token` is base64 (standard or URL-safe) of printable UTF-8 text."""
+    if len(token) < 16 or len(token) % 4 == 1:
+        return False
+    padded = token + "=" * (-len(token) % 4)
+    try:
+        raw = base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True)
+        text = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    printable = sum(1 for c in text if c.isprintable() or c in "\n\r\t")
+    return printable >= 0.97 * len(text)
+
+
+@dataclass(frozen=True, slots=True)
+class RandomnessRule:
+    """When a run of token characters is random enough to be a secret nobody wrote a detector for.
+
+    The parameters were chosen by `bench/quality.py` (the `entropy` rows) from two measured numbers: the share of
+    random tokens (20 to 128 characters; base62, base64, base64url, base36 and base32 alphabets) caught, and the
+    share of items of the benign corpus altered; doc/TRANSFORMS.md has the table."""
+
+    min_length: int = 20
+    slack: float = 0.8
+    """How far (bits per character) below a random string's expected entropy a token may fall."""
+    max_wordy: float = 0.4
+    """The largest share of a token in word-like runs (`Handler`, `config`, `HTTP`)."""
+
+
+RANDOMNESS = RandomnessRule()
+
+
+def looks_random(text: str, rule: RandomnessRule = RANDOMNESS) -> bool:
+    """A token with the statistics of random characters: at least two of lower case, upper case and digits (a
+    digit or a base64 symbol among them), not mostly word-like runs, not a known non-secret shape (hex, SRI, an
+    SSH public key), and a Shannon entropy within `slack` of what random text of its length and alphabet has."""
+    token = text.rstrip("=")
+    size = len(token)
+    if size < rule.min_length or _NOT_RANDOM_SHAPES.fullmatch(token):
+        return False
+    lower = any(c.islower() for c in token)
+    upper = any(c.isupper() for c in token)
+    digit = any(c.isdigit() for c in token)
+    symbols = set(token) & set("+/-_")
+    if lower + upper + digit < 2 or not (digit or symbols & {"+", "/"}):
+        return False
+    separators = sum(token.count(c) for c in "/-_")
+    if separators >= 3 and size <= 8 * (separators + 1):
+        return False  # a path or an identifier: short segments between separators (random base64 has few)
+    segments = [part for part in _SEPARATORS.split(token) if part]
+    if len(segments) >= 3 and 3 * sum(_wordy_share(part) >= 0.5 for part in segments) >= 2 * len(segments):
+        return False  # `/subscriptions/x/resourceGroups/rg`: mostly words between separators
+    if _wordy_share(token) > rule.max_wordy:
+        return False
+    if _decodes_to_text(token):
+        return False  # base64 of text is encoded content (the decoder reads it where the payload marks it)
+    alphabet = 26 * lower + 26 * upper + 10 * digit + len(symbols)
+    expected = math.log2(alphabet) - (alphabet - 1) / (2 * size * math.log(2))
+    return shannon_entropy(token) >= expected - rule.slack
 
 
 # Characters outside ASCII that Python's case-insensitive matching treats as an ASCII letter: folded

@@ -74,6 +74,9 @@ class KeyRule:
     split_arrow: bool = False
     parser: str | None = None
     confidence: float = 0.9
+    weak: Callable[[str], bool] | None = None
+    """Keys this rule matches only by a word that often names no secret (`auth`, `signature`, `cookies`): their
+    values are replaced only when they look like one (see `looks_like_secret_value`)."""
 
     def matches(self, key: str, siblings: frozenset[str] | set[str]) -> bool:
         if not self.pattern.search(key):
@@ -104,12 +107,44 @@ _SENSITIVE_WORDS = (
     "secondary_key|account_key|shared_key|master_key|admin_password|kubeconfig|pem|private_key_id"
 )
 _SENSITIVE = re.compile(r"(?:^|_)(?:" + _SENSITIVE_WORDS + r")(?:_|$)")
+_WEAK_WORDS = "auth|cookies?|set_cookie|signature|user_data|userdata|sas|pem"
+_STRONG = re.compile(
+    r"(?:^|_)(?:" + "|".join(w for w in _SENSITIVE_WORDS.split("|") if w not in _WEAK_WORDS.split("|")) + r")(?:_|$)"
+)
+
+
+def weak_key(key: str) -> bool:
+    """A (normalised) key named only by weak words: no strong one such as password, token or secret in it."""
+    return _STRONG.search(key) is None
+
+
+def looks_like_secret_value(text: str) -> bool:
+    """A value under a weak key that could be a credential: 8+ characters without blanks, not a placeholder,
+    not a plain word, a URL or a path, and with a digit, a symbol or mixed case."""
+    from .entities import is_placeholder
+
+    value = text.strip()
+    if len(value) < 8 or any(c.isspace() for c in value) or is_placeholder(value):
+        return False
+    if value.startswith(("http://", "https://", "/", "./")):
+        return False
+    core = value.replace("_", "").replace("-", "").replace(":", "").replace(".", "")
+    if core.isalpha() and (core.islower() or core.isupper() or core.istitle()):
+        return False
+    return any(c.isdigit() for c in value) or not value.isalnum() or not (value.islower() or value.isupper())
+
+
 _SAFE_KEY = re.compile(
     r"_(?:id|ids|arn|name|names|type|types|state|status|enabled|last_used|expir\w*|rotation\w*|created\w*|date|"
     r"version|policy|url|uri|endpoint|fingerprint|hint|count|counts|length|size|limit|used|usage|total|budget)$"
     r"|^(?:has|is|num|requires?|allows?|enabled?|uses?|max|min|total|count)_"
     r"|(?:^|_)(?:input|output|prompt|completion|cached|reasoning)_tokens?(?:_|$)"
     r"|^private_key_id$|^key_id$"
+    # references to a secret, not the secret (Kubernetes secretKeyRef, secretName, vault paths)
+    r"|_(?:ref|refs|reference|path|arn|mount|samesite|secure|httponly|domain|max_age|mode|format|algorithm|alg|"
+    r"scheme|method|provider|issuer|audience|scopes?|endpoint|rotation|store|manager|backend|kind)$"
+    # pagination cursors: redacted only where a detector finds a credential inside them
+    r"|(?:^|_)(?:page|next|prev|previous|continuation|sync|resume|pagination|cursor|start)_tokens?$"
 )
 _ASSET_SIBLINGS = frozenset({"asset_type", "arn", "provider", "resource_type", "account_id", "region"})
 _ORG_SIBLINGS = frozenset(
@@ -119,7 +154,9 @@ _ORG_SIBLINGS = frozenset(
 
 BUILTIN_KEY_RULES: tuple[KeyRule, ...] = (
     KeyRule("sensitive_key", "sensitive_field", "secret", _SENSITIVE, exclude=_SAFE_KEY, subtree=True, scalars=True,
-            confidence=0.95),
+            confidence=0.95, weak=weak_key),
+    KeyRule("jwk_private_key", "private_key", "secret", _any("d", "p", "q", "dp", "dq", "qi", "k"),
+            requires_sibling=frozenset({"kty"}), confidence=0.95),
     KeyRule("account_id_key", "cloud_account", "identifier",
             re.compile(r"^(?:account|accounts|account_ids?|owner_id|owner_account_id|accounts_affected)$"
                        r"|_account_ids?$"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 import orjson
@@ -17,7 +18,7 @@ from .base import Options, Transform, TransformContext, count
 from .catalog import BUILTIN_DETECTORS
 from .detectors import Detector, Finding, Scanner, detector_from_config, merge_detectors
 from .encoded import MARKER_KEYS, MAX_DEPTH, UNDECODED, Decoder
-from .entities import entity_chain, fold_for_hints, normalize_key
+from .entities import entity_chain, fold_for_hints, is_template, normalize_key
 from .keyrules import (
     BUILTIN_KEY_RULES,
     BUILTIN_KEY_RULES_BY_NAME,
@@ -27,7 +28,9 @@ from .keyrules import (
     TAG_KEY_ALLOWLIST,
     KeyRule,
     key_rule_from_config,
+    looks_like_secret_value,
 )
+from .normalize import needs_normalizing, normalize_for_matching
 from .strategies import DROP, KEEP, Env, Strategy, StrategyTable, check_template, parse_strategies
 from .triepattern import literal_alternation
 
@@ -36,11 +39,26 @@ REDACT_OPTIONS = (
     "min_confidence", "scan_keys", "tags", "tag_key_allowlist", "skip_keys", "allow_pseudonymize", "redact_template",
     "hash_template", "cache_size", "name_mentions", "structured_text", "exempt_keys", "decode",
 )  # fmt: skip
-DEFAULT_SKIP_KEYS = ("_meta", "_annotations", "cursor", "next_cursor", "nextCursor")
+DEFAULT_SKIP_KEYS = ("_annotations",)
+"""`_meta` and cursors are scanned too (cursors by real detectors only, see `_OPAQUE_KEYS`); our own report key
+never reaches a transform (the channels leave it out)."""
+# Keys whose values are opaque by design (pagination cursors) or digests: the entropy fallback stays out.
+_OPAQUE_KEYS = frozenset(
+    {"cursor", "next_cursor", "prev_cursor", "page_token", "next_page_token", "prev_page_token", "continuation_token",
+     "sync_token", "resume_token", "next_token", "start_token", "pagination_token", "page_cursor", "end_cursor",
+     "start_cursor", "after", "before", "next", "marker", "next_marker", "offset_token"}
+)  # fmt: skip
+_HASH_KEY = re.compile(
+    r"(?:^|_)(?:sha\d*|md5|hash|hashes|digest|checksum|integrity|etag|fingerprint|crc\d*|blake\d*\w*|xxhash|"
+    r"node_id|commit|tree|parents?|revision|rev|oid|object_id|trace_id|span_id|nonce|salt_id)(?:_|$)"
+)
 # Entities whose replaced values are not chased through the rest of the payload: secrets have no
 # business being mentioned anywhere else, and tag values and chunk ids are too generic to chase.
 _NO_MENTION = frozenset({"sensitive_field", "tag_value", "person", "rag_chunk_id", "rag_content"})
 _MENTION_LIMIT = 5000
+_TEXT_BLOCK_LABEL = re.compile(r"content\[(\d+)\]\.text")
+_SEAM = 1024
+"""How much of each side of a seam between adjacent text blocks is read together."""
 _MIN_MARKED = 7
 """The shortest text `decode` could find something in (`/?a=%41`)."""
 _SAME: Any = object()
@@ -97,6 +115,7 @@ class Redactor(Transform):
         self._cache: dict[tuple[str, str], tuple[Any, tuple[tuple[str, str], ...]]] = {}
         self._key_hints = self._hints_of_rules()
         self._rule_memo: dict[str, tuple[KeyRule, ...]] = {}
+        self._opaque_memo: dict[str, bool] = {}
         self.content_hints = tuple(sorted({h for d in self.detectors for h in d.hints}))
 
     # --- construction --------------------------------------------------------------------------------
@@ -173,6 +192,7 @@ class Redactor(Transform):
             return list(values)
         env = Env(ctx.pseudonymizer, ctx.namespace, self.redact_template, self.hash_template)
         run = _Run(self, scanner, env, decoding)
+        values = run.seams(values, labels)
         out = [run.top(value) for value in values]
         if run.mentions and self.name_mentions:
             out = run.replace_mentions(out)
@@ -187,6 +207,8 @@ class Redactor(Transform):
             raw = orjson.dumps(list(values), option=orjson.OPT_NON_STR_KEYS).decode()
         except TypeError:
             return self.scanner, True, self.decoder is not None
+        if needs_normalizing(raw):  # a hint hidden by an escape or an invisible character still counts
+            raw = normalize_for_matching(raw.replace("\\\\", "\\"))[0]
         folded = fold_for_hints(raw)
         scanner = self.scanner.narrow(folded, raw)
         decoding = self.decoder is not None and self.decoder.may_apply(folded)
@@ -198,6 +220,17 @@ class Redactor(Transform):
 
     def strategy_for(self, finding: Finding) -> Strategy:
         return self.table.resolve(self._finding_keys(finding.entity, finding.detector))
+
+    def opaque_key(self, normalized: str) -> bool:
+        """A cursor or a digest key: its value is scanned without the entropy fallback."""
+        known = self._opaque_memo.get(normalized)
+        if known is None:
+            if len(self._opaque_memo) > 65_536:
+                self._opaque_memo.clear()
+            known = self._opaque_memo[normalized] = (
+                normalized in _OPAQUE_KEYS or _HASH_KEY.search(normalized) is not None
+            )
+        return known
 
     def rule_for(self, key: str, normalized: str, siblings: frozenset[str]) -> KeyRule | None:
         candidates = self._rule_memo.get(normalized)
@@ -230,6 +263,51 @@ class _Run:
         self.counts: dict[tuple[str, str], int] = {}
         self.mentions: dict[str, tuple[str, str]] = {}
         self.cache = red._cache
+
+    def seams(self, values: Sequence[Any], labels: Sequence[str]) -> Sequence[Any]:
+        """Adjacent text blocks of one result read as one text: a secret split across two of them (`ghp_ab` then
+        `cd…`, or a label in one and its value in the next) is found on the seam and replaced in both blocks,
+        the replacement in the first and the rest of the secret cut from the second."""
+        order = sorted(
+            (int(m.group(1)), i)
+            for i, label in enumerate(labels)
+            if (m := _TEXT_BLOCK_LABEL.fullmatch(label)) is not None and isinstance(values[i], str)
+        )
+        if len(order) < 2:
+            return values
+        out = list(values)
+        # Real detectors only: the entropy fallback would take two unrelated runs glued at the seam for one token
+        # (a base64 blob at the end of one block, a word at the start of the next); it still reads each block.
+        scanner = self.red.scanner.without_fallback()
+        for (left_block, left), (right_block, right) in pairwise(order):
+            if right_block != left_block + 1:
+                continue
+            head, tail = out[left], out[right]
+            if not isinstance(head, str) or not isinstance(tail, str) or not head or not tail:
+                continue
+            before, after = head[-_SEAM:], tail[:_SEAM]
+            seam = before + after
+            cut = len(before)
+            own = {(f.start, f.end) for f in scanner.scan(before)}
+            own |= {(f.start + cut, f.end + cut) for f in scanner.scan(after)}
+            for finding in scanner.scan(seam):
+                if (finding.start, finding.end) in own or finding.end <= cut:
+                    continue
+                strategy = self.red.strategy_for(finding)
+                if strategy.keep:
+                    continue
+                replacement = strategy.apply(finding.value, finding.entity, self.env, finding.detector.name)
+                self.note(strategy, finding.entity)
+                marker = replacement if isinstance(replacement, str) else "[REDACTED:content]"
+                offset = len(head) - cut
+                if finding.start < cut:
+                    head = head[: offset + finding.start] + marker
+                    tail = tail[finding.end - cut :]
+                else:
+                    tail = tail[: finding.start - cut] + marker + tail[finding.end - cut :]
+                out[left], out[right] = head, tail
+                break  # one seam finding per pair: the blocks changed, and what is left is scanned as usual
+        return out
 
     def note(self, strategy: Strategy, entity: str, amount: int = 1) -> None:
         key = (strategy.report_section(), entity)
@@ -295,7 +373,9 @@ class _Run:
                 if new is UNDECODED:
                     rule = red.rule_for(key, norm, siblings) if red.key_rules else None
                     if rule is not None:
-                        new = self.ruled(rule, item)
+                        new = self.ruled(rule, item, norm)
+                    elif red.opaque_key(norm):
+                        new = self.without_fallback(item)
                     elif red.tags and norm in TAG_CONTAINERS:
                         new = self.tag_container(item)
                     else:
@@ -414,7 +494,28 @@ class _Run:
 
     # --- key rules ------------------------------------------------------------------------------------
 
-    def ruled(self, rule: KeyRule, item: Any) -> Any:
+    def without_fallback(self, item: Any) -> Any:
+        """A cursor or a content hash: opaque by design, so only a real detector's finding inside it counts."""
+        saved = self.scanner
+        self.scanner = saved.without_fallback()
+        try:
+            return self.value(item)
+        finally:
+            self.scanner = saved
+
+    def weak(self, rule: KeyRule, item: Any) -> Any:
+        """A weak key (`auth`, `signature`, `cookies`): mappings below it are walked with their own keys' rules;
+        a string is replaced only when it looks like a secret."""
+        if isinstance(item, str):
+            return self.ruled_string(rule, item) if looks_like_secret_value(item) else self.string(item)
+        if isinstance(item, list | tuple):
+            out = [new for element in item if (new := self.weak(rule, element)) is not DROP]
+            return item if len(out) == len(item) and all(a is b for a, b in zip(out, item, strict=True)) else out
+        return self.value(item)
+
+    def ruled(self, rule: KeyRule, item: Any, key: str | None = None) -> Any:
+        if rule.weak is not None and key is not None and rule.weak(key):
+            return self.weak(rule, item)
         if rule.subtree:
             return self.subtree(rule, item)
         if rule.map_keys:
@@ -486,6 +587,8 @@ class _Run:
             return [new for value in item if (new := self.subtree(rule, value)) is not DROP]
         if item is None or isinstance(item, bool) or item == "":
             return item
+        if isinstance(item, str) and is_template(item):
+            return item  # `${DB_PASSWORD}`, `<token>`, `****`: a slot, not a secret
         text = item if isinstance(item, str) else str(item)
         strategy = self.red.table.resolve(self.red._rule_keys(rule, rule.entity))
         if strategy.keep:

@@ -1,0 +1,349 @@
+"""Vendor credential families, one entry per family: pattern, hints, documented format (`spec`) and its source.
+
+Each pattern was written from the vendor's documented (or, where the vendor publishes none, its observed and
+widely catalogued) token format: a literal prefix, then bounded runs of the format's alphabet, with a boundary
+on both sides where the alphabet could run on. Each `spec` restates that format in the `tokenspec` language,
+independently of the pattern, so the kit and the bench test the pattern against the vendor's format rather
+than against itself. Patterns stay linear: every one starts at a literal or behind a look-behind, and every
+quantifier is bounded (possessive where a look-ahead follows).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .detectors import Detector, Validator, validate_secret
+from .tokenspec import crc32_token_valid
+
+_B62 = "A-Za-z0-9"
+_URLSAFE = "A-Za-z0-9_-"
+
+
+def _word_like(payload: str) -> bool:
+    """An identifier rather than random text: letters only, all in one case (`cioabcdef…`, `NPM_…`)."""
+    return payload.isalpha() and (payload.islower() or payload.isupper())
+
+
+def validate_crc32_token(value: str, entity: str) -> str | None:
+    """GitHub's and npm's tokens end in a CRC32 of their random part: a valid checksum is a token; a value
+    whose checksum fails is still reported unless it reads like an identifier (`npm_config_…` shapes), so
+    hand-made test tokens stay covered while look-alike names do not."""
+    _, sep, payload = value.partition("_")
+    if value.startswith("github_pat_") or not sep:
+        return entity
+    if len(payload) == 36 and crc32_token_valid(payload):
+        return entity
+    return None if _word_like(payload) else entity
+
+
+def _v(
+    name: str,
+    pattern: str,
+    hints: tuple[str, ...],
+    spec: str,
+    source: str,
+    description: str,
+    *,
+    entity: str = "api_token",
+    category: str = "secret",
+    confidence: float = 0.99,
+    group: int | tuple[int, ...] = 0,
+    min_length: int = 12,
+    validator: Validator | None = None,
+    flags: int = 0,
+    gate: str | None = None,
+) -> Detector:
+    return Detector(
+        name=name,
+        entity=entity,
+        category=category,
+        pattern=re.compile(pattern, flags),
+        confidence=confidence,
+        hints=hints,
+        min_length=min_length,
+        group=group,
+        validator=validator,
+        gate=None if gate is None else re.compile(gate),
+        description=description,
+        spec=spec,
+        source=source,
+    )
+
+
+_LA_DOT = r"(?![A-Za-z0-9_-]|\.[A-Za-z0-9_-])"
+"""The end of a token whose alphabet has dots: a full stop after it ends a sentence, not the token."""
+
+
+def _lb(chars: str = _URLSAFE) -> str:
+    return f"(?<![{chars}])"
+
+
+def _la(chars: str = _URLSAFE) -> str:
+    return f"(?![{chars}])"
+
+
+VENDOR_DETECTORS: tuple[Detector, ...] = (
+    # --- AI providers --------------------------------------------------------------------------------------
+    _v("anthropic_api_key", _lb() + r"sk-ant-(?:api|admin|sid)\d\d-[A-Za-z0-9_-]{80,200}+",
+       ("sk-ant-",), "'sk-ant-' ('api03'|'admin01') '-' [A-Za-z0-9_-]{93} 'AA'",
+       "Anthropic Console API keys (docs.anthropic.com, API keys; GitHub secret scanning partner pattern)",
+       "Anthropic API and admin keys: sk-ant-api03-/sk-ant-admin01- + 95 URL-safe characters"),
+    _v("openai_api_key",
+       _lb() + r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,250}+"
+       r"|" + _lb() + r"sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}" + _la(),
+       ("sk-proj-", "sk-svcacct-", "sk-admin-", "t3blbkfj"),
+       "('sk-' ('proj'|'svcacct'|'admin') '-' [A-Za-z0-9_-]{74} 'T3BlbkFJ' [A-Za-z0-9_-]{74}"
+       "|'sk-' [A-Za-z0-9]{20} 'T3BlbkFJ' [A-Za-z0-9]{20})",
+       "OpenAI platform API keys (platform.openai.com/api-keys; GitHub secret scanning partner pattern)",
+       "OpenAI project, service-account and admin keys (sk-proj-, sk-svcacct-, sk-admin-) and legacy sk-…T3BlbkFJ…"),
+    _v("huggingface_token", _lb() + r"(?:hf|api_org)_[A-Za-z0-9]{34,40}+" + _la(),
+       ("hf_", "api_org_"), "('hf_'|'api_org_') [A-Za-z]{34}",
+       "Hugging Face user access tokens (huggingface.co/docs/hub/security-tokens)",
+       "Hugging Face user and organisation tokens: hf_/api_org_ + 34 letters"),
+    _v("groq_api_key", _lb() + r"gsk_[A-Za-z0-9]{52}" + _la(), ("gsk_",), "'gsk_' [A-Za-z0-9]{52}",
+       "Groq API keys (console.groq.com/keys)", "Groq API keys: gsk_ + 52 base62"),
+    _v("replicate_token", _lb() + r"r8_[A-Za-z0-9]{37}" + _la(), ("r8_",), "'r8_' [A-Za-z0-9]{37}",
+       "Replicate API tokens (replicate.com/account/api-tokens)", "Replicate API tokens: r8_ + 37 base62"),
+    _v("perplexity_api_key", _lb() + r"pplx-[A-Za-z0-9]{48}" + _la(), ("pplx-",), "'pplx-' [A-Za-z0-9]{48}",
+       "Perplexity API keys (docs.perplexity.ai)", "Perplexity API keys: pplx- + 48 base62"),
+    _v("xai_api_key", _lb() + r"xai-[A-Za-z0-9]{80}" + _la(), ("xai-",), "'xai-' [A-Za-z0-9]{80}",
+       "xAI API keys (docs.x.ai)", "xAI API keys: xai- + 80 base62"),
+    _v("openrouter_api_key", _lb() + r"sk-or-v1-[0-9a-f]{64}" + _la(), ("sk-or-v1-",), "'sk-or-v1-' [0-9a-f]{64}",
+       "OpenRouter API keys (openrouter.ai/keys)", "OpenRouter API keys: sk-or-v1- + 64 hex"),
+    # --- code hosts, package registries, CI ------------------------------------------------------------------
+    _v("gitlab_token",
+       _lb() + r"gl(?:pat|dt|rt|ptt|cbt|ft|imt|oas|soat|ffct|agent)-[A-Za-z0-9_-]{20,300}+"
+       r"(?:\.[0-9a-z]{2}\.[0-9a-z]{7,12}+)?" + _LA_DOT
+       + r"|" + _lb() + r"GR1348941[A-Za-z0-9_-]{20,64}+" + _la(),
+       ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glft-", "glimt-", "gloas-", "glsoat-", "glffct-",
+        "glagent-", "gr1348941"),
+       "(('glpat-'|'gldt-'|'glrt-'|'glptt-'|'glcbt-'|'glft-'|'glsoat-') [A-Za-z0-9_-]{20}"
+       "|'glpat-' [A-Za-z0-9_-]{27,40} '.01.' [0-9a-z]{9}|'GR1348941' [A-Za-z0-9_-]{20})",
+       "GitLab token prefixes (docs.gitlab.com/security/tokens, 'Token prefixes')",
+       "GitLab personal, deploy, runner, trigger, CI job, feed, OAuth and agent tokens (glpat-, gldt-, glrt-, …)"),
+    _v("atlassian_api_token",
+       _lb() + r"AT(?:ATT|CTT)3[A-Za-z0-9_=-]{150,300}+" + _la(r"A-Za-z0-9_=-")
+       + r"|" + _lb() + r"ATBB[A-Za-z0-9]{28,36}+" + _la(),
+       ("atatt3", "atctt3", "atbb"),
+       "('ATATT3xFfGF0' [A-Za-z0-9_-]{170,180} '=' [0-9A-F]{8}|'ATBB' [A-Za-z0-9]{32})",
+       "Atlassian API tokens and Bitbucket app passwords (support.atlassian.com, 'Manage API tokens')",
+       "Atlassian (Jira, Confluence) API tokens ATATT3…/ATCTT3… and Bitbucket app passwords ATBB…"),
+    _v("npm_token", _lb() + r"npm_[A-Za-z0-9]{36}" + _la(), ("npm_",), "'npm_' [A-Za-z0-9]{30} @crc32b62",
+       "npm access tokens (github.blog/changelog 2021-09-23, 'npm has a new access token format')",
+       "npm access tokens: npm_ + 30 base62 + 6-character CRC32 (checked)", validator=validate_crc32_token),
+    _v("pypi_token", _lb() + r"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{40,600}+",
+       ("pypi-age",), "('pypi-AgEIcHlwaS5vcmc'|'pypi-AgENdGVzdC5weXBpLm9yZw') [A-Za-z0-9_-]{70,180}",
+       "PyPI API tokens (pypi.org/help/#apitoken: macaroons prefixed pypi-)",
+       "PyPI and TestPyPI API tokens: pypi- + a base64url macaroon naming pypi.org"),
+    _v("rubygems_api_key", _lb() + r"rubygems_[0-9a-f]{48}" + _la(), ("rubygems_",), "'rubygems_' [0-9a-f]{48}",
+       "RubyGems API keys (guides.rubygems.org/api-key-scopes)", "RubyGems API keys: rubygems_ + 48 hex"),
+    _v("nuget_api_key", _lb() + r"oy2[a-z0-9]{43}" + _la(), ("oy2",), "'oy2' [a-z0-9]{43}",
+       "NuGet.org API keys (GitHub secret scanning partner pattern)", "NuGet API keys: oy2 + 43 lower-case base36"),
+    _v("docker_hub_token", _lb() + r"dckr_(?:pat|oat)_[A-Za-z0-9_-]{27,64}+" + _la(), ("dckr_",),
+       "('dckr_pat_'|'dckr_oat_') [A-Za-z0-9_-]{27}",
+       "Docker Hub personal and organisation access tokens (docs.docker.com/security/for-developers/access-tokens)",
+       "Docker Hub access tokens: dckr_pat_/dckr_oat_ + 27"),
+    _v("crates_io_token", _lb() + r"cio[A-Za-z0-9]{32}" + _la(), ("cio",), "'cio' [A-Za-z0-9]{32}",
+       "crates.io API tokens (GitHub secret scanning partner pattern)", "crates.io API tokens: cio + 32 base62",
+       validator=lambda v, e: None if _word_like(v[3:]) else e),
+    _v("clojars_token", _lb() + r"CLOJARS_[a-z0-9]{60}" + _la(), ("clojars_",), "'CLOJARS_' [a-z0-9]{60}",
+       "Clojars deploy tokens (github.com/clojars/clojars-web wiki, 'Deploy Tokens')",
+       "Clojars deploy tokens: CLOJARS_ + 60"),
+    _v("circleci_token", _lb() + r"CCIPAT_[A-Za-z0-9]{22}_[0-9a-f]{40}" + _la(), ("ccipat_",),
+       "'CCIPAT_' [A-Za-z0-9]{22} '_' [0-9a-f]{40}",
+       "CircleCI personal API tokens (circleci.com/docs/managing-api-tokens)",
+       "CircleCI personal API tokens: CCIPAT_ + 22 + _ + 40 hex"),
+    _v("buildkite_token", _lb() + r"bk(?:ua|ct)_[0-9a-f]{40}" + _la(), ("bkua_", "bkct_"), "'bkua_' [0-9a-f]{40}",
+       "Buildkite API access tokens (buildkite.com/docs/apis/managing-api-tokens)",
+       "Buildkite API tokens: bkua_ + 40 hex"),
+    _v("jfrog_token",
+       _lb() + r"cmVmdGtuOjAxOj[A-Za-z0-9]{40,128}+" + _la() + r"|" + _lb() + r"AKCp[A-Za-z0-9]{69}" + _la(),
+       ("cmvmdgtuojaxoj", "akcp"), "('cmVmdGtuOjAxOj' [A-Za-z0-9]{50}|'AKCp' [A-Za-z0-9]{69})",
+       "JFrog reference tokens and API keys (jfrog.com/help, 'Access Tokens')",
+       "JFrog Artifactory reference tokens (base64 of reftkn:01:) and legacy API keys (AKCp…)"),
+    # --- cloud providers and platforms ---------------------------------------------------------------------------
+    _v("google_oauth_secret", _lb() + r"GOCSPX-[A-Za-z0-9_-]{28}" + _la(), ("gocspx-",), "'GOCSPX-' [A-Za-z0-9_-]{28}",
+       "Google OAuth client secrets (GitHub secret scanning partner pattern)",
+       "Google OAuth client secrets: GOCSPX- + 28"),
+    _v("google_oauth_token", _lb() + r"ya29\.[A-Za-z0-9_-]{30,2048}+|" + _lb() + r"1//0[A-Za-z0-9_-]{40,512}+",
+       ("ya29.", "1//0"), "('ya29.' [A-Za-z0-9_-]{120,200}|'1//0' [A-Za-z0-9_-]{96})",
+       "Google OAuth 2.0 access and refresh tokens (developers.google.com/identity/protocols/oauth2)",
+       "Google OAuth access tokens (ya29.…) and refresh tokens (1//0…)"),
+    _v("azure_client_secret",
+       r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}+(?![A-Za-z0-9_~-]|\.[A-Za-z0-9_~-])",
+       ("q~",), "[A-Za-z0-9_.] [A-Za-z0-9_.]{2} [0-9] 'Q~' [A-Za-z0-9_~.-]{34}",
+       "Microsoft Entra ID application client secrets (GitHub secret scanning partner pattern)",
+       "Microsoft Entra ID (Azure AD) client secrets: 3 characters, a digit, Q~, 31 to 34 characters"),
+    _v("digitalocean_token", _lb() + r"do[opr]_v1_[0-9a-f]{64}" + _la(), ("dop_v1_", "doo_v1_", "dor_v1_"),
+       "('dop_v1_'|'doo_v1_'|'dor_v1_') [0-9a-f]{64}",
+       "DigitalOcean tokens (docs.digitalocean.com/reference/api/create-personal-access-token)",
+       "DigitalOcean personal, OAuth and refresh tokens: dop_v1_/doo_v1_/dor_v1_ + 64 hex"),
+    _v("databricks_token", _lb() + r"dapi[0-9a-f]{32}(?:-\d)?" + _la(), ("dapi",), "'dapi' [0-9a-f]{32} ('' | '-2')",
+       "Databricks personal access tokens (docs.databricks.com/dev-tools/auth/pat)",
+       "Databricks personal access tokens: dapi + 32 hex"),
+    _v("hashicorp_vault_token", _lb() + r"hv[sbr]\.[A-Za-z0-9_-]{24,512}+" + _la(), ("hvs.", "hvb.", "hvr."),
+       "('hvs.'|'hvb.') [A-Za-z0-9_-]{90,120}",
+       "HashiCorp Vault token prefixes (developer.hashicorp.com/vault/docs/concepts/tokens)",
+       "HashiCorp Vault service, batch and recovery tokens: hvs./hvb./hvr. + base62"),
+    _v("terraform_cloud_token", _lb(_B62) + r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,100}+" + _la(r"A-Za-z0-9_=-"),
+       ("atlasv1",), "[A-Za-z0-9]{14} '.atlasv1.' [A-Za-z0-9_-]{67}",
+       "HCP Terraform (Terraform Cloud) API tokens "
+       "(developer.hashicorp.com/terraform/cloud-docs/users-teams-organizations/api-tokens)",
+       "HCP Terraform API tokens: 14 + .atlasv1. + 60 or more"),
+    _v("doppler_token", _lb() + r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}" + _la(), ("dp.",),
+       "'dp.' ('pt'|'st'|'sa'|'ct'|'scim'|'audit') '.' [A-Za-z0-9]{43}",
+       "Doppler token formats (docs.doppler.com/reference/auth-token-formats)",
+       "Doppler personal, service, service-account, CLI, SCIM and audit tokens: dp.<kind>. + 43"),
+    _v("pulumi_token", _lb() + r"pul-[0-9a-f]{40}" + _la(), ("pul-",), "'pul-' [0-9a-f]{40}",
+       "Pulumi access tokens (GitHub secret scanning partner pattern)", "Pulumi access tokens: pul- + 40 hex"),
+    _v("postman_api_key", _lb() + r"PMAK-[0-9a-f]{24}-[0-9a-f]{34}" + _la(), ("pmak-",),
+       "'PMAK-' [0-9a-f]{24} '-' [0-9a-f]{34}", "Postman API keys (learning.postman.com, 'Postman API keys')",
+       "Postman API keys: PMAK- + 24 hex + - + 34 hex"),
+    _v("linear_api_key", _lb() + r"lin_(?:api|oauth)_[A-Za-z0-9]{40}" + _la(), ("lin_api_", "lin_oauth_"),
+       "('lin_api_'|'lin_oauth_') [A-Za-z0-9]{40}", "Linear API keys (linear.app/developers, 'Personal API keys')",
+       "Linear personal API keys and OAuth tokens: lin_api_/lin_oauth_ + 40"),
+    _v("heroku_api_key", _lb() + r"HRKU-AA[A-Za-z0-9_-]{58}" + _la(), ("hrku-",), "'HRKU-AA' [A-Za-z0-9_-]{58}",
+       "Heroku API keys, new format (devcenter.heroku.com, 'Heroku API tokens')", "Heroku API keys: HRKU-AA + 58"),
+    _v("supabase_token",
+       _lb() + r"sbp_[0-9a-f]{40}" + _la() + r"|" + _lb() + r"sb_secret_[A-Za-z0-9_-]{20,64}+" + _la(),
+       ("sbp_", "sb_secret_"), "('sbp_' [0-9a-f]{40}|'sb_secret_' [A-Za-z0-9_-]{31})",
+       "Supabase access tokens and secret API keys (supabase.com/docs/guides/api/api-keys)",
+       "Supabase personal access tokens (sbp_ + 40 hex) and secret keys (sb_secret_…)"),
+    _v("planetscale_token", _lb() + r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{32,64}+" + _LA_DOT,
+       ("pscale_",), "('pscale_tkn_'|'pscale_pw_'|'pscale_oauth_') [A-Za-z0-9_-]{43}",
+       "PlanetScale service tokens and passwords (planetscale.com/docs)",
+       "PlanetScale tokens: pscale_tkn_/pw_/oauth_ + 43"),
+    _v("grafana_token", _lb() + r"glsa_[A-Za-z0-9]{32}_[0-9a-f]{8}" + _la()
+       + r"|" + _lb() + r"glc_[A-Za-z0-9+/]{32,400}+={0,2}" + _la(r"A-Za-z0-9+/=_-"),
+       ("glsa_", "glc_"), "('glsa_' [A-Za-z0-9]{32} '_' [0-9a-f]{8}|'glc_eyJ' [A-Za-z0-9+/]{80,120})",
+       "Grafana service account tokens and Grafana Cloud tokens (grafana.com/docs, 'Service account tokens')",
+       "Grafana service-account tokens (glsa_…) and Grafana Cloud access policy tokens (glc_…)"),
+    _v("new_relic_key", _lb() + r"NR(?:AK|AA|II)-[A-Z0-9]{27}" + _la(), ("nrak-", "nraa-", "nrii-"),
+       "('NRAK-'|'NRII-') [A-Z0-9]{27}",
+       "New Relic user and ingest keys (docs.newrelic.com/docs/apis/intro-apis/new-relic-api-keys)",
+       "New Relic user (NRAK-) and ingest (NRII-) keys + 27"),
+    _v("sentry_token", _lb() + r"sntry[us]_[A-Za-z0-9+/=_-]{40,600}+" + _la(r"A-Za-z0-9+/=_-"), ("sntrys_", "sntryu_"),
+       "('sntryu_' [0-9a-f]{64}|'sntrys_eyJ' [A-Za-z0-9+/]{120,160})",
+       "Sentry auth tokens (docs.sentry.io/account/auth-tokens)",
+       "Sentry user (sntryu_) and organisation (sntrys_) tokens"),
+    _v("age_secret_key", r"AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}", ("age-secret-key-1",),
+       "'AGE-SECRET-KEY-1' [QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}",
+       "age secret keys (age-encryption.org/v1, Bech32 upper case)", "age secret keys: AGE-SECRET-KEY-1 + 58 Bech32"),
+    _v("onepassword_token", _lb() + r"ops_eyJ[A-Za-z0-9+/=_-]{50,4096}+", ("ops_eyj",),
+       "'ops_eyJ' [A-Za-z0-9+/]{200,300}",
+       "1Password service account tokens (developer.1password.com/docs/service-accounts)",
+       "1Password service account tokens: ops_ + base64 JSON"),
+    # --- payment ---------------------------------------------------------------------------------------------
+    _v("square_token",
+       _lb() + r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,43}+" + _la() + r"|" + _lb() + r"EAAA[A-Za-z0-9_-]{60}" + _la(),
+       ("sq0atp-", "sq0csp-", "eaaa"),
+       "('sq0atp-' [A-Za-z0-9_-]{22}|'sq0csp-' [A-Za-z0-9_-]{43}|'EAAA' [A-Za-z0-9_-]{60})",
+       "Square access tokens and application secrets (developer.squareup.com/docs/build-basics/access-tokens)",
+       "Square access tokens (EAAA…, sq0atp-) and application secrets (sq0csp-)"),
+    _v("braintree_token", r"access_token\$(?:production|sandbox)\$[0-9a-z]{16}\$[0-9a-f]{32}", ("access_token$",),
+       "'access_token$' ('production'|'sandbox') '$' [0-9a-z]{16} '$' [0-9a-f]{32}",
+       "PayPal Braintree access tokens (GitHub secret scanning partner pattern)",
+       "Braintree access tokens: access_token$production$<16>$<32 hex>"),
+    _v("shopify_token", _lb() + r"shp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}" + _la(), ("shpat_", "shpca_", "shppa_", "shpss_"),
+       "('shpat_'|'shpca_'|'shppa_'|'shpss_') [0-9a-f]{32}",
+       "Shopify access tokens and shared secrets (shopify.dev/docs/apps/build/authentication-authorization)",
+       "Shopify admin, custom-app, private-app tokens and shared secrets: shp??_ + 32 hex"),
+    # --- chat, mail and webhooks -----------------------------------------------------------------------------------
+    _v("slack_webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{20,200}+",
+       ("hooks.slack.com/",), "'https://hooks.slack.com/services/T' [A-Z0-9]{10} '/B' [A-Z0-9]{10} '/' [A-Za-z0-9]{24}",
+       "Slack incoming webhooks (api.slack.com/messaging/webhooks)", "Slack incoming and workflow webhook URLs"),
+    _v("discord_webhook",
+       r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d{17,20}/[A-Za-z0-9_-]{60,80}+",
+       ("discord.com/api/webhooks/", "discordapp.com/api/webhooks/"),
+       "'https://discord.com/api/webhooks/' [1-9] [0-9]{18} '/' [A-Za-z0-9_-]{68}",
+       "Discord webhooks (discord.com/developers/docs/resources/webhook)", "Discord webhook URLs (id and token)"),
+    _v("teams_webhook", r"https://[a-z0-9-]{1,64}\.webhook\.office\.com/webhookb2/[A-Za-z0-9@/_-]{40,400}+",
+       ("webhook.office.com/webhookb2/",),
+       "'https://acme.webhook.office.com/webhookb2/' [0-9a-f]{8} '-' [0-9a-f]{4} '-' [0-9a-f]{4} '-' [0-9a-f]{4} '-' "
+       "[0-9a-f]{12} '@' [0-9a-f]{8} '-' [0-9a-f]{4} '-' [0-9a-f]{4} '-' [0-9a-f]{4} '-' [0-9a-f]{12} "
+       "'/IncomingWebhook/' [0-9a-f]{32} '/' [0-9a-f]{8} '-' [0-9a-f]{4} '-' [0-9a-f]{4} '-' [0-9a-f]{4} '-' "
+       "[0-9a-f]{12}",
+       "Microsoft Teams incoming webhooks (learn.microsoft.com, 'Create an Incoming Webhook')",
+       "Microsoft Teams incoming webhook URLs"),
+    _v("discord_bot_token",
+       r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}+" + _LA_DOT,
+       (), "('M'|'N'|'O') [A-Za-z0-9]{23} '.' [A-Za-z0-9_-]{6} '.' [A-Za-z0-9_-]{27,38}",
+       "Discord bot tokens (discord.com/developers/docs/reference#authentication)",
+       "Discord bot tokens: base64 user id (M/N/O…) . 6 . 27 or more", min_length=59,
+       gate=r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.", confidence=0.9),
+    _v("telegram_bot_token", r"(?<![A-Za-z0-9_:-])\d{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])", (":aa",),
+       "[1-9] [0-9]{7,9} ':AA' [A-Za-z0-9_-]{33}",
+       "Telegram Bot API tokens (core.telegram.org/bots/api#authorizing-your-bot)",
+       "Telegram bot tokens: bot id : AA + 33", min_length=44),
+    _v("twilio_api_key", _lb(_B62) + r"SK[0-9a-f]{32}" + _la(_B62), ("sk",), "'SK' [0-9a-f]{32}",
+       "Twilio API key SIDs (twilio.com/docs/iam/api-keys)", "Twilio API keys: SK + 32 hex", min_length=34),
+    _v("sendgrid_api_key", _lb() + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}" + _la(), ("sg.",),
+       "'SG.' [A-Za-z0-9_-]{22} '.' [A-Za-z0-9_-]{43}",
+       "Twilio SendGrid API keys (GitHub secret scanning partner pattern)", "SendGrid API keys: SG. + 22 + . + 43"),
+    _v("mailgun_api_key", _lb(_B62) + r"key-[0-9a-f]{32}" + _la(_B62)
+       + r"|(?<![0-9A-Za-z-])[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}(?![0-9A-Za-z-])",
+       (), "('key-' [0-9a-f]{32}|[0-9a-f]{32} '-' [0-9a-f]{8} '-' [0-9a-f]{8})",
+       "Mailgun API keys (documentation.mailgun.com, 'API keys')",
+       "Mailgun private API keys: key- + 32 hex, or 32 hex - 8 hex - 8 hex", min_length=36,
+       gate=r"key-[0-9a-f]{32}|[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}"),
+    _v("mailchimp_api_key", r"(?<![0-9A-Za-z])[0-9a-f]{32}-us\d{1,2}(?![0-9A-Za-z])", ("-us",),
+       "[0-9a-f]{32} '-us' [1-9] [0-9]",
+       "Mailchimp Marketing API keys (mailchimp.com/developer/marketing/guides/quick-start)",
+       "Mailchimp API keys: 32 hex + -us + data centre"),
+    _v("brevo_api_key", _lb() + r"xkeysib-[0-9a-f]{64}-[A-Za-z0-9]{16}" + _la(), ("xkeysib-",),
+       "'xkeysib-' [0-9a-f]{64} '-' [A-Za-z0-9]{16}", "Brevo (Sendinblue) API keys (developers.brevo.com)",
+       "Brevo API keys: xkeysib- + 64 hex + - + 16"),
+    # --- private keys in the containers PEM does not cover -
+    _v("putty_private_key", r"Private-Lines:[ \t]*\d{1,3}[ \t]*\r?\n(?:[A-Za-z0-9+/=]{1,128}+(?:\r?\n)?){1,128}+",
+       ("private-lines:",),
+       "'Private-Lines: 14\n' [A-Za-z0-9+/]{64} '\n' [A-Za-z0-9+/]{64} '\n' [A-Za-z0-9+/]{20} '=='",
+       "PuTTY .ppk files, versions 2 and 3 (the.earth.li/~sgtatham/putty/0.78/htmldoc/AppendixC.html)",
+       "the private lines of a PuTTY .ppk key file", entity="private_key", confidence=1.0, flags=re.MULTILINE),
+    _v("jwk_private_key", r"\\?\"(?:d|p|q|dp|dq|qi|k)\\?\"[ \t]*:[ \t]*\\?\"([A-Za-z0-9_-]{16,2048}+)",
+       ("\"kty",), "'{\"kty\": \"EC\", \"crv\": \"P-256\", \"d\": \"' <[A-Za-z0-9_-]{43}> '\", \"x\": \"abc\"}'",
+       "JSON Web Key private members (RFC 7517, RFC 7518 section 6)",
+       "the private members (d, p, q, dp, dq, qi, k) of a JSON Web Key", entity="private_key",
+       group=1, confidence=0.95),
+)  # fmt: skip
+
+
+# --- labelled and command-line credentials -------------------------------------------------------------------------
+
+_CLI_VALUE = r"""(?:'([^'\r\n]{1,256})'|"([^"\r\n]{1,256})"|([^\s'"]{1,256}))"""
+
+
+def _validate_cli(value: str, entity: str) -> str | None:
+    """A command-line password is not a flag, a placeholder or a port mapping."""
+    if value.startswith(("-", "$")) or re.fullmatch(r"[\d:./]+", value):
+        return None
+    return validate_secret(value, entity)
+
+
+CLI_DETECTORS: tuple[Detector, ...] = (
+    _v("curl_user_credentials",
+       r"(?<![\w-])(?:-u|--user|--proxy-user)(?:[ \t]{1,4}|=)?['\"]?[^\s:'\"]{1,128}:([^\s'\"]{1,256})",
+       ("-u", "--user"), "'curl -u ' [a-z]{4,10} ':' <[A-Za-z0-9!%^*_+]{10,24}> ' https://api.example.com/'",
+       "curl(1) --user user:password", "the password of curl -u/--user user:PASSWORD",
+       entity="password", group=1, min_length=8, validator=_validate_cli, confidence=0.9),
+    _v("mysql_password_flag",
+       r"(?<!\S)-p(?![\s'\"])" + _CLI_VALUE.replace("{1,256}", "{3,256}"),
+       ("mysql", "mariadb"), "'mysql -u root -p' <[A-Za-z0-9!%^*_+]{10,24}> ' -h db.internal shop'",
+       "mysql(1) -pPASSWORD (dev.mysql.com/doc/refman/en/connection-options.html)",
+       "the password glued to mysql's -p flag", entity="password", group=(1, 2, 3), min_length=6,
+       validator=_validate_cli, confidence=0.85),
+    _v("cli_password_flag",
+       r"(?<![\w-])(?:sshpass[ \t]{1,4}-p|redis-cli\b[^\n]{0,80}?[ \t]-a|--password|--passwd|--pass)(?:[ \t]{1,4}|=)"
+       + _CLI_VALUE,
+       ("sshpass", "redis-cli", "--pass"),
+       "('sshpass -p '|'redis-cli -h cache -a '|'backup --password ') <[A-Za-z0-9!%^*_+]{10,24}> ' now'",
+       "sshpass(1) -p, redis-cli -a, --password/--pass flags",
+       "the value of sshpass -p, redis-cli -a and --password/--pass flags", entity="password", group=(1, 2, 3),
+       min_length=12, validator=_validate_cli, confidence=0.85),
+    _v("netrc_password", r"(?<![\w-])(?:login|user)[ \t]+\S{1,256}[ \t\r\n]+password[ \t]+(\S{1,256})",
+       ("password",), "'machine api.example.com login deploy password ' <[A-Za-z0-9!%^*_+]{10,24}>",
+       ".netrc(5) entries (machine … login … password …)", "the password of a .netrc entry",
+       entity="password", group=1, min_length=12, validator=validate_secret, confidence=0.9),
+)  # fmt: skip
+
+
+__all__ = ["CLI_DETECTORS", "VENDOR_DETECTORS", "validate_crc32_token"]
