@@ -106,6 +106,16 @@ def proxy(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
+    if getattr(args, "router", False) or os.environ.get("MCP_INTERCEPTORS_ROUTER") == "1":
+        from .proxy.command import RouterOptions, run_router
+
+        return run_router(
+            RouterOptions(
+                [params.command, *params.args], params.env, chain_file, registries, stages, listen, tokens,
+                args.role or (), exposed, verbose,
+            )
+        )  # fmt: skip
+
     def listening(host: str, port: int) -> None:
         shown = f"[{host}]" if ":" in host else host
         print(f"mcp-interceptors proxy: listening on http://{shown}:{port}/mcp", file=sys.stderr, flush=True)
@@ -190,6 +200,9 @@ def add_proxy_command(sub: Any) -> None:
         "--expose-interceptors",
         action="store_true",
         help="also answer interceptors/list and interceptor/invoke for the in-process registries",
+    )
+    parser.add_argument(
+        "--router", action="store_true", help="use the message-router gateway (also MCP_INTERCEPTORS_ROUTER=1)"
     )
     parser.add_argument("upstream", nargs=argparse.REMAINDER, help="-- then the upstream server command")
     parser.set_defaults(func=proxy)

@@ -72,6 +72,7 @@ from .messages import (
     LOG_LEVEL_META_KEY,
     METHOD_NOT_FOUND,
     PROTOCOL_VERSION_META_KEY,
+    SERVER_INFO_META_KEY,
     Kind,
     Message,
     RequestId,
@@ -242,6 +243,17 @@ class Router:
             body["params"] = params
         return SendUpstream(dumps_exact(body))
 
+    def upstream_request(
+        self, method: str, params: dict[str, Any] | None, then: Callable[[Message], list[Action]]
+    ) -> list[Action]:
+        """A request of the shell's own (the catalog re-listing the upstream): its reply goes to `then`, never
+        downstream. Sent in the upstream's era (a modern upstream gets the hop's envelope)."""
+        if self.upstream.phase is not UpstreamPhase.READY:
+            return [Dropped("an internal request while the upstream is not ready", method)]
+        if self.upstream.era is Era.MODERN:
+            params = upstream_params(params, Era.MODERN, self._upstream_envelope(None), None)
+        return [self._internal_request(method, params, then)]
+
     def _upstream_envelope(self, log_level: str | None) -> dict[str, Any]:
         envelope = {
             PROTOCOL_VERSION_META_KEY: LATEST_MODERN,
@@ -290,6 +302,9 @@ class Router:
         capabilities = result.get("capabilities")
         up.capabilities = capabilities if isinstance(capabilities, dict) else {}
         info = result.get("serverInfo")
+        if not isinstance(info, dict):  # a 2026-07-28 discover result carries it in the stamp
+            meta = result.get("_meta")
+            info = meta.get(SERVER_INFO_META_KEY) if isinstance(meta, dict) else None
         up.server_info = info if isinstance(info, dict) else {}
         instructions = result.get("instructions")
         up.instructions = instructions if isinstance(instructions, str) else None
