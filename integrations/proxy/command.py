@@ -78,7 +78,8 @@ async def _main(options: RouterOptions) -> int:
         if stages is not None:
             stack.callback(stages.close)  # the vault saves its mappings at shutdown (when it has a path)
         adapter = ChainAdapter(chain)
-        router = Router(RouterConfig(has_work=adapter.has_work))
+        # The handshake era first: the router relays list_changed, updates and server requests only there yet.
+        router = Router(RouterConfig(has_work=adapter.has_work, prefer_handshake=True))
         try:
             upstream = await StdioUpstream.start(options.command, options.env)
         except UpstreamStartError as exc:
