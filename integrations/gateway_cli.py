@@ -117,6 +117,16 @@ def proxy(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
+    if getattr(args, "router", False) or os.environ.get("MCP_INTERCEPTORS_ROUTER") == "1":
+        from .proxy.command import RouterOptions, run_router
+
+        return run_router(
+            RouterOptions(
+                [params.command, *params.args], params.env, chain_file, registries, stages, listen, tokens,
+                args.role or (), exposed, bool(getattr(args, "verbose", 0)),
+            )
+        )  # fmt: skip
+
     def listening(host: str, port: int) -> None:
         shown = f"[{host}]" if ":" in host else host
         print(f"mcp-interceptors proxy: listening on http://{shown}:{port}/mcp", file=sys.stderr, flush=True)
@@ -225,6 +235,9 @@ def add_proxy_command(sub: Any) -> None:
         type=int,
         metavar="N",
         help=f"the longest message line read from the upstream or the client (default: {DEFAULT_MAX_LINE_MIB})",
+    )
+    parser.add_argument(
+        "--router", action="store_true", help="use the message-router gateway (also MCP_INTERCEPTORS_ROUTER=1)"
     )
     parser.add_argument("upstream", nargs=argparse.REMAINDER, help="-- then the upstream server command")
     parser.set_defaults(func=proxy)

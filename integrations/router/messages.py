@@ -136,7 +136,8 @@ def parse(raw: bytes | str) -> Message:
         if (path := _wide_integer_path(exact)) is not None:
             return _invalid(*_code_for(path), _id_of(exact), reason="an integer does not fit in 64 bits", path=path)
         value = exact
-    if (depth := _depth_over(value)) is not None:
+    # Deeper than MAX_DEPTH needs more than MAX_DEPTH opening brackets: counted in C, walked only then.
+    if data.count(b"{") + data.count(b"[") > MAX_DEPTH and (depth := _depth_over(value)) is not None:
         return _invalid(INVALID_REQUEST, "Invalid Request", _id_of(value), reason=f"nested deeper than {depth}")
     return classify(value)
 

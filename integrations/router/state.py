@@ -72,6 +72,7 @@ from .messages import (
     LOG_LEVEL_META_KEY,
     METHOD_NOT_FOUND,
     PROTOCOL_VERSION_META_KEY,
+    SERVER_INFO_META_KEY,
     Kind,
     Message,
     RequestId,
@@ -117,6 +118,9 @@ class RouterConfig:
     client_info: dict[str, Any] = field(default_factory=lambda: {"name": "mcp-interceptors-gateway", "version": "0"})
     upstream_era: Era | None = None
     """None: ask `server/discover` first and fall back to `initialize` (what an auto client does)."""
+    prefer_handshake: bool = False
+    """With `upstream_era=None`: `initialize` first, `server/discover` only when the upstream refuses it. The
+    handshake era carries what the router relays only there (list_changed, resources/updated, server requests)."""
     local_methods: frozenset[str] = frozenset()
     """Methods the shell answers itself (`AnswerLocally`), e.g. the exposed interceptor methods."""
     extra_capabilities: dict[str, Any] = field(default_factory=dict)
@@ -226,7 +230,9 @@ class Router:
     # Upstream lifecycle -------------------------------------------------------------------------
     def start(self) -> list[Action]:
         """Open the upstream hop: `server/discover` (modern or auto) or `initialize`."""
-        if self.config.upstream_era is Era.HANDSHAKE:
+        if self.config.upstream_era is Era.HANDSHAKE or (
+            self.config.upstream_era is None and self.config.prefer_handshake
+        ):
             return self._send_initialize()
         self.upstream.phase = UpstreamPhase.DISCOVERING
         envelope = self._upstream_envelope(None)
@@ -241,6 +247,17 @@ class Router:
         if params is not None:
             body["params"] = params
         return SendUpstream(dumps_exact(body))
+
+    def upstream_request(
+        self, method: str, params: dict[str, Any] | None, then: Callable[[Message], list[Action]]
+    ) -> list[Action]:
+        """A request of the shell's own (the catalog re-listing the upstream): its reply goes to `then`, never
+        downstream. Sent in the upstream's era (a modern upstream gets the hop's envelope)."""
+        if self.upstream.phase is not UpstreamPhase.READY:
+            return [Dropped("an internal request while the upstream is not ready", method)]
+        if self.upstream.era is Era.MODERN:
+            params = upstream_params(params, Era.MODERN, self._upstream_envelope(None), None)
+        return [self._internal_request(method, params, then)]
 
     def _upstream_envelope(self, log_level: str | None) -> dict[str, Any]:
         envelope = {
@@ -260,7 +277,7 @@ class Router:
             self.upstream.era = Era.MODERN
             self.upstream.version = next(v for v in MODERN_VERSIONS if v in versions)
             return self._ready(result)
-        if self.config.upstream_era is Era.MODERN:
+        if self.config.upstream_era is Era.MODERN or self.config.prefer_handshake:
             return self.upstream_closed("the upstream does not speak the 2026-07-28 protocol")
         return self._send_initialize()
 
@@ -275,6 +292,10 @@ class Router:
 
     def _on_initialize(self, message: Message) -> list[Action]:
         if message.kind is not Kind.RESPONSE:
+            if self.config.upstream_era is None and self.config.prefer_handshake:
+                self.upstream.phase = UpstreamPhase.DISCOVERING
+                envelope = self._upstream_envelope(None)
+                return [self._internal_request("server/discover", {"_meta": envelope}, self._on_discover)]
             return self.upstream_closed("the upstream refused the handshake")
         result = message.result
         self.upstream.era = Era.HANDSHAKE
@@ -290,6 +311,9 @@ class Router:
         capabilities = result.get("capabilities")
         up.capabilities = capabilities if isinstance(capabilities, dict) else {}
         info = result.get("serverInfo")
+        if not isinstance(info, dict):  # a 2026-07-28 discover result carries it in the stamp
+            meta = result.get("_meta")
+            info = meta.get(SERVER_INFO_META_KEY) if isinstance(meta, dict) else None
         up.server_info = info if isinstance(info, dict) else {}
         instructions = result.get("instructions")
         up.instructions = instructions if isinstance(instructions, str) else None
@@ -483,7 +507,8 @@ class Router:
             if isinstance(outcome, ChainBlocked):
                 slot.data = self._encode_error(client_id, _error(INTERNAL_ERROR, BLOCKED_MESSAGE))
             else:
-                shaped = downstream_result(outcome.payload, session.era or Era.HANDSHAKE, self.upstream.server_info)
+                era = session.era or Era.HANDSHAKE
+                shaped = downstream_result(outcome.payload, era, self.upstream.server_info, method)
                 slot.data = self._encode_result(client_id, shaped)
             slot.done = True
             return self._flush(key, final=True)
@@ -988,7 +1013,7 @@ class Router:
                     {"reason": "a response mutator produced a result that is not an object"},
                 ),
             )
-        shaped = downstream_result(result, pending.era, self.upstream.server_info)
+        shaped = downstream_result(result, pending.era, self.upstream.server_info, pending.method)
         return self._final(pending, self._encode_result(pending.client_id, shaped))
 
     def _final_error(self, pending: Pending, error: dict[str, Any]) -> list[Action]:

@@ -1,0 +1,71 @@
+"""What the policy knows of the upstream's primitives: listed once before serving, re-listed on list_changed.
+
+Why before serving: a hidden tool must already look missing on the first call, and a tool nobody listed
+yet must not be judged on default metadata. The lists are internal requests of the router (their replies
+never reach a client), walked page by page with a bound.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Final
+
+from ..router import Action, Dropped, Router
+from ..router.messages import Kind, Message
+
+logger = logging.getLogger("interceptors.gateway")
+
+LISTS: Final = (
+    ("tools/list", "tools", "tools"),
+    ("prompts/list", "prompts", "prompts"),
+    ("resources/list", "resources", "resources"),
+    ("resources/templates/list", "resources", "resources"),
+)
+"""(method, the capability that declares it, the `list_changed` kind that invalidates it)."""
+MAX_PAGES: Final = 100
+
+
+class Catalog:
+    """Teaches `learn(method, result)` (the policy engine's) every page of every list the upstream declares."""
+
+    def __init__(self, router: Router, learn: Callable[[str, Any], None]) -> None:
+        self.router = router
+        self.learn = learn
+        self.outstanding = 0
+        self.on_settled: Callable[[], None] | None = None
+
+    @property
+    def settled(self) -> bool:
+        return self.outstanding == 0
+
+    def prime(self, kind: str | None = None) -> list[Action]:
+        """Internal requests for every declared list (of `kind` only, when given)."""
+        capabilities = self.router.upstream.capabilities
+        actions: list[Action] = []
+        for method, capability, changed in LISTS:
+            if capability in capabilities and (kind is None or kind == changed):
+                actions += self._page(method, None, 0)
+        return actions
+
+    def _page(self, method: str, cursor: str | None, page: int) -> list[Action]:
+        params: dict[str, Any] = {} if cursor is None else {"cursor": cursor}
+        actions = self.router.upstream_request(method, params, lambda reply: self._on_page(method, page, reply))
+        if not any(isinstance(action, Dropped) for action in actions):
+            self.outstanding += 1
+        return actions
+
+    def _on_page(self, method: str, page: int, reply: Message) -> list[Action]:
+        self.outstanding -= 1
+        actions: list[Action] = []
+        if reply.kind is Kind.RESPONSE:
+            result = reply.result
+            self.learn(method, result)
+            cursor = result.get("nextCursor")
+            if isinstance(cursor, str) and cursor and page + 1 < MAX_PAGES:
+                actions += self._page(method, cursor, page + 1)
+        else:
+            logger.warning("could not list %s upstream", method)
+        if self.settled and self.on_settled is not None:
+            self.on_settled()
+        return actions

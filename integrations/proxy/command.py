@@ -1,0 +1,108 @@
+"""`mcp-interceptors proxy --router`: the router gateway started from the options `proxy` already parsed.
+
+Exit status as for the old gateway: 1 when the upstream cannot be started or goes away, 0 when the client
+leaves or a signal stops the gateway, 2 for what this gateway cannot do yet (one `error:` line).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from interceptors import InvocationContext, Registry
+
+logger = logging.getLogger("interceptors.gateway")
+
+
+@dataclass
+class RouterOptions:
+    """What `proxy` parsed: the upstream command, the chain, the policy stages, the listen address, principals."""
+
+    command: Sequence[str]
+    env: Mapping[str, str] | None = None
+    chain_file: Any = None
+    registries: Sequence[Registry] = ()
+    stages: Any = None
+    listen: tuple[str, int] | None = None
+    tokens: Any = None
+    roles: Sequence[str] = ()
+    exposed: Sequence[Registry] | None = None
+    verbose: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def run_router(options: RouterOptions) -> int:
+    """Run the router gateway; returns the exit status."""
+    if options.listen is not None:
+        print("error: --router does not serve --listen (Streamable HTTP) yet", file=sys.stderr)
+        return 2
+    if options.exposed is not None:
+        print("error: --router does not answer --expose-interceptors yet", file=sys.stderr)
+        return 2
+    try:
+        return anyio.run(_main, options)
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _main(options: RouterOptions) -> int:
+    from interceptors.policy import principal_for_stdio
+    from interceptors_chain import Chain
+
+    from ..router import Router, RouterConfig
+    from .catalog import Catalog
+    from .chain_adapter import ChainAdapter
+    from .downstream_stdio import StdioDownstream
+    from .runner import Runner
+    from .upstream_stdio import StdioUpstream, UpstreamStartError
+
+    async with AsyncExitStack() as stack:
+        chain: Chain
+        if options.chain_file is not None:
+            from ..chain_file import open_chain
+
+            chain = await stack.enter_async_context(open_chain(options.chain_file, options.registries))
+        elif options.registries:
+            from interceptors_server import LocalChain
+
+            chain = await stack.enter_async_context(LocalChain(*options.registries))
+        else:
+            chain = Chain()
+        stages = options.stages
+        if stages is not None:
+            stack.callback(stages.close)  # the vault saves its mappings at shutdown (when it has a path)
+        adapter = ChainAdapter(chain)
+        # The handshake era first: the router relays list_changed, updates and server requests only there yet.
+        router = Router(RouterConfig(has_work=adapter.has_work, prefer_handshake=True))
+        try:
+            upstream = await StdioUpstream.start(options.command, options.env)
+        except UpstreamStartError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        try:
+            downstream = await StdioDownstream.open()
+            principal = principal_for_stdio(list(options.roles))
+            engine = getattr(stages, "engine", None)
+            catalog = Catalog(router, engine.learn) if engine is not None else None
+            runner = Runner(
+                router,
+                adapter,
+                upstream,
+                downstream,
+                context=InvocationContext(principal=principal, session_id="stdio"),
+                principal=principal.id,
+                catalog=catalog,
+                handle_signals=True,
+            )
+            code = await runner.run()
+            await downstream.aclose()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await upstream.aclose()
+        return code

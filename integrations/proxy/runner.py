@@ -1,0 +1,209 @@
+"""The one task that pumps bytes between the shells and the router and performs its actions in order.
+
+Everything the router returns is performed synchronously, in order (writes are queued on the pipes at
+once), except `RunChain`, which runs as its own task and feeds its outcome back with `chain_done`: the
+router's output streams keep the order of each request, and unrelated requests never wait for each other.
+Router calls never interleave (one event loop, no await inside a router call).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import Hashable
+from typing import Any, Final, Protocol
+
+import anyio
+import anyio.abc
+
+from interceptors.codec import dumps_exact
+
+from ..router import (
+    Action,
+    AnswerLocally,
+    CatalogChanged,
+    Close,
+    Dropped,
+    Router,
+    RunChain,
+    SendDownstream,
+    SendUpstream,
+    UpstreamPhase,
+)
+from ..router.messages import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, parse
+from .catalog import Catalog
+from .chain_adapter import ChainAdapter
+from .framing import MAX_LINE_BYTES, Oversized
+
+logger = logging.getLogger("interceptors.gateway")
+
+STDIO_SESSION: Final = "stdio"
+UPSTREAM_GONE: Final = "upstream server closed the connection"
+
+
+class LineShell(Protocol):
+    """A transport that only frames: queue one message, wait for its buffer, read whole lines."""
+
+    def send(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    def lines(self) -> Any: ...
+
+
+class Runner:
+    """One upstream, one downstream stdio session. `await run()` returns the exit status."""
+
+    def __init__(
+        self,
+        router: Router,
+        adapter: ChainAdapter,
+        upstream: LineShell,
+        downstream: LineShell,
+        *,
+        context: Any = None,
+        principal: Hashable = None,
+        catalog: Catalog | None = None,
+        handle_signals: bool = False,
+    ) -> None:
+        self.router = router
+        self.adapter = adapter
+        self.upstream = upstream
+        self.downstream = downstream
+        self.context = context
+        self.principal = principal
+        self.catalog = catalog
+        self.handle_signals = handle_signals
+        self.exit_code: int | None = None
+        self._done = anyio.Event()
+        self._ready = anyio.Event()
+        self._primed = anyio.Event()
+        self._tasks: anyio.abc.TaskGroup | None = None
+
+    async def run(self) -> int:
+        async with anyio.create_task_group() as tasks:
+            self._tasks = tasks
+            tasks.start_soon(self._pump_upstream)
+            if self.handle_signals:
+                tasks.start_soon(self._watch_signals)
+            self.perform(self.router.start())
+            await self.upstream.drain()
+            await self._ready.wait()
+            if self.router.upstream.phase is UpstreamPhase.READY:
+                await self._prime()
+                self.router.open_session(STDIO_SESSION, context=self.context, principal=self.principal)
+                tasks.start_soon(self._pump_downstream)
+            await self._done.wait()
+            tasks.cancel_scope.cancel()
+        await self.downstream.drain()
+        return self.exit_code or 0
+
+    async def _prime(self) -> None:
+        catalog = self.catalog
+        if catalog is None:
+            return
+        catalog.on_settled = self._primed.set
+        self.perform(catalog.prime())
+        await self.upstream.drain()
+        if catalog.settled:
+            return
+        await self._primed.wait()
+        catalog.on_settled = None
+
+    def _finish(self, code: int) -> None:
+        if self.exit_code is None:
+            self.exit_code = code
+        self._ready.set()
+        self._done.set()
+
+    # Performing actions ---------------------------------------------------------------------------
+    def perform(self, actions: list[Action]) -> None:
+        for action in actions:
+            if isinstance(action, SendDownstream):
+                self.downstream.send(action.data)
+            elif isinstance(action, SendUpstream):
+                self.upstream.send(action.data)
+            elif isinstance(action, RunChain):
+                assert self._tasks is not None
+                self._tasks.start_soon(self._run_chain, action)
+            elif isinstance(action, Dropped):
+                logger.info("dropped %s: %s", action.method or "a message", action.reason)
+            elif isinstance(action, CatalogChanged):
+                if self.catalog is not None:
+                    self.perform(self.catalog.prime(action.kind))
+            elif isinstance(action, AnswerLocally):
+                error = {"code": METHOD_NOT_FOUND, "message": "Method not found", "data": action.method}
+                self.perform(self.router.reply_local(action.session, action.request_id, error=error))
+            elif isinstance(action, Close):
+                if action.reason != UPSTREAM_GONE:
+                    logger.error("%s", action.reason)
+                logger.error("the upstream server closed the connection")
+                self._finish(1)
+
+    async def _run_chain(self, action: RunChain) -> None:
+        outcome = await self.adapter.run(action)
+        try:
+            actions = self.router.chain_done(action.ticket, outcome)
+        except Exception as exc:  # a router defect: logged, never a crash of the whole gateway
+            logger.error("the router failed on a chain outcome: %s", type(exc).__name__)
+            return
+        self.perform(actions)
+        await self.upstream.drain()
+        await self.downstream.drain()
+
+    # Pumps ----------------------------------------------------------------------------------------
+    async def _pump_upstream(self) -> None:
+        router = self.router
+        async for line in self.upstream.lines():
+            if isinstance(line, Oversized):
+                logger.warning("dropped an upstream message larger than %d bytes", MAX_LINE_BYTES)
+                continue
+            try:
+                actions = router.receive_upstream(line)
+            except Exception as exc:
+                logger.error("the router failed on an upstream message: %s", type(exc).__name__)
+                continue
+            self.perform(actions)
+            if not self._ready.is_set() and router.upstream.phase in (UpstreamPhase.READY, UpstreamPhase.CLOSED):
+                self._ready.set()
+            await self.downstream.drain()
+            await self.upstream.drain()
+        if router.upstream.phase is not UpstreamPhase.CLOSED:
+            self.perform(router.upstream_closed())
+        await self.downstream.drain()
+        self._finish(1)
+
+    async def _pump_downstream(self) -> None:
+        router = self.router
+        async for line in self.downstream.lines():
+            if isinstance(line, Oversized):
+                reason = f"a message larger than {MAX_LINE_BYTES} bytes"
+                self.downstream.send(_error_line(None, INVALID_REQUEST, "Invalid Request", {"reason": reason}))
+                continue
+            try:
+                actions = router.receive_downstream(STDIO_SESSION, line)
+            except Exception as exc:
+                logger.error("the router failed on a client message: %s", type(exc).__name__)
+                request_id = parse(line).id
+                self.downstream.send(_error_line(request_id, INTERNAL_ERROR, "Internal error"))
+                continue
+            self.perform(actions)
+            await self.upstream.drain()
+            await self.downstream.drain()
+        # The client left: its requests are cancelled upstream, then the gateway stops.
+        self.perform(router.close_session(STDIO_SESSION))
+        await self.upstream.drain()
+        self._finish(0)
+
+    async def _watch_signals(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            async for _ in signals:
+                self._finish(0)
+                return
+
+
+def _error_line(request_id: Any, code: int, message: str, data: Any = None) -> bytes:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return dumps_exact({"jsonrpc": "2.0", "id": request_id, "error": error})
