@@ -229,8 +229,17 @@ class Scanner:
         chosen: list[tuple[int, int, int, str, Detector]] = []
         last_end = 0
         for candidate in candidates:
-            if not candidate[4].fallback and candidate[0] >= last_end:
+            if candidate[4].fallback:
+                continue
+            if candidate[0] >= last_end:
                 chosen.append(candidate)
+                last_end = candidate[2]
+            elif candidate[2] > last_end and candidate[4].category == chosen[-1][4].category == "secret":
+                # Two readings of one value overlap (a connection string's `Password="a\"b"` stops at the
+                # quote, the labelled-secret reading escapes it): cover both, never the shorter one alone. Secrets
+                # only: for identifiers the first reading is the entity (a URL's user, not user@host).
+                start, priority, _, entity, detector = chosen[-1]
+                chosen[-1] = (start, priority, candidate[2], entity, detector)
                 last_end = candidate[2]
         fallbacks = [c for c in candidates if c[4].fallback]
         if fallbacks:
