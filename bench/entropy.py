@@ -6,10 +6,13 @@ For each candidate `RandomnessRule` (a grid over minimum length, entropy slack a
   per alphabet (base62, base64, base64url, base36, BASE32; hex is left to labels: bare hex is what git SHAs,
   digests and trace ids look like);
 - `altered`: the share of items of the benign corpus (`interceptors.testing.benign`) a redactor with that rule
-  changes.
+  changes;
+- `decoys`: the kit's near-misses (look-alikes of every family that must come out unchanged, 200 per family)
+  the fallback reports.
 
 The rule chosen is the one with the highest mean catch among those altering at most `MAX_ALTERED` of the
-benign items; `interceptors.transforms.entities.RANDOMNESS` is set to it (and a test pins that it still is).
+benign items and reporting no decoy; `interceptors.transforms.entities.RANDOMNESS` is set to it (the report
+prints the chosen rule next to the one in use).
 
 `python -m bench.entropy [--json]`.
 """
@@ -74,6 +77,16 @@ def measure(rule: RandomnessRule, tokens: dict[str, list[str]], benign: list[Any
             text = f"the value {token} was returned"
             caught += any(f.detector is fallback and f.value == token for f in redactor.scanner.scan(text))
         row[f"catch_{name}"] = round(caught / len(items), 4)
+    from interceptors.testing.formats import _NEAR_MISSES
+
+    rng = random.Random(3)
+    row["decoys"] = float(
+        sum(
+            any(f.detector is fallback for f in redactor.scanner.scan(build(rng)))
+            for build in _NEAR_MISSES.values()
+            for _ in range(200)
+        )
+    )
     changed = 0
     for _, payload in benign:
         _, did = transform_tool_result(payload, pipeline, TransformContext())
@@ -90,20 +103,20 @@ def choose(quick: bool = False) -> tuple[RandomnessRule, list[tuple[RandomnessRu
     benign = benign_corpus(400 if quick else 1200)
     grid = GRID if not quick else [r for r in GRID if r.min_length == 20]
     rows = [(rule, measure(rule, tokens, benign)) for rule in grid]
-    eligible = [(rule, row) for rule, row in rows if row["altered"] <= MAX_ALTERED]
+    eligible = [(rule, row) for rule, row in rows if row["altered"] <= MAX_ALTERED and not row["decoys"]]
     best = max(eligible or rows, key=lambda item: (item[1]["mean_catch"], -item[1]["altered"]))
     return best[0], rows
 
 
 def format_rows(best: RandomnessRule, rows: list[tuple[RandomnessRule, dict[str, float]]]) -> str:
     names = list(ALPHABETS)
-    lines = ["| min length | slack | max wordy | " + " | ".join(names) + " | benign altered | |", "|" + " ---: |" * (
-        len(names) + 4) + " --- |"]  # fmt: skip
+    header = "| min length | slack | max wordy | " + " | ".join(names) + " | benign altered | decoys | |"
+    lines = [header, "|" + " ---: |" * (len(names) + 5) + " --- |"]
     for rule, row in rows:
         mark = "chosen" if rule == best else ("current" if rule == RANDOMNESS else "")
         cells = " | ".join(f"{row['catch_' + n]:.3f}" for n in names)
         head = f"| {rule.min_length} | {rule.slack} | {rule.max_wordy} | {cells}"
-        lines.append(f"{head} | {row['altered']:.4f} | {mark} |")
+        lines.append(f"{head} | {row['altered']:.4f} | {int(row['decoys'])} | {mark} |")
     return "\n".join(lines)
 
 

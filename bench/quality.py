@@ -205,6 +205,7 @@ def _unterminated_quotes(standard: Any, size: int) -> dict[str, float]:
     from hypothesis import strategies as st
 
     from interceptors.testing import BUILTIN_FORMATS, MIN_SECRET_LENGTH, find_leaks
+    from interceptors.testing.formats import derived_samples
 
     def quoted(sample: Any) -> bool:
         at = sample.text.find(sample.value)
@@ -216,7 +217,8 @@ def _unterminated_quotes(standard: Any, size: int) -> dict[str, float]:
             and (sample.text[end : end + 1] == sample.text[at - 1])
         )
 
-    samples = BUILTIN_FORMATS["secret_assignment"].samples.filter(quoted)
+    # Quoted values come from the pattern-derived samples (the family's spec writes bare values).
+    samples = derived_samples(BUILTIN_FORMATS["secret_assignment"].detector)[0].filter(quoted)
     pairs = _collect(st.tuples(samples, samples).filter(lambda p: p[0].value not in p[1].text), size)
     missed = planted = 0
     for first, second in pairs:

@@ -479,7 +479,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,512}+={0,2}(?![A-Za-z0-9+/_=-])",
         min_length=20, validator=lambda value, entity: entity if looks_random(value) else None,
         gate=r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20}",
-        description="20+ token characters with the statistics of random text (entities.RandomnessRule, measured)",
+        description="a token run (24+ characters by the measured rule) with the statistics of random text",
         fallback=True,
     ),
 )  # fmt: skip

@@ -230,10 +230,10 @@ class RandomnessRule:
     random tokens (20 to 128 characters; base62, base64, base64url, base36 and base32 alphabets) caught, and the
     share of items of the benign corpus altered; doc/TRANSFORMS.md has the table."""
 
-    min_length: int = 20
-    slack: float = 0.8
+    min_length: int = 24
+    slack: float = 0.5
     """How far (bits per character) below a random string's expected entropy a token may fall."""
-    max_wordy: float = 0.4
+    max_wordy: float = 0.6
     """The largest share of a token in word-like runs (`Handler`, `config`, `HTTP`)."""
 
 
@@ -260,7 +260,8 @@ def looks_random(text: str, rule: RandomnessRule = RANDOMNESS) -> bool:
     segments = [part for part in _SEPARATORS.split(token) if part]
     if len(segments) >= 3 and 3 * sum(_wordy_share(part) >= 0.5 for part in segments) >= 2 * len(segments):
         return False  # `/subscriptions/x/resourceGroups/rg`: mostly words between separators
-    if _wordy_share(token) > rule.max_wordy:
+    if _wordy_share(token) > rule.max_wordy or 4 * sum(map(len, _CAPITALISED_WORD.findall(token))) > 3 * size:
+        # mostly pronounceable runs, or mostly capitalised words (`SingletonHttpProxy90`: CamelCase, not random)
         return False
     if _decodes_to_text(token):
         return False  # base64 of text is encoded content (the decoder reads it where the payload marks it)
