@@ -45,9 +45,12 @@ def test_a_detector_that_misses_the_last_character_fails_the_standard_properties
     with pytest.raises(PropertyFailures) as caught:
         RedactionSuite(target).run()
     failures = caught.value.failures
-    assert "whole_values" in failures
-    message = str(failures["whole_values"])
-    assert "github_token" in message and "is not covered" in message and "[+0..-1]" in message
+    # `own_format` (the detector alone against its independent spec) always catches it; `whole_values` (the whole
+    # pipeline) does whenever no other secret reading of the same text happens to cover the missing character.
+    assert "own_format" in failures
+    for name in {"own_format", "whole_values"} & set(failures):
+        message = str(failures[name])
+        assert "github_token" in message and "[+0..-1]" in message, name
     # The same suite passes on the real detector, and its messages never spell a token out.
     assert not re.search(r"gh[pousr]_[A-Za-z0-9]{36}", str(caught.value))
 
