@@ -126,7 +126,7 @@ async def test_validators_run_concurrently_all_complete_and_report_in_plan_order
     @reg.validator("slow", events=EVENT)
     async def slow(inv: Invocation) -> Verdict:
         slow_started.set()
-        with anyio.fail_after(3):  # only returns if the other validator runs at the same time
+        with anyio.fail_after(10):  # only returns if the other validator runs at the same time
             await rejecter_started.wait()
         await anyio.sleep(0.1)
         finished.append("slow")
@@ -135,7 +135,7 @@ async def test_validators_run_concurrently_all_complete_and_report_in_plan_order
     @reg.validator("rejecter", events=EVENT)
     async def rejecter(inv: Invocation) -> Verdict:
         rejecter_started.set()
-        with anyio.fail_after(3):
+        with anyio.fail_after(10):
             await slow_started.wait()
         finished.append("rejecter")
         return Verdict.deny("no")

@@ -48,9 +48,9 @@ pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parent.parent
 UPSTREAM = [sys.executable, "-m", "tests.servers.upstream_server"]
 REGISTRY = "tests.servers.gateway_registry:registry"
-STEP_S = 20.0
+STEP_S = 60.0  # a wait, never a claim
 """Bound for any single step (a process start, a handshake): generous, only ever hit by a hang."""
-TEST_S = 45.0
+TEST_S = 180.0  # a guard against hangs, never a claim
 """Bound for a whole test."""
 
 
@@ -90,7 +90,7 @@ def assert_no_zombies() -> None:
     assert not [pid for pid, state in children().items() if state == "Z"]
 
 
-async def wait_gone(pids: Sequence[int], timeout: float = 5.0) -> None:
+async def wait_gone(pids: Sequence[int], timeout: float = 30.0) -> None:
     with anyio.fail_after(timeout):
         while any(alive(pid) for pid in pids):
             await anyio.sleep(0.05)
@@ -158,7 +158,7 @@ class GatewayProcess:
                         return line
                 await self._stderr_changed.wait()
 
-    async def wait(self, timeout: float = 5.0) -> int:
+    async def wait(self, timeout: float = 30.0) -> int:
         with anyio.fail_after(timeout):
             return await self.proc.wait()
 
@@ -205,7 +205,7 @@ class Recorder:
     async def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
         self.progress.append((progress, total, message))
 
-    async def notified(self, kind: type[Any], timeout: float = 5.0) -> Any:
+    async def notified(self, kind: type[Any], timeout: float = 30.0) -> Any:
         with anyio.fail_after(timeout):
             while True:
                 for notification in self.notifications:
@@ -366,12 +366,12 @@ async def check_changes(client: Client, recorder: Recorder, mode: str) -> None:
             assert GREETING_URI in (await stats(client))["subscribed"]
             await client.call_tool("add_tool", {})
             await client.call_tool("touch", {"uri": GREETING_URI})
-            with anyio.fail_after(5):
+            with anyio.fail_after(30):  # a wait, never a claim
                 async for event in subscription:
                     seen.add(event)
                     if wanted <= seen:
                         break
-        with anyio.fail_after(5):
+        with anyio.fail_after(30):  # a wait, never a claim
             while GREETING_URI in (await stats(client))["subscribed"]:
                 await anyio.sleep(0.05)
     assert "bonus" in {tool.name for tool in (await client.list_tools(cache_mode="bypass")).tools}
@@ -383,8 +383,8 @@ async def check_cancellation(client: Client) -> None:
     started = time.monotonic()
     with pytest.raises(MCPError):
         await client.call_tool("sleep", {"seconds": 30}, read_timeout_seconds=0.5)
-    assert time.monotonic() - started < 5
-    with anyio.fail_after(5):
+    assert time.monotonic() - started < 15  # the client's 0.5 s, not the tool's 30 s
+    with anyio.fail_after(20):
         while (await stats(client))["cancelled"] == before:
             await anyio.sleep(0.05)
 
@@ -414,9 +414,9 @@ async def test_upstream_crash_mid_call_is_a_clean_error_and_the_gateway_exits(tm
             assert recorder.logs == []
             started = time.monotonic()
             with pytest.raises(MCPError) as crashed:
-                with anyio.fail_after(8):  # at once, not at the 20 s read timeout (wide: never flaky)
+                with anyio.fail_after(20):  # at once, not at the 60 s read timeout (wide: never flaky)
                     await client.call_tool("crash", {})
-            assert time.monotonic() - started < 8
+            assert time.monotonic() - started < 20
             assert (crashed.value.error.code, crashed.value.error.message) == (
                 INTERNAL_ERROR,
                 "upstream server closed the connection",
@@ -440,7 +440,7 @@ async def test_upstream_exit_while_idle_stops_the_gateway() -> None:
         ):
             assert text_of(await client.call_tool("echo", {"text": MARKER})) == MARKER  # empty chain: untouched
             await client.call_tool("later", {"text": MARKER})  # a log outside any operation passes an empty chain
-            with anyio.fail_after(5):
+            with anyio.fail_after(30):  # a wait, never a claim
                 while not recorder.logs:
                     await anyio.sleep(0.02)
             assert recorder.logs[0].data == f"late: {MARKER}"

@@ -177,7 +177,7 @@ def alive(pid: int) -> bool:
     return stat[stat.rfind(")") + 2] != "Z"
 
 
-def wait_gone(pids: Sequence[int], timeout: float = 5.0) -> None:
+def wait_gone(pids: Sequence[int], timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while any(alive(pid) for pid in pids):
         assert time.monotonic() < deadline, f"still running: {[pid for pid in pids if alive(pid)]}"
@@ -325,14 +325,14 @@ def test_upstream_crash_mid_express_call_is_an_error_and_the_gateway_exits(proxi
     assert len(upstream) == 1
     crash = proxy.tool(era, "crash")
     started = time.monotonic()
-    (reply,) = proxy.exchange(crash, timeout=2)
-    assert time.monotonic() - started < 2
+    (reply,) = proxy.exchange(crash, timeout=10)
+    assert time.monotonic() - started < 10  # at once, not at a read timeout
     assert reply == {
         "jsonrpc": "2.0",
         "id": crash["id"],
         "error": {"code": INTERNAL_ERROR, "message": UPSTREAM_CLOSED_MESSAGE},
     }
-    assert proxy.process.wait(timeout=5) == 1
+    assert proxy.process.wait(timeout=30) == 1
     wait_gone(upstream)
     assert any(UPSTREAM_CLOSED_MESSAGE in line for line in proxy.stderr)
 

@@ -43,7 +43,7 @@ CONFIG_SCHEMA = {
     "required": ["limit"],
     "additionalProperties": False,
 }
-RPC_TIMEOUT_S = 10.0
+RPC_TIMEOUT_S = 60.0
 
 
 @pytest.fixture(params=["auto", "legacy"])

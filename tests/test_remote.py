@@ -70,7 +70,7 @@ async def test_crash_mid_invoke_fails_every_pending_invoke_at_once_and_restarts(
             for _ in range(4):
                 group.start_soon(one)
         elapsed = time.monotonic() - started
-        assert elapsed < 5, "pending invokes must fail when the process dies, not at their timeout"
+        assert elapsed < 10, "pending invokes must fail when the process dies, not at their timeout"
         assert all(r.blocked for r in results)
         assert all("faulty-crash-after" in r.aborted_at[0].reason for r in results)
         # The supervisor restarts it (with backoff) and rediscovers; the next calls work again, once.
@@ -92,7 +92,7 @@ async def test_hanging_interceptor_times_out_fail_closed_unless_fail_open() -> N
         await chain.add_remote(remote)
         started = time.monotonic()
         blocked = await chain.execute("tools/call", "response", PAYLOAD, direction=Direction.SENDING)
-        assert time.monotonic() - started < 3
+        assert time.monotonic() - started < 10  # the 300 ms timeout, not the hang
         assert blocked.blocked and blocked.status == "timeout"
         chain.set_override("faulty/check", InterceptorOverride.build(timeout_ms=300, fail_open=True))
         assert not (await chain.execute("tools/call", "response", PAYLOAD, direction=Direction.SENDING)).blocked
@@ -113,11 +113,11 @@ async def test_garbage_on_stdout_is_an_invocation_failure() -> None:
 
 async def test_exit_during_startup_is_a_clear_error() -> None:
     before = children()
-    remote = RemoteServer("dies", command=faulty("exit-at-start"), cwd=str(ROOT), startup_timeout_s=10)
+    remote = RemoteServer("dies", command=faulty("exit-at-start"), cwd=str(ROOT), startup_timeout_s=40)
     started = time.monotonic()
     with pytest.raises(ServerUnavailable) as caught:
         await remote.__aenter__()
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 20  # the exit, not the 40 s startup timeout
     assert "dies" in str(caught.value)
     no_children_left(before)
 
@@ -141,8 +141,8 @@ async def test_validators_run_in_parallel_on_one_remote_session() -> None:
         async with anyio.create_task_group() as group:
             for _ in range(4):
                 group.start_soon(functools.partial(chain.execute, direction=Direction.SENDING), "tools/call",
-                                 "response", {"sleep": 0.5})  # fmt: skip
-        assert time.monotonic() - started < 1.5, "4 x 0.5 s invokes should overlap on one session"
+                                 "response", {"sleep": 2})  # fmt: skip
+        assert time.monotonic() - started < 6, "4 x 2 s invokes should overlap on one session (in turn: 8 s)"
 
 
 async def test_per_server_concurrency_limit_queues_invokes() -> None:
@@ -185,7 +185,7 @@ async def test_a_malformed_reply_fails_its_invoke_at_once_naming_the_server_and_
         started = time.monotonic()
         result = await chain.execute("tools/call", "request", PAYLOAD, direction=Direction.SENDING)
         elapsed = time.monotonic() - started
-        assert elapsed < 1, f"a malformed reply must fail at once, not at the 20 s timeout ({elapsed:.2f} s)"
+        assert elapsed < 10, f"a malformed reply must fail at once, not at the 20 s timeout ({elapsed:.2f} s)"
         assert result.blocked and result.status != "timeout"
         reason = result.aborted_at[0].reason
         assert reason == f"interceptor server 'garbled' sent a malformed reply: {problem}"

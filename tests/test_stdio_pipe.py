@@ -52,7 +52,7 @@ async def run_chain(chain: Chain, payload: Any = None) -> Any:
     return await chain.execute("tools/call", "request", payload or {"name": "t"}, direction=Direction.SENDING)
 
 
-async def stderr_has(remote: RemoteServer, text: str, within_s: float = 3) -> bool:
+async def stderr_has(remote: RemoteServer, text: str, within_s: float = 20) -> bool:
     """The child's stderr reaches us through a thread: poll for a line for a moment."""
     with anyio.move_on_after(within_s):
         while not any(text in line for line in remote.recent_stderr):
@@ -63,7 +63,7 @@ async def stderr_has(remote: RemoteServer, text: str, within_s: float = 3) -> bo
 
 # (fault, extra argv, whether the failure is a timeout)
 FAULTS = [
-    ("garbage", (), False),  # its garbage includes a truncated reply carrying the first request's id
+    ("garbage", (), True),  # the first invoke is never answered: only lines that are not JSON-RPC replies
     ("not-object", (), False),
     ("bad-error", (), False),
     ("late", ("3",), True),
@@ -78,7 +78,10 @@ async def test_every_fault_is_a_fail_closed_invocation_failure(
 ) -> None:
     before = children()
     async with remote_for(fault, *args, backoff_s=(5.0, 5.0)) as remote:
-        chain = Chain(default_timeout_ms=400)
+        # A fault that times out gets 400 ms; any other gets 20 s, so "at once" is told from "at the timeout" by a
+        # margin no load can close.
+        timeout_ms = 400 if times_out else 20_000
+        chain = Chain(default_timeout_ms=timeout_ms)
         await chain.add_remote(remote)
         started = time.monotonic()
         result = await run_chain(chain)
@@ -87,11 +90,11 @@ async def test_every_fault_is_a_fail_closed_invocation_failure(
         assert result.results[0].error is not None
         assert result.aborted_at and result.aborted_at[0].interceptor == "raw/check"
         if times_out:
-            assert result.status == "timeout" and 0.35 < elapsed < 2
+            assert result.status == "timeout" and 0.35 < elapsed < 15
         else:
-            assert elapsed < 1, f"{fault}: a broken answer fails at once, not at the timeout ({elapsed:.2f}s)"
+            assert elapsed < 10, f"{fault}: a broken answer fails at once, not at the timeout ({elapsed:.2f}s)"
         if fault in ("not-object", "bad-error"):  # these fail every time: fail-open lets the same failure pass
-            chain.set_override("raw/check", InterceptorOverride.build(timeout_ms=400, fail_open=True))
+            chain.set_override("raw/check", InterceptorOverride.build(timeout_ms=timeout_ms, fail_open=True))
             passed = await run_chain(chain)
             assert not passed.blocked and passed.results[0].error is not None
         elif fault != "exit":  # only the first invoke misbehaves: the next one works on the same process
@@ -136,7 +139,7 @@ async def test_a_timeout_sends_cancelled_for_the_timed_out_id() -> None:
         with pytest.raises(MCPError) as caught:
             await invoke(remote, {"hang": True}, timeout_s=0.3)  # x1: never answered
         assert caught.value.error.code == REQUEST_TIMEOUT
-        assert time.monotonic() - started < 1.5
+        assert time.monotonic() - started < 10
         assert await stderr_has(remote, "cancelled x1")
         result = await invoke(remote, {"next": True})
         assert result["info"] == {"payload": {"next": True}, "cancelled": ["x1"]}
@@ -154,13 +157,13 @@ async def test_a_caller_cancelling_sends_cancelled() -> None:
 
 async def test_a_late_reply_after_a_timeout_is_dropped_and_the_next_request_works() -> None:
     before = children()
-    async with remote_for("late", "0.6") as remote:
+    async with remote_for("late", "3") as remote:
         with pytest.raises(MCPError) as caught:
-            await invoke(remote, {"late": True}, timeout_s=0.2)  # x1, answered at 0.6 s
+            await invoke(remote, {"late": True}, timeout_s=0.2)  # x1, answered at 3 s
         assert caught.value.error.code == REQUEST_TIMEOUT
         # x2 is still pending when the late reply to x1 arrives: it must get its own reply, not x1's.
-        result = await invoke(remote, {"sleep": 0.8, "mine": True})
-        assert result["info"]["payload"] == {"sleep": 0.8, "mine": True}
+        result = await invoke(remote, {"sleep": 5, "mine": True}, timeout_s=30)
+        assert result["info"]["payload"] == {"sleep": 5, "mine": True}
         assert result["info"]["cancelled"] == ["x1"]
         assert (await invoke(remote, {"again": 1}))["info"]["payload"] == {"again": 1}
         assert remote.connected and remote.restarts == 0
@@ -182,10 +185,10 @@ async def test_exit_fails_every_pending_request_at_once_and_the_server_restarts(
         started = time.monotonic()
         async with anyio.create_task_group() as group:
             for n in range(4):
-                group.start_soon(one, {"stay": True, "sleep": 15, "n": n})  # pending
+                group.start_soon(one, {"stay": True, "sleep": 60, "n": n})  # pending
             await anyio.sleep(0.2)
             group.start_soon(one, {"exit": True})
-        assert time.monotonic() - started < 2, "pending requests fail when the process dies, not at their timeout"
+        assert time.monotonic() - started < 10, "pending requests fail when the process dies, not at their timeout"
         assert len(outcomes) == 5 and all(isinstance(outcome, ServerUnavailable) for outcome in outcomes)
         with anyio.fail_after(10):
             while remote.restarts < 1 or not remote.connected:
@@ -204,7 +207,7 @@ async def test_requests_after_close_fail_fast() -> None:
     started = time.monotonic()
     with pytest.raises(ServerUnavailable):
         await invoke(remote, {"n": 1})
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 10
     no_children_left(before)
 
 
@@ -260,7 +263,7 @@ async def test_both_express_paths_together_keep_replies_apart_and_survive_timeou
                 "name": "express/slow" if slow else "express/allow",
                 "event": "tools/call",
                 "phase": "request",
-                "payload": {"n": n, "sleep": 2, "text": "y" * (n * 997)},
+                "payload": {"n": n, "sleep": 30, "text": "y" * (n * 997)},
             }
             try:
                 outcomes[n] = await remote.request("interceptor/invoke", params, 0.5 if slow else 10)
@@ -271,7 +274,7 @@ async def test_both_express_paths_together_keep_replies_apart_and_survive_timeou
         async with anyio.create_task_group() as group:
             for n in range(40):
                 group.start_soon(one, n)
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < 15  # the timed-out ones do not wait for their 30 s
         for n, outcome in outcomes.items():
             if n % 5 == 0:
                 assert outcome == REQUEST_TIMEOUT
