@@ -20,10 +20,12 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from interceptors import (
+    INTERNAL_ERROR,
     INVOKE_METHOD,
     LIST_METHOD,
     Direction,
     InterceptorInfo,
+    InterceptorRpcError,
     InterceptorType,
     InvocationContext,
     Mode,
@@ -35,7 +37,7 @@ from interceptors import (
 from interceptors.outcomes import REQUESTER_ERROR_KEY, SUBSTITUTE_RESULT_KEY
 
 from .concurrency import gather
-from .connection import Connection, SessionConnection, is_timeout_code
+from .connection import Connection, LocalInvoke, SessionConnection, is_timeout_code
 from .failures import InvokerFailure, describe
 from .plan import Plan, PlanEntry, ServerEntry, compile_plan
 from .policy import ExecutionHandler, HandlerOutcome, InterceptorOverride, InvokeCall
@@ -220,7 +222,7 @@ class Chain:
         started = time.perf_counter()
         budget = deadline_ms if deadline_ms is not None else self.deadline_ms
         deadline = None if budget is None else started + budget / 1000
-        run = _Run(self, event, phase, None if context is None else context.to_wire(), deadline)
+        run = _Run(self, event, phase, context, deadline)
         result = ExecutionResult(Status.SUCCESS, event, phase, direction)
         current = payload
         stages = ("mutate", "validate") if plan.mutate_first else ("validate", "mutate")
@@ -243,11 +245,9 @@ class Chain:
         result.total_duration_ms = round((time.perf_counter() - started) * 1000, 3)
         return result
 
-    async def invoke(
-        self, entry: PlanEntry, event: str, phase: Phase, payload: Any, context: dict[str, Any] | None,
-        deadline: float | None,
-    ) -> _Attempt:  # fmt: skip
+    async def invoke(self, entry: PlanEntry, run: _Run, payload: Any) -> _Attempt:
         """One invoke with every failure turned into an `_Attempt` (never raised)."""
+        event, phase, deadline = run.event, run.phase, run.deadline
         started = time.perf_counter()
         mode = entry.mode
         timeout_ms = entry.timeout_ms or self.default_timeout_ms
@@ -257,6 +257,9 @@ class Chain:
             if remaining <= 0:
                 return _Attempt(None, None, "deadline exceeded before invocation", AbortKind.TIMEOUT, mode, 0.0)
             limit = remaining if limit is None else min(limit, remaining)
+        server = entry.server
+        if server.local is not None and self.execution_handler is None:
+            return await self._invoke_local(server.local, entry, run, payload, started, limit)
         params: dict[str, Any] = {
             "name": entry.info.name,
             "event": event,
@@ -267,9 +270,8 @@ class Chain:
             params["timeoutMs"] = int(timeout_ms)
         if entry.config is not None:
             params["config"] = dict(entry.config)
-        if context is not None:
-            params["context"] = context
-        server = entry.server
+        if run.context is not None:
+            params["context"] = run.wire_context()
         try:
             with anyio.fail_after(limit) if limit is not None else nullcontext():
                 if self.execution_handler is None:
@@ -290,16 +292,30 @@ class Chain:
         except InvokerFailure as exc:  # our own words, naming the server (unavailable, malformed reply)
             return _Attempt(None, None, exc.error.message, AbortKind.FAILED, mode, _since(started))
         except MCPError as exc:
-            data = exc.error.data
-            timed_out = is_timeout_code(exc.error.code) or (isinstance(data, dict) and data.get("reason") == "timeout")
-            if timed_out:
-                return _Attempt(None, None, "timeout", AbortKind.TIMEOUT, mode, _since(started))
-            reason = f"server {server.name!r} returned error {exc.error.code}"
-            return _Attempt(None, None, reason, AbortKind.FAILED, mode, _since(started))
+            return _error_attempt(server.name, exc.error.code, exc.error.data, mode, started)
         except Exception as exc:
             reason = f"server {server.name!r} failed: {describe(exc)}"
             return _Attempt(None, None, reason, AbortKind.FAILED, mode, _since(started))
         return _checked(entry, phase, payload, wire, mode, _since(started))
+
+    async def _invoke_local(
+        self, local: LocalInvoke, entry: PlanEntry, run: _Run, payload: Any, started: float, limit: float | None,
+    ) -> _Attempt:  # fmt: skip
+        """`invoke` through the connection's typed in-process path: the same outcomes, no wire dicts."""
+        mode = entry.mode
+        try:
+            with anyio.fail_after(limit) if limit is not None else nullcontext():
+                result, wire = await local(entry.info.name, run.event, run.phase, payload, entry.config, run.context)
+        except TimeoutError:
+            return _Attempt(None, None, "timeout", AbortKind.TIMEOUT, mode, _since(started))
+        except InterceptorRpcError as exc:
+            return _error_attempt(entry.server.name, exc.code, exc.data, mode, started)
+        except Exception:  # a host bug: what the host's MCP binding answers (-32603), never the exception text
+            return _error_attempt(entry.server.name, INTERNAL_ERROR, None, mode, started)
+        if isinstance(result, MutationResult) and not result.modified and result.payload != payload:
+            reason = "malformed result: result.payload: differs from the input although modified is false"
+            return _Attempt(None, None, reason, AbortKind.FAILED, mode, _since(started))
+        return _Attempt(result, wire, None, None, mode, _since(started))
 
 
 def _check_overrides(
@@ -312,6 +328,13 @@ def _check_overrides(
                 override = overrides.get(key)
                 if override is not None:
                     override.check_narrows(info)
+
+
+def _error_attempt(server: str, code: int, data: Any, mode: Mode, started: float) -> _Attempt:
+    """A host's JSON-RPC error as an attempt: a timeout by its code or `data.reason`, else a failure."""
+    if is_timeout_code(code) or (isinstance(data, dict) and data.get("reason") == "timeout"):
+        return _Attempt(None, None, "timeout", AbortKind.TIMEOUT, mode, _since(started))
+    return _Attempt(None, None, f"server {server!r} returned error {code}", AbortKind.FAILED, mode, _since(started))
 
 
 def _since(started: float) -> float:
@@ -341,19 +364,26 @@ def _checked(entry: PlanEntry, phase: Phase, payload: Any, wire: Any, mode: Mode
 class _Run:
     """The state of one execution: event, phase, context and the aggregate deadline."""
 
-    __slots__ = ("chain", "context", "deadline", "event", "phase")
+    __slots__ = ("_wire_context", "chain", "context", "deadline", "event", "phase")
 
     def __init__(
-        self, chain: Chain, event: str, phase: Phase, context: dict[str, Any] | None, deadline: float | None
+        self, chain: Chain, event: str, phase: Phase, context: InvocationContext | None, deadline: float | None
     ) -> None:
         self.chain = chain
         self.event = event
         self.phase = phase
         self.context = context
         self.deadline = deadline
+        self._wire_context: dict[str, Any] | None = None
+
+    def wire_context(self) -> dict[str, Any] | None:
+        """The context as sent, built once per execution (and only when some invoke goes over a wire)."""
+        if self._wire_context is None and self.context is not None:
+            self._wire_context = self.context.to_wire()
+        return self._wire_context
 
     async def _attempt(self, entry: PlanEntry, payload: Any) -> _Attempt:
-        return await self.chain.invoke(entry, self.event, self.phase, payload, self.context, self.deadline)
+        return await self.chain.invoke(entry, self, payload)
 
     async def validate(self, entries: tuple[PlanEntry, ...], payload: Any, out: ExecutionResult) -> None:
         """Every validator runs to completion, concurrently; outcomes are judged in plan order."""

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from mcp import types
 from mcp.client.session import ClientSession
 from mcp_types import REQUEST_TIMEOUT
 from pydantic import TypeAdapter
+
+from interceptors import InvocationContext, Phase
+from interceptors.wire import InvokeResult
 
 _ENVELOPE_KEYS = ("resultType", "_meta")
 _ANY_RESULT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
@@ -22,6 +25,25 @@ class Connection(Protocol):
     """
 
     async def request(self, method: str, params: dict[str, Any], timeout_s: float | None) -> dict[str, Any]: ...
+
+
+class LocalInvoke(Protocol):
+    """A connection's optional typed path to a host in this process (`HostConnection.invoke_local`).
+
+    Same contract as `interceptor/invoke` over `request`, without building and reading wire dicts: raises
+    `InterceptorRpcError` where a host answers an error, returns the result and its (fresh) wire form. The
+    invoker enforces the timeout itself, so none is passed.
+    """
+
+    async def __call__(
+        self,
+        name: str,
+        event: str,
+        phase: Phase,
+        payload: Any,
+        config: Mapping[str, Any] | None,
+        context: InvocationContext | None,
+    ) -> tuple[InvokeResult, dict[str, Any]]: ...
 
 
 ExpressRequest = Callable[[ClientSession, str, dict[str, Any], float | None], Awaitable[dict[str, Any]]]

@@ -8,7 +8,7 @@ from typing import Any
 
 from interceptors import Direction, InterceptorInfo, InterceptorType, Mode, Phase, hooks_match
 
-from .connection import Connection
+from .connection import Connection, LocalInvoke
 from .policy import InterceptorOverride
 
 
@@ -21,6 +21,12 @@ class ServerEntry:
     connection: Connection
     interceptors: tuple[InterceptorInfo, ...] = ()
     timeout_ms: int | None = None
+    local: LocalInvoke | None = None
+    """The connection's typed in-process path, when it has one (see `LocalInvoke`)."""
+
+    def __post_init__(self) -> None:
+        if self.local is None:
+            self.local = getattr(self.connection, "invoke_local", None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,9 @@ from interceptors import (
     InterceptorRpcError,
     InterceptorType,
     Invocation,
+    InvocationContext,
     InvokeParams,
+    Phase,
     RegisteredInterceptor,
     Registry,
     WireError,
@@ -33,6 +35,7 @@ from interceptors import (
 )
 from interceptors.events import is_pattern
 from interceptors.outcomes import MalformedHandlerResult, to_mutation_result, to_validation_result
+from interceptors.wire import InvokeResult, MutationResult, ValidationResult
 
 logger = logging.getLogger("interceptors.host")
 
@@ -167,32 +170,7 @@ class InterceptorHost:
                 f"invalid interceptor/invoke params: {exc.path}: {exc.problem}",
                 {"field": exc.path},
             ) from None
-        compiled = entries[invoke.name]
-        if is_pattern(invoke.event):
-            raise InterceptorRpcError(
-                INVALID_PARAMS, "event must be one concrete event name, not a pattern", {"field": "event"}
-            )
-        if not compiled.covers(invoke.event, invoke.phase):
-            raise InterceptorRpcError(
-                INVALID_PARAMS,
-                f"interceptor {invoke.name!r} does not hook {invoke.event} on the {invoke.phase} phase",
-                {
-                    "name": invoke.name,
-                    "event": invoke.event,
-                    "phase": invoke.phase.value,
-                    "advertisedHooks": compiled.advertised_hooks,
-                },
-            )
-        if compiled.config_validator is not None and invoke.config is not None:
-            error = next(iter(compiled.config_validator.iter_errors(invoke.config)), None)
-            if error is not None:
-                where = "/".join(str(part) for part in error.absolute_path) or "(root)"
-                raise InterceptorRpcError(
-                    INVALID_PARAMS,
-                    f"config does not satisfy the configSchema of {invoke.name!r} at {where}",
-                    {"name": invoke.name, "field": f"config/{where}", "rule": error.validator},
-                )
-        return invoke, compiled
+        return invoke, _admit(entries[invoke.name], invoke.event, invoke.phase, invoke.config)
 
     def _isolated_payload(self, payload: Any) -> tuple[Any, int]:
         """A private copy of the payload and its size as JSON, refused if oversized, before any handler runs.
@@ -220,26 +198,79 @@ class InterceptorHost:
     async def invoke(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
         """Run one interceptor. Every failure is an InterceptorRpcError, never a "successful" result."""
         invoke, compiled = self._parse_invoke(params)
-        invoke.payload, size = self._isolated_payload(invoke.payload)
-        if invoke.config is not None:  # the caller's config objects stay the caller's, as over the wire
-            invoke.config = loads(dumps(invoke.config))
+        result = await self._run(
+            compiled, invoke.event, invoke.phase, invoke.payload, invoke.config, invoke.context, invoke.timeout_ms
+        )
+        return result.to_wire()
+
+    async def invoke_local(
+        self,
+        name: str,
+        event: str,
+        phase: Phase,
+        payload: Any,
+        config: Mapping[str, Any] | None,
+        context: InvocationContext | None,
+    ) -> tuple[InvokeResult, dict[str, Any]]:
+        """`invoke` for a caller in this process that holds typed values and enforces its own timeout.
+
+        Nothing is parsed from or written to wire dicts but the reply, which is copied once as a JSON round trip
+        gives it; the same isolation and the same errors as `invoke`. Returns the result and its wire form.
+        """
+        compiled = self._entries().get(name)
+        if compiled is None:
+            raise InterceptorRpcError(INVALID_PARAMS, f"unknown interceptor {name!r}", {"name": name})
+        _admit(compiled, event, phase, config)
+        if context is not None and context.principal is not None:
+            # As over the wire: the principal's claims are the caller's objects (see `_parse_invoke`).
+            try:
+                context = InvocationContext.from_wire(loads(dumps(context.to_wire())))
+            except (TypeError, WireError) as exc:
+                field = exc.path if isinstance(exc, WireError) else "context"
+                raise InterceptorRpcError(
+                    INVALID_PARAMS, "invalid interceptor/invoke params: context cannot be sent", {"field": field}
+                ) from None
+        result = await self._run(compiled, event, phase, payload, config, context, None)
+        try:
+            wire: dict[str, Any] = loads(dumps(result.to_wire()))
+        except TypeError:  # a handler returned something JSON cannot carry: no wire could deliver it either
+            raise InterceptorRpcError(
+                INTERNAL_ERROR,
+                f"interceptor {name!r} returned a malformed result",
+                {"interceptor": name, "reason": "malformed result: not representable as JSON"},
+            ) from None
+        return _from_fresh_wire(result, wire), wire
+
+    async def _run(
+        self,
+        compiled: _Compiled,
+        event: str,
+        phase: Phase,
+        payload: Any,
+        config: Mapping[str, Any] | None,
+        context: InvocationContext | None,
+        timeout_ms: int | None,
+    ) -> InvokeResult:
+        payload, size = self._isolated_payload(payload)
+        if config is not None:  # the caller's config objects stay the caller's, as over the wire
+            config = loads(dumps(config))
         entry = compiled.entry
-        invocation = Invocation(entry.name, invoke.event, invoke.phase, invoke.payload, invoke.config, invoke.context)
+        invocation = Invocation(entry.name, event, phase, payload, config, context)
         started = time.perf_counter()
         raw: Any = None
         try:
-            if invoke.timeout_ms is None:
+            if timeout_ms is None:
                 raw = await _call(entry, invocation, size)
             else:
                 # A cancel scope, not fail_after: a TimeoutError the handler raises itself is a failure.
-                with anyio.move_on_after(invoke.timeout_ms / 1000) as scope:
+                with anyio.move_on_after(timeout_ms / 1000) as scope:
                     raw = await _call(entry, invocation, size)
                 if scope.cancelled_caught:
                     raise InterceptorRpcError(
                         INTERNAL_ERROR,
                         f"interceptor {entry.name!r} timed out",
-                        {"interceptor": entry.name, "reason": "timeout", "timeoutMs": invoke.timeout_ms,
-                         "phase": invoke.phase.value},
+                        {"interceptor": entry.name, "reason": "timeout", "timeoutMs": timeout_ms,
+                         "phase": phase.value},
                     )  # fmt: skip
         except (anyio.get_cancelled_exc_class(), InterceptorRpcError):
             raise
@@ -253,18 +284,57 @@ class InterceptorHost:
                 {"interceptor": entry.name, "reason": f"handler raised {type(exc).__name__}"},
             ) from None
         try:
+            result: InvokeResult
             if entry.info.type is InterceptorType.VALIDATION:
-                result = to_validation_result(raw, entry.name, invoke.phase).to_wire()
+                result = to_validation_result(raw, entry.name, phase)
             else:
-                result = to_mutation_result(raw, entry.name, invoke.phase, invoke.payload).to_wire()
+                result = to_mutation_result(raw, entry.name, phase, payload)
         except MalformedHandlerResult as exc:
             raise InterceptorRpcError(
                 INTERNAL_ERROR,
                 f"interceptor {entry.name!r} returned a malformed result",
                 {"interceptor": entry.name, "reason": f"malformed result: {exc}"},
             ) from None
-        result["durationMs"] = round((time.perf_counter() - started) * 1000, 3)
+        result.duration_ms = round((time.perf_counter() - started) * 1000, 3)
         return result
+
+
+def _admit(compiled: _Compiled, event: str, phase: Phase, config: Mapping[str, Any] | None) -> _Compiled:
+    """The checks of an invoke past its params' shapes: a concrete hooked event, a config its schema accepts."""
+    name = compiled.entry.name
+    if is_pattern(event):
+        raise InterceptorRpcError(
+            INVALID_PARAMS, "event must be one concrete event name, not a pattern", {"field": "event"}
+        )
+    if not compiled.covers(event, phase):
+        raise InterceptorRpcError(
+            INVALID_PARAMS,
+            f"interceptor {name!r} does not hook {event} on the {phase} phase",
+            {"name": name, "event": event, "phase": phase.value, "advertisedHooks": compiled.advertised_hooks},
+        )
+    if compiled.config_validator is not None and config is not None:
+        error = next(iter(compiled.config_validator.iter_errors(config)), None)
+        if error is not None:
+            where = "/".join(str(part) for part in error.absolute_path) or "(root)"
+            raise InterceptorRpcError(
+                INVALID_PARAMS,
+                f"config does not satisfy the configSchema of {name!r} at {where}",
+                {"name": name, "field": f"config/{where}", "rule": error.validator},
+            )
+    return compiled
+
+
+def _from_fresh_wire(built: InvokeResult, wire: dict[str, Any]) -> InvokeResult:
+    """The result an invoker reads from `wire` (a fresh copy of `built.to_wire()`), without re-reading what the
+    host built itself: only the parts that may hold a handler's objects come from the copy."""
+    if isinstance(built, MutationResult):
+        return MutationResult(
+            built.interceptor, built.phase, built.modified, wire["payload"], built.duration_ms, wire.get("info")
+        )
+    if built.messages is not None or built.suggestions is not None:  # rare (a rejection): read it as sent
+        return ValidationResult.from_wire(wire)
+    return ValidationResult(built.interceptor, built.phase, built.valid, built.severity, None, None,
+                            built.duration_ms, wire.get("info"))  # fmt: skip
 
 
 async def _call(entry: RegisteredInterceptor, invocation: Invocation, payload_bytes: int) -> Any:

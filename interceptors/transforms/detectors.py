@@ -135,10 +135,24 @@ class Scanner:
     _hints: tuple[str, ...] = field(default=(), repr=False)
     _hint_finder: re.Pattern[str] | None = field(default=None, repr=False)
     _hint_prefixes: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
+    _hint_masks: dict[str, int] = field(default_factory=dict, repr=False)
+    _always_mask: int = field(default=0, repr=False)
+    _gated: tuple[tuple[int, re.Pattern[str]], ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         self.min_length = min((max(d.min_length, 1) for d in self.detectors), default=0)
         self._hints = tuple(sorted({h for d in self.detectors for h in d.hints}))
+        # `narrow` in bit masks: which detectors each hint wakes, which always run, which a gate decides.
+        gated = []
+        for index, detector in enumerate(self.detectors):
+            if detector.hints:
+                for hint in detector.hints:
+                    self._hint_masks[hint] = self._hint_masks.get(hint, 0) | 1 << index
+            elif detector.gate is None:
+                self._always_mask |= 1 << index
+            else:
+                gated.append((index, detector.gate))
+        self._gated = tuple(gated)
         if len(self._hints) > 16:
             # One pass finds every hint: at each position the longest hint starting there, and with it the hints
             # that are its own prefixes (so `sk` still counts where `sk-ant-` starts).
@@ -156,12 +170,12 @@ class Scanner:
                 present.update(self._hint_prefixes[found])
         else:
             present = {hint for hint in self._hints if hint in folded_payload}
-        mask = 0
-        for index, detector in enumerate(self.detectors):
-            if detector.hints:
-                if not present.isdisjoint(detector.hints):
-                    mask |= 1 << index
-            elif detector.gate is None or detector.gate.search(raw_payload):
+        mask = self._always_mask
+        hint_masks = self._hint_masks
+        for hint in present:
+            mask |= hint_masks[hint]
+        for index, gate in self._gated:
+            if gate.search(raw_payload):
                 mask |= 1 << index
         if mask == (1 << len(self.detectors)) - 1:
             return self
