@@ -79,7 +79,7 @@ class Annotator(Transform):
             provenance: dict[str, Any] = {
                 "kind": ctx.kind,
                 "name": ctx.name,
-                "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "generated_at": _utc_now(),
             }
             if self.profile is not None:
                 provenance["policy"] = self.profile
@@ -107,6 +107,9 @@ class Annotator(Transform):
 
     def _findings(self, value: Any, severities: dict[str, int]) -> Any:
         """Counts finding-like dicts (and, with label_findings, labels a copy of each)."""
+        if not self.label_findings:
+            _count_findings(value, severities)
+            return value
         if isinstance(value, dict):
             out = {k: self._findings(v, severities) for k, v in value.items()}
             severity = value.get("severity")
@@ -127,7 +130,43 @@ class Annotator(Transform):
         return value
 
 
+def _count_findings(value: Any, severities: dict[str, int]) -> None:
+    """`_findings` without labels: the same counts, nothing copied."""
+    if isinstance(value, dict):
+        for item in value.values():
+            if isinstance(item, dict | list | tuple):
+                _count_findings(item, severities)
+        severity = value.get("severity")
+        if (
+            isinstance(severity, str)
+            and severity.lower() in _SEVERITIES
+            and ("title" in value or "resource_id" in value)
+        ):
+            level = severity.lower()
+            severities[level] = severities.get(level, 0) + 1
+    elif isinstance(value, list | tuple):
+        for item in value:
+            if isinstance(item, dict | list | tuple):
+                _count_findings(item, severities)
+
+
+def _utc_now() -> str:
+    """The provenance timestamp (second precision), formatted once per second."""
+    global _clock
+    now = int(time.time())
+    second, text = _clock  # one tuple: a thread never reads one second's number with another's text
+    if second != now:
+        text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
+        _clock = (now, text)
+    return text
+
+
+_clock: tuple[int, str] = (-1, "")
+
+
 def _total(section: Any) -> int:
+    if section is None:
+        return 0
     if isinstance(section, Mapping):
         return sum(v for v in section.values() if isinstance(v, int))
     if isinstance(section, int) and not isinstance(section, bool):

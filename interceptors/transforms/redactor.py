@@ -114,6 +114,9 @@ class Redactor(Transform):
         self.cache_size = opts.integer("cache_size", 200_000, 0) or 0
         self._cache: dict[tuple[str, str], tuple[Any, tuple[tuple[str, str], ...]]] = {}
         self._key_hints = self._hints_of_rules()
+        self._key_hint: re.Pattern[str] | None = (
+            None if self._key_hints is None else re.compile(literal_alternation(self._key_hints) or "(?!)")
+        )
         self._rule_memo: dict[str, tuple[KeyRule, ...]] = {}
         self._opaque_memo: dict[str, bool] = {}
         self.content_hints = tuple(sorted({h for d in self.detectors for h in d.hints}))
@@ -212,9 +215,9 @@ class Redactor(Transform):
         folded = fold_for_hints(raw)
         scanner = self.scanner.narrow(folded, raw)
         decoding = self.decoder is not None and self.decoder.may_apply(folded)
-        if scanner.detectors or decoding or self._key_hints is None:
+        if scanner.detectors or decoding or self._key_hint is None:
             return scanner, True, decoding
-        return scanner, any(h in folded for h in self._key_hints), decoding
+        return scanner, self._key_hint.search(folded) is not None, decoding
 
     # --- pieces shared with the run ------------------------------------------------------------------------
 
