@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,10 +23,14 @@ class ServerEntry:
     timeout_ms: int | None = None
     local: LocalInvoke | None = None
     """The connection's typed in-process path, when it has one (see `LocalInvoke`)."""
+    runs_inline: Callable[[str], bool] | None = None
+    """With `local`: which interceptors never suspend (validators the invoker may run in turn)."""
 
     def __post_init__(self) -> None:
         if self.local is None:
             self.local = getattr(self.connection, "invoke_local", None)
+        if self.local is not None and self.runs_inline is None:
+            self.runs_inline = getattr(self.connection, "runs_inline", None)
 
 
 @dataclass(frozen=True, slots=True)

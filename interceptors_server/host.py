@@ -203,6 +203,14 @@ class InterceptorHost:
         )
         return result.to_wire()
 
+    def runs_inline(self, name: str) -> bool:
+        """Whether `name`'s handler runs on the caller's task without suspending (a sync handler registered
+        `inline`), so an in-process invoker may run it in turn instead of in a task of its own: it cannot
+        yield to the others anyway. (Above `INLINE_MAX_PAYLOAD_BYTES` it moves to a worker thread, still in
+        turn: such handlers are CPU-bound, and the GIL would serialise them.)"""
+        compiled = self._compiled.get(name)
+        return compiled is not None and compiled.entry.inline and not compiled.entry.is_async
+
     async def invoke_local(
         self,
         name: str,

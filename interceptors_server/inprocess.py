@@ -23,12 +23,14 @@ from .install import internal_error, to_mcp_error
 class HostConnection:
     """A `Connection` to an in-process `InterceptorHost` (what `LocalChain` uses by default)."""
 
-    __slots__ = ("host", "invoke_local")
+    __slots__ = ("host", "invoke_local", "runs_inline")
 
     def __init__(self, host: InterceptorHost) -> None:
         self.host = host
         self.invoke_local = host.invoke_local
         """The typed path the invoker takes (`interceptors_chain.connection.LocalInvoke`): no wire dicts."""
+        self.runs_inline = host.runs_inline
+        """Which interceptors never suspend: the invoker runs those validators in turn, without a task each."""
 
     async def request(self, method: str, params: dict[str, Any], timeout_s: float | None) -> dict[str, Any]:
         """One request, answered as the host's MCP binding would answer it (the invoker enforces `timeout_s`)."""
