@@ -34,6 +34,7 @@ from interceptors import (
 )
 from interceptors.outcomes import REQUESTER_ERROR_KEY, SUBSTITUTE_RESULT_KEY
 
+from . import tracing as _tracing
 from .concurrency import gather
 from .connection import Connection, SessionConnection, is_timeout_code
 from .failures import InvokerFailure, describe
@@ -221,6 +222,8 @@ class Chain:
         budget = deadline_ms if deadline_ms is not None else self.deadline_ms
         deadline = None if budget is None else started + budget / 1000
         run = _Run(self, event, phase, None if context is None else context.to_wire(), deadline)
+        if _tracing.TRACER is not None:
+            run.span = _tracing.start_chain(event, phase, direction, plan, run.context)
         result = ExecutionResult(Status.SUCCESS, event, phase, direction)
         current = payload
         stages = ("mutate", "validate") if plan.mutate_first else ("validate", "mutate")
@@ -241,6 +244,8 @@ class Chain:
                 result.status = Status.MUTATION_FAILED
             result.final_payload, result.modified = None, False
         result.total_duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        if run.span is not None:
+            _tracing.end_chain(run.span, result)
         return result
 
     async def invoke(
@@ -269,6 +274,8 @@ class Chain:
             params["config"] = dict(entry.config)
         if context is not None:
             params["context"] = context
+        if _tracing.TRACER is not None:
+            _tracing.inject(params)
         server = entry.server
         try:
             with anyio.fail_after(limit) if limit is not None else nullcontext():
@@ -341,7 +348,7 @@ def _checked(entry: PlanEntry, phase: Phase, payload: Any, wire: Any, mode: Mode
 class _Run:
     """The state of one execution: event, phase, context and the aggregate deadline."""
 
-    __slots__ = ("chain", "context", "deadline", "event", "phase")
+    __slots__ = ("chain", "context", "deadline", "event", "phase", "span")
 
     def __init__(
         self, chain: Chain, event: str, phase: Phase, context: dict[str, Any] | None, deadline: float | None
@@ -351,8 +358,13 @@ class _Run:
         self.phase = phase
         self.context = context
         self.deadline = deadline
+        self.span: Any = None  # the execution's span when tracing is on
 
     async def _attempt(self, entry: PlanEntry, payload: Any) -> _Attempt:
+        if self.span is not None:
+            return await _tracing.invoke(
+                self.span, self.chain, entry, self.event, self.phase, payload, self.context, self.deadline
+            )
         return await self.chain.invoke(entry, self.event, self.phase, payload, self.context, self.deadline)
 
     async def validate(self, entries: tuple[PlanEntry, ...], payload: Any, out: ExecutionResult) -> None:

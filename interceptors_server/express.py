@@ -79,7 +79,12 @@ class InvokeRoute:
 
     async def answer(self, method: str, params: dict[str, Any], version: str) -> dict[str, Any]:
         # The SDK hands the host its params without `_meta` (a declared field of its params model).
-        return await self._host.invoke({key: value for key, value in params.items() if key != "_meta"})
+        meta = params.get("_meta")
+        traceparent = meta.get("traceparent") if isinstance(meta, dict) else None
+        return await self._host.invoke(
+            {key: value for key, value in params.items() if key != "_meta"},
+            traceparent=traceparent if isinstance(traceparent, str) else None,
+        )
 
 
 def express_enabled() -> bool:

@@ -30,6 +30,13 @@ def _params_dict(params: OpenParams) -> dict[str, Any]:
     return params.model_extra or {}
 
 
+def _traceparent(params: OpenParams) -> str | None:
+    """The caller's W3C traceparent (`_meta`, a declared field the SDK keeps out of the params)."""
+    meta = getattr(params, "meta", None)
+    value = meta.get("traceparent") if isinstance(meta, dict) else getattr(meta, "traceparent", None)
+    return value if isinstance(value, str) else None
+
+
 def internal_error(exc: Exception) -> MCPError:
     """-32603 for a host bug: the exception's type in `data`, never its text (it may quote the payload)."""
     logger.error("interceptor host error: %s", type(exc).__name__)
@@ -76,7 +83,7 @@ def install(
 
     async def on_invoke(ctx: ServerRequestContext[Any], params: OpenParams) -> dict[str, Any]:
         try:
-            return await host.invoke(_params_dict(params))
+            return await host.invoke(_params_dict(params), traceparent=_traceparent(params))
         except InterceptorRpcError as exc:
             raise to_mcp_error(exc) from None
         except Exception as exc:
