@@ -33,7 +33,6 @@ from interceptors import (
 )
 from interceptors.events import is_pattern
 from interceptors.outcomes import MalformedHandlerResult, to_mutation_result, to_validation_result
-from interceptors_chain import tracing as _tracing
 
 logger = logging.getLogger("interceptors.host")
 
@@ -218,13 +217,7 @@ class InterceptorHost:
             )
         return loads(encoded), size
 
-    async def invoke(self, params: Mapping[str, Any] | None, *, traceparent: str | None = None) -> dict[str, Any]:
-        """Run one interceptor. `traceparent`: the caller's span (the request's `_meta`), when tracing is on."""
-        if _tracing.TRACER is not None:
-            return await _tracing.serve_invoke(self._invoke, params, traceparent)
-        return await self._invoke(params)
-
-    async def _invoke(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    async def invoke(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
         """Run one interceptor. Every failure is an InterceptorRpcError, never a "successful" result."""
         invoke, compiled = self._parse_invoke(params)
         invoke.payload, size = self._isolated_payload(invoke.payload)

@@ -13,6 +13,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ConfigDict
 
 from interceptors import CAPABILITY, INTERNAL_ERROR, INVOKE_METHOD, LIST_METHOD, InterceptorRpcError, Registry
+from interceptors_chain import tracing as _tracing
 
 from .host import InterceptorHost, log_traceback
 
@@ -83,7 +84,9 @@ def install(
 
     async def on_invoke(ctx: ServerRequestContext[Any], params: OpenParams) -> dict[str, Any]:
         try:
-            return await host.invoke(_params_dict(params), traceparent=_traceparent(params))
+            if _tracing.TRACER is not None:  # the host's span under the caller's (its `_meta.traceparent`)
+                return await _tracing.serve_invoke(host.invoke, _params_dict(params), _traceparent(params))
+            return await host.invoke(_params_dict(params))
         except InterceptorRpcError as exc:
             raise to_mcp_error(exc) from None
         except Exception as exc:

@@ -32,6 +32,7 @@ def build_server() -> Any:
         return Verdict.allow(
             {
                 "trace": f"{own.trace_id:032x}" if own.is_valid else None,
+                "name": getattr(span, "name", None),
                 "parent": f"{parent.span_id:016x}" if parent is not None else None,
                 "contextTrace": None if context is None else context.trace_id,
                 "contextSpan": None if context is None else context.span_id,
