@@ -216,7 +216,12 @@ def add_proxy_command(sub: Any) -> None:
     parser.add_argument("--audit-log", metavar="FILE", help="append the policy's audit records to this JSONL file")
     parser.add_argument("--tokens", metavar="FILE", help="bearer tokens for HTTP clients (token -> id, roles)")
     parser.add_argument(
-        "--vault-redis", metavar="URL", help="share the pseudonym vault through Redis (several gateway processes)"
+        "--redis",
+        "--vault-redis",
+        dest="vault_redis",
+        metavar="URL",
+        help="share the pseudonym vault and the rate limits through Redis (several gateway processes); "
+        "--vault-redis is the old name",
     )
     parser.add_argument(
         "--metrics",
