@@ -213,3 +213,15 @@ def test_redis_stopped_means_refusal_not_a_crash(own_redis: tuple[str, subproces
     assert not blocked.valid  # a secret it cannot remember is not released
     assert taint(invocation(Phase.RESPONSE, {"content": [{"type": "text", "text": "plain"}]}, "s")).valid
     assert lenient(invocation(Phase.REQUEST, send, "s")).valid
+
+
+def test_redis_flag_and_its_old_name_set_the_same_option() -> None:
+    import argparse
+
+    from integrations.gateway_cli import add_proxy_command
+
+    parser = argparse.ArgumentParser()
+    add_proxy_command(parser.add_subparsers())
+    for flag in ("--redis", "--vault-redis"):
+        args = parser.parse_args(["proxy", flag, "redis://127.0.0.1:1/0", "--metrics", "127.0.0.1:9", "--", "up"])
+        assert args.vault_redis == "redis://127.0.0.1:1/0" and args.metrics == "127.0.0.1:9"
