@@ -123,7 +123,7 @@ def proxy(args: argparse.Namespace) -> int:
         return run_router(
             RouterOptions(
                 [params.command, *params.args], params.env, chain_file, registries, stages, listen, tokens,
-                args.role or (), exposed, bool(getattr(args, "verbose", 0)),
+                args.role or (), exposed, bool(getattr(args, "verbose", 0)), {"metrics": args.metrics},
             )
         )  # fmt: skip
 
@@ -216,7 +216,17 @@ def add_proxy_command(sub: Any) -> None:
     parser.add_argument("--audit-log", metavar="FILE", help="append the policy's audit records to this JSONL file")
     parser.add_argument("--tokens", metavar="FILE", help="bearer tokens for HTTP clients (token -> id, roles)")
     parser.add_argument(
-        "--vault-redis", metavar="URL", help="share the pseudonym vault through Redis (several gateway processes)"
+        "--redis",
+        "--vault-redis",
+        dest="vault_redis",
+        metavar="URL",
+        help="share the pseudonym vault and the rate limits through Redis (several gateway processes); "
+        "--vault-redis is the old name",
+    )
+    parser.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        help="serve GET /metrics (Prometheus) and GET /healthz at HOST:PORT (--router)",
     )
     parser.add_argument(
         "--expose-interceptors",

@@ -107,7 +107,9 @@ def build_stages(
     from interceptors.policy import PolicyEngine, policy_registry, transforms_selector
     from interceptors.transforms import transforms_registry
 
-    engine = PolicyEngine(policy or "standard", audit_sinks=[audit_log] if audit_log else ())
+    engine = PolicyEngine(
+        policy or "standard", audit_sinks=[audit_log] if audit_log else (), rate_limit_redis=vault_redis or None
+    )  # rate limits shared through the same Redis as the vault (--redis)
     document = engine.policy.document
     vault = None
     if _uses_vault(document) or vault_redis:

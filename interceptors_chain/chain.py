@@ -36,6 +36,7 @@ from interceptors import (
 )
 from interceptors.outcomes import REQUESTER_ERROR_KEY, SUBSTITUTE_RESULT_KEY
 
+from . import tracing as _tracing
 from .concurrency import gather
 from .connection import Connection, LocalInvoke, SessionConnection, is_timeout_code
 from .failures import InvokerFailure, describe
@@ -223,6 +224,8 @@ class Chain:
         budget = deadline_ms if deadline_ms is not None else self.deadline_ms
         deadline = None if budget is None else started + budget / 1000
         run = _Run(self, event, phase, context, deadline)
+        if _tracing.TRACER is not None:
+            run.span = _tracing.start_chain(event, phase, direction, plan, run.wire_context())
         result = ExecutionResult(Status.SUCCESS, event, phase, direction)
         current = payload
         stages = ("mutate", "validate") if plan.mutate_first else ("validate", "mutate")
@@ -243,6 +246,8 @@ class Chain:
                 result.status = Status.MUTATION_FAILED
             result.final_payload, result.modified = None, False
         result.total_duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        if run.span is not None:
+            _tracing.end_chain(run.span, result)
         return result
 
     async def invoke(self, entry: PlanEntry, run: _Run, payload: Any) -> _Attempt:
@@ -272,6 +277,8 @@ class Chain:
             params["config"] = dict(entry.config)
         if run.context is not None:
             params["context"] = run.wire_context()
+        if _tracing.TRACER is not None:
+            _tracing.inject(params)
         try:
             with anyio.fail_after(limit) if limit is not None else nullcontext():
                 if self.execution_handler is None:
@@ -364,7 +371,7 @@ def _checked(entry: PlanEntry, phase: Phase, payload: Any, wire: Any, mode: Mode
 class _Run:
     """The state of one execution: event, phase, context and the aggregate deadline."""
 
-    __slots__ = ("_wire_context", "chain", "context", "deadline", "event", "phase")
+    __slots__ = ("_wire_context", "chain", "context", "deadline", "event", "phase", "span")
 
     def __init__(
         self, chain: Chain, event: str, phase: Phase, context: InvocationContext | None, deadline: float | None
@@ -375,6 +382,7 @@ class _Run:
         self.context = context
         self.deadline = deadline
         self._wire_context: dict[str, Any] | None = None
+        self.span: Any = None  # the execution's span when tracing is on
 
     def wire_context(self) -> dict[str, Any] | None:
         """The context as sent, built once per execution (and only when some invoke goes over a wire)."""
@@ -383,6 +391,8 @@ class _Run:
         return self._wire_context
 
     async def _attempt(self, entry: PlanEntry, payload: Any) -> _Attempt:
+        if self.span is not None:
+            return await _tracing.invoke(self.span, self.chain, entry, self, payload)
         return await self.chain.invoke(entry, self, payload)
 
     async def _attempts(self, entries: tuple[PlanEntry, ...], payload: Any) -> list[_Attempt]:

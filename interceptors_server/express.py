@@ -49,6 +49,7 @@ from pydantic import ValidationError
 
 from interceptors import INTERNAL_ERROR, INVOKE_METHOD, InterceptorRpcError
 from interceptors.codec import dumps_exact
+from interceptors_chain import tracing as _tracing
 
 from .host import InterceptorHost
 from .install import host_of
@@ -79,7 +80,12 @@ class InvokeRoute:
 
     async def answer(self, method: str, params: dict[str, Any], version: str) -> dict[str, Any]:
         # The SDK hands the host its params without `_meta` (a declared field of its params model).
-        return await self._host.invoke({key: value for key, value in params.items() if key != "_meta"})
+        bare = {key: value for key, value in params.items() if key != "_meta"}
+        if _tracing.TRACER is not None:  # the host's span under the caller's (its `_meta.traceparent`)
+            meta = params.get("_meta")
+            traceparent = meta.get("traceparent") if isinstance(meta, dict) else None
+            return await _tracing.serve_invoke(self._host.invoke, bare, traceparent)
+        return await self._host.invoke(bare)
 
 
 def express_enabled() -> bool:

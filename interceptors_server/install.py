@@ -13,6 +13,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ConfigDict
 
 from interceptors import CAPABILITY, INTERNAL_ERROR, INVOKE_METHOD, LIST_METHOD, InterceptorRpcError, Registry
+from interceptors_chain import tracing as _tracing
 
 from .host import InterceptorHost, log_traceback
 
@@ -28,6 +29,13 @@ class OpenParams(types.RequestParams):
 
 def _params_dict(params: OpenParams) -> dict[str, Any]:
     return params.model_extra or {}
+
+
+def _traceparent(params: OpenParams) -> str | None:
+    """The caller's W3C traceparent (`_meta`, a declared field the SDK keeps out of the params)."""
+    meta = getattr(params, "meta", None)
+    value = meta.get("traceparent") if isinstance(meta, dict) else getattr(meta, "traceparent", None)
+    return value if isinstance(value, str) else None
 
 
 def internal_error(exc: Exception) -> MCPError:
@@ -76,6 +84,8 @@ def install(
 
     async def on_invoke(ctx: ServerRequestContext[Any], params: OpenParams) -> dict[str, Any]:
         try:
+            if _tracing.TRACER is not None:  # the host's span under the caller's (its `_meta.traceparent`)
+                return await _tracing.serve_invoke(host.invoke, _params_dict(params), _traceparent(params))
             return await host.invoke(_params_dict(params))
         except InterceptorRpcError as exc:
             raise to_mcp_error(exc) from None

@@ -85,6 +85,12 @@ async def _main(options: RouterOptions) -> int:
         except UpstreamStartError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
+        if options.extra.get("metrics"):  # --metrics HOST:PORT: /metrics and /healthz beside the gateway
+            from ..metrics import instrument, parse_address, serve_metrics
+
+            metrics = instrument(adapter, lambda: upstream.process.returncode is None)
+            served = await serve_metrics(metrics, *parse_address(options.extra["metrics"]))
+            stack.callback(served.close)
         try:
             downstream = await StdioDownstream.open()
             principal = principal_for_stdio(list(options.roles))

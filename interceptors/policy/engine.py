@@ -183,10 +183,23 @@ class PolicyEngine:
         wall_clock: Callable[[], float] = time.time,
         cache_size: int = DECISION_CACHE_SIZE,
         unknown_as_not_found: bool = True,
+        rate_limit_redis: Any = None,
+        rate_limit_fail_open: bool = False,
     ) -> None:
+        """`rate_limit_redis`: a Redis URL or client to share the buckets with every process of this policy."""
         self.policy = load_policy(policy)
         self.metadata = MetadataStore(self.policy.catalog, unknown_as_not_found=unknown_as_not_found)
-        self.limiter = RateLimiter(clock)
+        self.limiter: Any = RateLimiter(clock)
+        if rate_limit_redis is not None:
+            from .shared_limits import RedisRateLimiter, limit_names
+
+            self.limiter = RedisRateLimiter(
+                rate_limit_redis,
+                names=limit_names(self.policy),
+                prefix=f"mcp-interceptors:rl:{self.policy.name}",
+                key=self.policy.secret_key(),
+                fail_open=rate_limit_fail_open,
+            )
         self.audit = AuditTrail(
             self.policy.audit_size,
             key=audit_key if audit_key is not None else self.policy.secret_key(),
@@ -358,9 +371,13 @@ class PolicyEngine:
                     f"Rate limit exceeded for {target.call_kind} '{target.name}' ({limit.label}); "
                     f"retry in {refusal.retry_after:g}s"
                 )
+                if refusal.unavailable:  # the shared store is down: refused, fail closed
+                    message = f"Rate limit state unavailable; retry in {refusal.retry_after:g}s"
                 self.audit.count("rate_limited")
                 self.audit.record("rate_limited", target.call_kind, label, pid, roles, target.arguments, limit.label)
                 data = {"retry_after": refusal.retry_after, "limit": limit.label, "scope": limit.scope}
+                if refusal.unavailable:
+                    data["reason"] = "rate_limit_store_unavailable"
                 return Decision("rate_limited", target.call_kind, target.name, RATE_LIMITED, message, data, limit.label)
         self.audit.count("allowed")
         reveal = "reveal" in resolved.spec.capabilities

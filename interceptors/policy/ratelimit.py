@@ -60,6 +60,8 @@ class RateLimit:
 class Refusal:
     limit: RateLimit
     retry_after: float
+    unavailable: bool = False
+    """The shared store could not be asked (fail closed), not an empty bucket."""
 
 
 class RateLimiter:

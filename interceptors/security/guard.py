@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from ..codec import dumps_str
 from ..enums import Phase
@@ -12,58 +11,77 @@ from ..outcomes import Verdict
 from ..registry import Invocation
 from .secrets import find_secrets
 from .server_of import DEFAULT_ROSTER, server_of
-
-
-@dataclass
-class _SessionState:
-    taint: dict[str, tuple[str, str]] = field(default_factory=dict)  # secret -> (format_id, origin server)
-    in_flight_server: str | None = None
+from .taint import MemoryTaintStore, Taint, TaintStore, TaintStoreUnavailable
 
 
 class CrossBoundaryGuard:
     """Validator on both phases: responses taint secrets with their origin, requests may not move them.
 
-    State is per session (context.sessionId, else traceId, else "default"), bounded to `max_sessions`
-    least-recently-used sessions so a stream of new sessions cannot exhaust memory.
+    State is per session (context.sessionId, else traceId, else "default"). Taints live in `store`
+    (in memory by default, bounded to `max_sessions` least-recently-used sessions; `RedisTaintStore` to
+    share them between gateway processes). A store that cannot be reached denies every request (fail
+    closed), and a response with a secret it cannot record too, unless `fail_open`.
     """
 
-    def __init__(self, roster: Mapping[str, str] = DEFAULT_ROSTER, max_sessions: int = 10_000) -> None:
+    def __init__(
+        self,
+        roster: Mapping[str, str] = DEFAULT_ROSTER,
+        max_sessions: int = 10_000,
+        *,
+        store: TaintStore | None = None,
+        fail_open: bool = False,
+    ) -> None:
         self._roster = roster
         self._max_sessions = max_sessions
-        self._sessions: OrderedDict[str, _SessionState] = OrderedDict()
+        self._store: TaintStore = store if store is not None else MemoryTaintStore(max_sessions)
+        self._fail_open = fail_open
+        self._in_flight: OrderedDict[str, str] = OrderedDict()  # session -> server of its last request
 
-    def _state(self, invocation: Invocation) -> _SessionState:
+    @staticmethod
+    def _session(invocation: Invocation) -> str:
         context = invocation.context
-        key = "default"
-        if context is not None:
-            key = context.session_id or context.trace_id or "default"
-        state = self._sessions.get(key)
-        if state is None:
-            state = self._sessions[key] = _SessionState()
-            if len(self._sessions) > self._max_sessions:
-                self._sessions.popitem(last=False)
-        else:
-            self._sessions.move_to_end(key)
-        return state
+        if context is None:
+            return "default"
+        return context.session_id or context.trace_id or "default"
+
+    def _remember_target(self, session: str, target: str) -> None:
+        self._in_flight[session] = target
+        self._in_flight.move_to_end(session)
+        if len(self._in_flight) > self._max_sessions:
+            self._in_flight.popitem(last=False)
 
     def __call__(self, invocation: Invocation) -> Verdict:
-        state = self._state(invocation)
+        session = self._session(invocation)
         text = "" if invocation.payload is None else dumps_str(invocation.payload)
         hits = find_secrets(text)
         if invocation.phase == Phase.REQUEST:
             target = server_of(invocation.event, invocation.payload, self._roster)
+            try:
+                origins = self._store.origins(session, (secret for _, secret in hits))
+            except TaintStoreUnavailable:
+                if not self._fail_open:
+                    return Verdict.deny("cross-boundary guard state unavailable: refused (fail closed)")
+                origins = {}
             for format_id, secret in hits:
-                origin = state.taint.get(secret)
+                origin = origins.get(secret)
                 if origin is not None and origin[1] != target:
                     return Verdict.deny(
                         f"cross-boundary secret flow: {format_id} read from '{origin[1]}' may not be sent to '{target}'"
                     )
-            state.in_flight_server = target
-            return Verdict.allow({"target": target, "tainted": len(state.taint)})
-        origin_server = state.in_flight_server or server_of(invocation.event, invocation.payload, self._roster)
-        ingested = 0
+            self._remember_target(session, target)
+            return Verdict.allow({"target": target, "tainted": len(origins)})
+        origin_server = self._in_flight.get(session) or server_of(invocation.event, invocation.payload, self._roster)
+        if not hits:
+            return Verdict.allow({"origin": origin_server, "ingested": 0})
+        fresh: dict[str, Taint] = {}
         for format_id, secret in hits:
-            if secret not in state.taint:
-                state.taint[secret] = (format_id, origin_server)
-                ingested += 1
-        return Verdict.allow({"origin": origin_server, "ingested": ingested, "tainted": len(state.taint)})
+            fresh.setdefault(secret, (format_id, origin_server))
+        try:
+            before = self._store.origins(session, fresh)
+            new = {secret: taint for secret, taint in fresh.items() if secret not in before}
+            tainted = self._store.record(session, new)
+        except TaintStoreUnavailable:
+            if not self._fail_open:  # a secret it cannot remember is not released
+                return Verdict.deny("cross-boundary guard state unavailable: a secret could not be recorded")
+            return Verdict.allow({"origin": origin_server, "ingested": 0, "storeUnavailable": True})
+        return Verdict.allow({"origin": origin_server, "ingested": len(new), "tainted": tainted})

@@ -100,10 +100,12 @@ def _who(invocation: Invocation | None) -> tuple[str | None, tuple[str, ...]]:
 
 
 def _call_key(invocation: Invocation) -> tuple[str, str, str] | None:
+    """One call's key. The span id is part of it: requests of one W3C trace share the trace id."""
     context = invocation.context
     if context is None or context.trace_id is None:
         return None
-    return (context.session_id or "", context.trace_id, invocation.event)
+    trace = context.trace_id if context.span_id is None else f"{context.trace_id}/{context.span_id}"
+    return (context.session_id or "", trace, invocation.event)
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,7 +59,8 @@ def operation_key(context: InvocationContext | None, namespace: str) -> str | No
     """What the request and response phases of one operation both see; None when there is nothing."""
     if context is None or (context.trace_id is None and context.session_id is None):
         return None
-    return "\x1f".join((namespace, context.session_id or "", context.trace_id or ""))
+    # The span id too: requests of one W3C trace share its trace id.
+    return "\x1f".join((namespace, context.session_id or "", context.trace_id or "", context.span_id or ""))
 
 
 # --- walking payloads ---------------------------------------------------------------------------------------

@@ -1,0 +1,140 @@
+"""Token buckets in Redis, shared by every gateway process of one policy (extra: `redis`).
+
+One Lua script takes a token from every bucket of a call or from none, atomically and in one round trip,
+on Redis's own clock (`TIME`), so processes on different hosts agree and no read-modify-write can race.
+Keys hold no principal id or tool name in clear: the scope part is a keyed hash (the policy's vault key
+when it has one). A bucket key expires once it would have refilled, so idle buckets cost nothing.
+
+A Redis outage refuses the call (fail closed) with `Refusal.unavailable`, unless `fail_open`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .ratelimit import RateLimit, Refusal
+
+if TYPE_CHECKING:
+    from .policy import Policy
+
+logger = logging.getLogger("interceptors.policy")
+
+UNAVAILABLE_RETRY_S = 1.0
+
+_ACQUIRE = """
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+local tokens = {}
+local worst, which = -1, 0
+for i = 1, #KEYS do
+  local rate = tonumber(ARGV[i * 3 - 2])
+  local burst = tonumber(ARGV[i * 3 - 1])
+  local held = redis.call('HMGET', KEYS[i], 't', 'l')
+  local have, last = tonumber(held[1]), tonumber(held[2])
+  if have == nil or last == nil then have, last = burst, now end
+  local elapsed = now - last
+  if elapsed < 0 then elapsed = 0 end
+  have = math.min(burst, have + elapsed * rate)
+  tokens[i] = have
+  if have < 1 then
+    local wait = (1 - have) / rate
+    if wait > worst then worst, which = wait, i end
+  end
+end
+if which > 0 then return {which, tostring(worst)} end
+for i = 1, #KEYS do
+  redis.call('HSET', KEYS[i], 't', tostring(tokens[i] - 1), 'l', tostring(now))
+  redis.call('PEXPIRE', KEYS[i], ARGV[i * 3])
+end
+return {0, '0'}
+"""
+
+
+def limit_names(policy: Policy) -> dict[RateLimit, str]:
+    """A name per `rate_limits` entry that every process loading the same document agrees on."""
+    names: dict[RateLimit, str] = {}
+    for index, limit in enumerate(policy.rate_limits):
+        names[limit] = f"p{index}:{_spec(limit)}"
+    for rule_index, rule in enumerate(policy.rules):
+        for index, limit in enumerate(rule.rate_limits):
+            names[limit] = f"r{rule_index}.{index}:{_spec(limit)}"
+    return names
+
+
+def _spec(limit: RateLimit) -> str:
+    tools = ",".join(sorted(getattr(limit.tools, "patterns", ()) or ()))
+    kinds = ",".join(sorted(limit.kinds or ()))
+    raw = f"{limit.rate:g}/{limit.per}/{limit.burst}/{limit.scope}/{tools}/{kinds}"
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+class RedisRateLimiter:
+    """`RateLimiter`'s interface over Redis: `acquire(limits, principal_id, ident)` and `reset()`."""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        names: Mapping[RateLimit, str],
+        prefix: str = "mcp-interceptors:rl",
+        key: bytes | None = None,
+        fail_open: bool = False,
+    ) -> None:
+        if isinstance(client, str):
+            import redis
+
+            client = redis.Redis.from_url(client, socket_timeout=2.0, socket_connect_timeout=2.0)
+        self.client = client
+        self.names = dict(names)
+        self.prefix = prefix
+        self.fail_open = fail_open
+        self._key = key or b"mcp-interceptors rate limits"
+        self._script = client.register_script(_ACQUIRE)
+
+    def _bucket(self, limit: RateLimit, principal_id: str, ident: str) -> str:
+        scope = limit.scope
+        if scope == "principal":
+            part = principal_id
+        elif scope == "tool":
+            part = ident
+        elif scope == "global":
+            part = ""
+        else:
+            part = f"{principal_id}\x00{ident}"
+        digest = hmac.new(self._key, part.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:32]
+        name = self.names.get(limit) or f"x:{_spec(limit)}"
+        # One hash tag for every bucket: a call's buckets share a slot on a Redis Cluster.
+        return f"{{{self.prefix}}}:{name}:{digest}"
+
+    def acquire(self, limits: Sequence[RateLimit], principal_id: str, ident: str) -> Refusal | None:
+        """Take one token from every bucket, or none; a Redis failure refuses unless `fail_open`."""
+        if not limits:
+            return None
+        keys = [self._bucket(limit, principal_id, ident) for limit in limits]
+        args: list[str] = []
+        for limit in limits:
+            per_second = limit.rate / limit.period
+            refill_ms = int(limit.burst / per_second * 1000) + 1000
+            args += [repr(per_second), str(limit.burst), str(refill_ms)]
+        try:
+            which, wait = self._script(keys=keys, args=args)
+        except Exception as exc:  # redis.RedisError, a closed socket, a script error: the store is unavailable
+            logger.warning("rate-limit store unavailable: %s", type(exc).__name__)
+            if self.fail_open:
+                return None
+            return Refusal(limits[0], UNAVAILABLE_RETRY_S, unavailable=True)
+        index = int(which)
+        if index == 0:
+            return None
+        return Refusal(limits[index - 1], max(0.01, round(float(wait), 2)))
+
+    def reset(self) -> None:
+        for key in self.client.scan_iter(match=f"{{{self.prefix}}}:*"):
+            self.client.delete(key)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.client.scan_iter(match=f"{{{self.prefix}}}:*"))
