@@ -91,6 +91,33 @@ def test_requests_before_the_upstream_is_ready_wait_then_go() -> None:
     assert reply["result"]["protocolVersion"] == "2025-06-18"  # the client's version, which the gateway speaks
 
 
+def test_a_client_whose_discover_probe_timed_out_may_fall_back_to_initialize() -> None:
+    """The SDK's `mode="auto"` probes with server/discover and, when the probe times out (a gateway still
+    starting its upstream), sends initialize: the session becomes a handshake one; the late discover reply is
+    still delivered (the client no longer reads it). Once a modern request other than discover was made, the
+    era is fixed and initialize is refused."""
+    router = Router(RouterConfig(upstream_era=Era.HANDSHAKE))
+    (init,) = router.start()
+    router.open_session("a")
+    assert router.receive_downstream("a", line(id=1, method="server/discover", params={"_meta": envelope()})) == []
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
+    assert router.receive_downstream("a", line(id=2, method="initialize", params=params)) == []
+    result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "u"}}
+    replies = downstream(settle(router, router.receive_upstream(line(id=body(init)["id"], result=result))), "a")
+    assert [reply["id"] for reply in replies] == [1, 2]
+    assert replies[1]["result"]["protocolVersion"] == "2025-11-25"
+    upstream_id = forward(router, "a", 3, "tools/call", {"name": "echo"})  # a handshake session now
+    (reply,) = downstream(settle(router, router.receive_upstream(line(id=upstream_id, result={"content": []}))))
+    assert reply["result"] == {"content": []}
+
+    router = ready_router()
+    router.open_session("m")
+    settle(router, router.receive_downstream("m", line(id=1, method="server/discover", params={"_meta": envelope()})))
+    forward(router, "m", 2, "tools/call", {"name": "echo", "_meta": envelope()})
+    (refused,) = downstream(router.receive_downstream("m", line(id=3, method="initialize", params=params)))
+    assert refused["error"]["code"] == -32602
+
+
 INITIALIZE_TABLE = [
     # requested version, negotiated
     ("2025-11-25", "2025-11-25"),

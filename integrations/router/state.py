@@ -158,6 +158,9 @@ class Session:
     version: str | None = None
     capabilities: dict[str, Any] = field(default_factory=dict)
     initialized: bool = False
+    probing: bool = False
+    """Modern only by `server/discover` so far: a client whose probe timed out may still fall back to
+    `initialize` (the 2026-07-28 era's own rule), and then the session is a handshake one."""
     log_level: str | None = None
     subscriptions: set[str] = field(default_factory=set)
     next_outgoing: int = 0
@@ -431,11 +434,15 @@ class Router:
     def _era_of(self, session: Session, message: Message) -> Era | dict[str, Any]:
         """The request's era, fixing the session's on its first request; an error object when it is wrong."""
         modern = message.protocol_version is not None
+        if session.probing and not modern and message.method == "initialize":
+            # The probe's fallback: the discover reply goes unread, the session starts over in the handshake era.
+            session.era, session.version, session.capabilities, session.probing = None, None, {}, False
         if session.era is None:
             if message.method == "initialize":
                 session.era = Era.HANDSHAKE
             elif modern:
                 session.era = Era.MODERN
+                session.probing = message.method == "server/discover"
             elif message.method != "ping":
                 return _error(
                     INVALID_REQUEST, "Invalid Request", {"reason": "initialize first, or send the 2026-07-28 envelope"}
@@ -443,6 +450,8 @@ class Router:
             else:
                 return Era.HANDSHAKE
         if session.era is Era.MODERN:
+            if message.method != "server/discover":
+                session.probing = False
             version, problem = modern_envelope(message.params)
             if problem is not None:
                 return _error(INVALID_PARAMS, problem)
