@@ -102,6 +102,13 @@ def proxy(args: argparse.Namespace) -> int:
                     "anonymous ones included: give HTTP clients their roles with --tokens FILE instead"
                 )
             raise _UsageError("--role is for stdio: over HTTP each client's roles come from its entry in --tokens")
+        if (
+            getattr(args, "max_sessions_per_principal", None) is not None
+            and getattr(args, "max_sessions_per_principal", None) < 1
+        ):
+            raise _UsageError("--max-sessions-per-principal must be at least 1")
+        if getattr(args, "session_idle_timeout", None) is not None and getattr(args, "session_idle_timeout", None) <= 0:
+            raise _UsageError("--session-idle-timeout must be a positive number of seconds")
         if args.max_line_mib is not None and args.max_line_mib < 1:
             raise _UsageError("--max-line-mib must be at least 1")
         max_line_bytes = (args.max_line_mib or DEFAULT_MAX_LINE_MIB) << 20
@@ -124,6 +131,8 @@ def proxy(args: argparse.Namespace) -> int:
             RouterOptions(
                 [params.command, *params.args], params.env, chain_file, registries, stages, listen, tokens,
                 args.role or (), exposed, bool(getattr(args, "verbose", 0)),
+                extra={"max_sessions_per_principal": getattr(args, "max_sessions_per_principal", None),
+                       "session_idle_s": getattr(args, "session_idle_timeout", None)},
             )
         )  # fmt: skip
 
@@ -235,6 +244,18 @@ def add_proxy_command(sub: Any) -> None:
         type=int,
         metavar="N",
         help=f"the longest message line read from the upstream or the client (default: {DEFAULT_MAX_LINE_MIB})",
+    )
+    parser.add_argument(
+        "--max-sessions-per-principal",
+        type=int,
+        metavar="N",
+        help="with --router --listen: open HTTP sessions one principal may hold (default: 256)",
+    )
+    parser.add_argument(
+        "--session-idle-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="with --router --listen: close an HTTP session idle this long (default: 1800)",
     )
     parser.add_argument(
         "--router", action="store_true", help="use the message-router gateway (also MCP_INTERCEPTORS_ROUTER=1)"
