@@ -102,12 +102,10 @@ def proxy(args: argparse.Namespace) -> int:
                     "anonymous ones included: give HTTP clients their roles with --tokens FILE instead"
                 )
             raise _UsageError("--role is for stdio: over HTTP each client's roles come from its entry in --tokens")
-        if (
-            getattr(args, "max_sessions_per_principal", None) is not None
-            and getattr(args, "max_sessions_per_principal", None) < 1
-        ):
+        quota, idle = getattr(args, "max_sessions_per_principal", None), getattr(args, "session_idle_timeout", None)
+        if quota is not None and quota < 1:
             raise _UsageError("--max-sessions-per-principal must be at least 1")
-        if getattr(args, "session_idle_timeout", None) is not None and getattr(args, "session_idle_timeout", None) <= 0:
+        if idle is not None and idle <= 0:
             raise _UsageError("--session-idle-timeout must be a positive number of seconds")
         if args.max_line_mib is not None and args.max_line_mib < 1:
             raise _UsageError("--max-line-mib must be at least 1")
@@ -131,8 +129,7 @@ def proxy(args: argparse.Namespace) -> int:
             RouterOptions(
                 [params.command, *params.args], params.env, chain_file, registries, stages, listen, tokens,
                 args.role or (), exposed, bool(getattr(args, "verbose", 0)),
-                extra={"max_sessions_per_principal": getattr(args, "max_sessions_per_principal", None),
-                       "session_idle_s": getattr(args, "session_idle_timeout", None)},
+                extra={"max_sessions_per_principal": quota, "session_idle_s": idle},
             )
         )  # fmt: skip
 
