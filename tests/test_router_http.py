@@ -311,7 +311,7 @@ async def test_delete_cancels_the_sessions_calls_upstream_and_ends_their_respons
 
 
 # Malformed input, the 2026-07-28 era ----------------------------------------------------------------
-async def test_every_malformed_body_gets_a_json_rpc_error_never_silence() -> None:
+async def test_every_malformed_body_gets_a_json_rpc_error_never_silence_and_rebound_names_are_refused() -> None:
     with anyio.fail_after(TEST_S):
         async with http_gateway() as gateway, httpx2.AsyncClient(timeout=STEP_S) as http:
             url = gateway.url
@@ -329,6 +329,14 @@ async def test_every_malformed_body_gets_a_json_rpc_error_never_silence() -> Non
                     assert answer.status_code == 400, body[:40]
                     error = answer.json()
                     assert error["error"]["code"] == code and error["id"] == request_id, body[:40]
+            rebound = await http.post(
+                url, json=rpc(11, "ping"), headers={**headers_for(session), "host": "evil.example"}
+            )
+            assert rebound.status_code == 421 and rebound.json()["error"]["message"] == "Invalid Host header"
+            origin = {**headers_for(session), "origin": "http://evil.example"}
+            assert (await http.post(url, json=rpc(12, "ping"), headers=origin)).status_code == 403
+            local = {**headers_for(session), "origin": "http://localhost:3000"}
+            assert (await http.post(url, json=rpc(13, "ping"), headers=local)).status_code == 200
             wrong_type = await http.post(
                 url, content=b"{}", headers={**headers_for(session), "content-type": "text/plain"}
             )

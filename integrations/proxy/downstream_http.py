@@ -12,6 +12,8 @@ once, hands it to the router and writes back what the router releases for that r
   at most `max_sessions_per_principal` sessions (then 429 with a JSON-RPC error, others unaffected), and a
   session idle for `idle_timeout_s` (no request in flight, no GET stream open) is closed;
 - GET opens a session's standalone SSE stream (notifications and server requests of no request);
+- a Host or Origin header that does not name a loopback address is refused (421, 403): the gateway listens
+  only on loopback, so such a request comes from a page that rebound its DNS name to us;
 - 2026-07-28 requests (an `MCP-Protocol-Version` header of that era, or an envelope without a session) are
   self-contained: each is a router session of its own, closed with its reply; the header ladder (version,
   `Mcp-Method`, `Mcp-Name`) is checked with the SDK's own classifier; closing the response cancels it.
@@ -246,6 +248,13 @@ class HttpFront:
             await _send_error(send, 404, None, INVALID_REQUEST, "Not Found")
             return
         headers = _headers(scope)
+        if not _loopback_name(headers.get("host", ""), with_scheme=False):
+            await _send_error(send, 421, None, INVALID_REQUEST, "Invalid Host header")  # DNS rebinding
+            return
+        origin = headers.get("origin")
+        if origin is not None and not _loopback_name(origin, with_scheme=True):
+            await _send_error(send, 403, None, INVALID_REQUEST, "Invalid Origin header")
+            return
         principal = self.default_principal
         if self.tokens is not None:
             principal = self.tokens.authenticate(headers.get("authorization"))
@@ -324,7 +333,7 @@ class HttpFront:
                 return
         extra = [(b"mcp-session-id", session.id.encode())]
         if message.kind is not Kind.REQUEST:
-            self.perform(self.router.receive_downstream_message(session.id, message))
+            self._receive(session.id, message)
             await self.drain()
             await _send_empty(send, 202, extra)
             return
@@ -502,6 +511,26 @@ def _headers(scope: dict[str, Any]) -> dict[str, str]:
             headers[_DUPLICATED] = name
         headers[name] = raw_value.decode("latin-1")
     return headers
+
+
+_LOOPBACK_NAMES: Final = frozenset({"127.0.0.1", "localhost", "[::1]"})
+
+
+def _loopback_name(value: str, *, with_scheme: bool) -> bool:
+    """Whether a Host (`name[:port]`) or Origin (`scheme://name[:port]`) names this loopback server: the
+    gateway listens only on loopback, so any other name is a page that rebound its DNS to us."""
+    if with_scheme:
+        scheme, sep, value = value.partition("://")
+        if not sep or scheme.lower() not in ("http", "https"):
+            return False
+    name = value.lower()
+    if name.startswith("["):
+        name = name[: name.find("]") + 1]
+    else:
+        name, _, port = name.partition(":")
+        if port and not port.isdigit():
+            return False
+    return name in _LOOPBACK_NAMES
 
 
 def _accepts(accept: str) -> tuple[bool, bool]:
