@@ -6,13 +6,14 @@
 #   bench/conformance_router.sh CHECKOUT     # CHECKOUT: a clone of the conformance repository, whose
 #                                           # examples/servers/typescript is the example server
 #
-# The npm registry (and PyPI, for the bridge below) are used; everything is installed into a temporary
+# The npm registry is used; everything is installed into a temporary
 # folder (CONFORMANCE_WORK to choose it), never into this repository. Not part of CI.
 #
-# The example server speaks only Streamable HTTP, and this gateway's upstream is a command on stdio, so
-# when `proxy` has no `--upstream URL` the gateway runs `mcp-proxy` (PyPI) as a stdio-to-HTTP bridge in
-# front of it; what the bridge itself loses is shown by the "bridge alone" row (mcp-proxy serving HTTP
-# in front of the same bridge).
+# The example server serves its MCP server (`createMcpServer()` in everything-server.ts) only over
+# Streamable HTTP, and the gateway's upstream here is a command on stdio: so the script serves that same
+# server object on stdio with a five-line launcher of its own (the example's file, with `export` added to
+# `createMcpServer`, is imported by it in the work folder). Scenarios about the HTTP transport itself
+# (multiple SSE streams, DNS rebinding) then test the gateway's own front.
 #
 # Environment: PYTHON (default: python3, with mcp-interceptors importable), CONFORMANCE_VERSION (default
 # 0.1.16; check out the same tag of the repository), POLICIES (default: "none standard").
@@ -45,11 +46,16 @@ if [[ ! -d "$work/example/node_modules" ]]; then
     cp "$example_src"/*.ts "$example_src"/package*.json "$example_src"/tsconfig.json "$work/example/"
     (cd "$work/example" && npm ci --no-audit --no-fund >&2)
 fi
-if ! "$python" -m integrations.cli proxy --help 2>/dev/null | grep -q -- '--upstream'; then
-    if [[ ! -x "$work/bridge/bin/mcp-proxy" ]]; then
-        "$python" -m venv "$work/bridge" && "$work/bridge/bin/pip" install -q mcp-proxy >&2
-    fi
-fi
+# The same server on stdio: console.log (the example's own logging) goes to stderr, stdout is the protocol.
+sed 's/^function createMcpServer()/export function createMcpServer()/' "$work/example/everything-server.ts" \
+    >"$work/example/everything-server-lib.ts"
+cat >"$work/example/stdio-server.ts" <<'TS'
+console.log = (...args: unknown[]) => console.error(...args);
+process.env.PORT = '0';
+const { createMcpServer } = await import('./everything-server-lib.ts');
+const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
+await createMcpServer().connect(new StdioServerTransport());
+TS
 
 free_port() { "$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 wait_port() {
@@ -74,27 +80,14 @@ wait_port "$example_port"
 example_url="http://127.0.0.1:$example_port/mcp"
 run_suite "direct" "$example_url"
 
-upstream=()
-if "$python" -m integrations.cli proxy --help 2>/dev/null | grep -q -- '--upstream'; then
-    upstream=(--upstream "$example_url")
-else
-    upstream=(-- "$work/bridge/bin/mcp-proxy" --transport streamablehttp "$example_url")
-    port=$(free_port)
-    "$work/bridge/bin/mcp-proxy" --port "$port" --host 127.0.0.1 -- \
-        "$work/bridge/bin/mcp-proxy" --transport streamablehttp "$example_url" >"$work/bridge.log" 2>&1 &
-    pids+=($!)
-    wait_port "$port"
-    run_suite "bridge alone (mcp-proxy twice)" "http://127.0.0.1:$port/mcp"
-fi
+upstream=(-- "$work/example/node_modules/.bin/tsx" "$work/example/stdio-server.ts")
 
-if [[ ${upstream[0]} == -- ]]; then  # the old gateway, for comparison (it has no --upstream)
-    port=$(free_port)
-    (cd "$here" && exec "$python" -m integrations.cli proxy --policy none --listen "127.0.0.1:$port" \
-        "${upstream[@]}" >"$work/old-none.log" 2>&1) &
-    pids+=($!)
-    wait_port "$port"
-    run_suite "proxy (old gateway) --policy none" "http://127.0.0.1:$port/mcp"
-fi
+port=$(free_port)  # the old gateway, for comparison
+(cd "$here" && exec "$python" -m integrations.cli proxy --policy none --listen "127.0.0.1:$port" \
+    "${upstream[@]}" >"$work/old-none.log" 2>&1) &
+pids+=($!)
+wait_port "$port"
+run_suite "proxy (old gateway) --policy none" "http://127.0.0.1:$port/mcp"
 
 for policy in $policies; do
     port=$(free_port)
