@@ -97,3 +97,13 @@ for policy in $policies; do
     wait_port "$port"
     run_suite "proxy --router --policy $policy" "http://127.0.0.1:$port/mcp"
 done
+
+# With an HTTP upstream (`proxy --upstream URL`, when this build has it): the example's endpoint itself.
+if "$python" -m integrations.cli proxy --help 2>/dev/null | grep -q -- '--upstream'; then
+    port=$(free_port)
+    (cd "$here" && exec "$python" -m integrations.cli proxy --router --policy none \
+        --listen "127.0.0.1:$port" --upstream "$example_url" >"$work/router-http-upstream.log" 2>&1) &
+    pids+=($!)
+    wait_port "$port"
+    run_suite "proxy --router --upstream URL" "http://127.0.0.1:$port/mcp"
+fi
