@@ -442,3 +442,45 @@ async def test_the_gateway_exits_1_when_the_upstream_dies_and_answers_the_call_i
         assert process.stderr is not None
         process.stderr.close()
     assert_no_zombies()
+
+
+@pytest.mark.parametrize(
+    ("value", "with_scheme", "local"),
+    [
+        ("127.0.0.1:8765", False, True),
+        ("localhost", False, True),
+        ("LOCALHOST:1", False, True),
+        ("[::1]:9", False, True),
+        ("evil.example", False, False),
+        ("127.0.0.1.evil.example:80", False, False),
+        ("127.0.0.1:x", False, False),
+        ("", False, False),
+        ("http://localhost:3000", True, True),
+        ("https://[::1]", True, True),
+        ("http://evil.example", True, False),
+        ("null", True, False),
+        ("file://localhost", True, False),
+    ],
+)
+def test_only_loopback_hosts_and_origins_are_accepted(value: str, with_scheme: bool, local: bool) -> None:
+    from integrations.proxy.downstream_http import _loopback_name
+
+    assert _loopback_name(value, with_scheme=with_scheme) is local
+
+
+@pytest.mark.parametrize(
+    ("accept", "json_ok", "sse_ok"),
+    [
+        ("application/json, text/event-stream", True, True),
+        ("application/json", True, False),
+        ("text/event-stream;q=0.9", False, True),
+        ("*/*", True, True),
+        ("application/*, text/*", True, True),
+        ("", False, False),
+        ("text/html", False, False),
+    ],
+)
+def test_accept_headers_choose_the_reply_framing(accept: str, json_ok: bool, sse_ok: bool) -> None:
+    from integrations.proxy.downstream_http import _accepts
+
+    assert _accepts(accept) == (json_ok, sse_ok)
