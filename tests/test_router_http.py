@@ -484,3 +484,26 @@ def test_accept_headers_choose_the_reply_framing(accept: str, json_ok: bool, sse
     from integrations.proxy.downstream_http import _accepts
 
     assert _accepts(accept) == (json_ok, sse_ok)
+
+
+def test_bad_http_options_exit_2_and_a_taken_address_exits_1() -> None:
+    import socket
+
+    base = [sys.executable, "-m", "integrations.cli", "proxy", "--router", "--policy", "none"]
+    for flags in (["--max-sessions-per-principal", "0"], ["--session-idle-timeout", "-1"]):
+        run = subprocess.run(
+            [*base, "--listen", "127.0.0.1:0", *flags, "--", *UPSTREAM],
+            cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+        )  # fmt: skip
+        assert run.returncode == 2 and run.stderr.decode().startswith("error: --"), flags
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        run = subprocess.run(
+            [*base, "--listen", f"127.0.0.1:{port}", "--", *UPSTREAM],
+            cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+        )  # fmt: skip
+    assert run.returncode == 1 and f"cannot listen on 127.0.0.1:{port}" in run.stderr.decode()
+    assert b"Traceback" not in run.stderr
+    assert_no_zombies()
