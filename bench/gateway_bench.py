@@ -5,12 +5,16 @@ the upstream is a low-level SDK echo server on the SDK's own stdio transport (wh
 and the gateway runs it with an empty chain, so the ratio is the cost of the extra hop alone.
 
 `python -m bench.gateway_bench` prints the numbers; `python -m bench.gateway_bench upstream` is the upstream.
+`--router`: the stdio targets of issue 14; `--http`: its Streamable HTTP targets (`proxy --router --listen`
+against the same echo server served by the SDK over HTTP; `upstream-http` is that server).
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +28,7 @@ UPSTREAM = [sys.executable, "-m", "bench.gateway_bench", "upstream"]
 PROXY = [sys.executable, "-m", "integrations.cli", "proxy", "--policy", "none", "--", *UPSTREAM]
 PROXY_STANDARD = [sys.executable, "-m", "integrations.cli", "proxy", "--policy", "standard", "--", *UPSTREAM]
 ARGUMENTS = {"text": "hello", "count": 3}
+UPSTREAM_HTTP = [sys.executable, "-m", "bench.gateway_bench", "upstream-http"]
 LOGGING_UPSTREAM = [sys.executable, "-m", "bench.gateway_bench", "upstream-logging"]
 RATIO = "gateway throughput (x direct stdio)"
 LEGACY_RATIO = "gateway throughput, 2025-11-25 clients (x direct stdio)"
@@ -86,6 +91,66 @@ async def router_benchmarks(iterations: int, rounds: int) -> tuple[dict[str, Mea
     return results, ratios
 
 
+@asynccontextmanager
+async def _listening(argv: list[str]) -> AsyncIterator[str]:
+    """A server subprocess that announces `listening on http://...` on stderr; stopped with SIGTERM and reaped."""
+    process = subprocess.Popen(
+        argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        assert process.stderr is not None
+        url = None
+        for _ in range(50):
+            line = (await anyio.to_thread.run_sync(process.stderr.readline)).decode()
+            if "listening on http://" in line:
+                url = line.split("listening on ", 1)[1].strip()
+                break
+        if url is None:
+            raise RuntimeError(f"{argv[2:5]} did not start listening")
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+async def http_benchmarks(iterations: int, rounds: int) -> tuple[dict[str, Measurement], dict[str, float]]:
+    """The issue-14 HTTP targets: the echo upstream served directly over Streamable HTTP by the SDK vs the same
+    server (on stdio) behind `proxy --router --policy none --listen` (and the old gateway, for comparison)."""
+    proxy = [sys.executable, "-m", "integrations.cli", "proxy"]
+    listen = ["--listen", "127.0.0.1:0"]
+    argv = {
+        "direct": [*UPSTREAM_HTTP],
+        "direct nodelay": [*UPSTREAM_HTTP, "--nodelay"],
+        "router none": [*proxy, "--router", "--policy", "none", *listen, "--", *UPSTREAM],
+        "old none": [*proxy, "--policy", "none", *listen, "--", *UPSTREAM],
+    }
+    modes = {"legacy": "2025-11-25", "auto": "2026-07-28"}
+    names = {(key, mode): f"tools/call over HTTP, {label}: {key}" for key in argv for mode, label in modes.items()}
+    async with AsyncExitStack() as stack:
+        urls = {key: await stack.enter_async_context(_listening(command)) for key, command in argv.items()}
+        scenarios: dict[str, Call] = {}
+        for (key, mode), name in names.items():
+            client = await stack.enter_async_context(Client(urls[key], mode=mode, cache=None))
+            scenarios[name] = _call(client)
+            if mode == "legacy":  # the request the issue timed at ~42 ms through the old gateway
+                scenarios[f"ping over HTTP, 2025-11-25: {key}"] = client.session.send_ping
+        results = await measure(scenarios, iterations, rounds)
+    ratios: dict[str, float] = {}
+    for mode, label in modes.items():
+        for base in ("direct", "direct nodelay"):
+            direct = results[names[(base, mode)]]
+            for key in ("router none", "old none"):
+                proxied = results[names[(key, mode)]]
+                ratios[f"{key} (x {base}, {label})"] = _ratio(results, proxied.name, direct.name)
+                added = round((proxied.per_call_us - direct.per_call_us) / 1000, 3)
+                ratios[f"{key}: ms added per call vs {base} ({label})"] = added
+    return results, ratios
+
+
 def _call(client: Client) -> Call:
     async def call() -> Any:
         return await client.session.call_tool("echo", ARGUMENTS)
@@ -116,12 +181,38 @@ async def _serve_upstream(logging: bool = False) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
+async def _serve_upstream_http(nodelay: bool) -> None:
+    """The bench upstream on the SDK's own Streamable HTTP (uvicorn), on a free loopback port; `nodelay` gives
+    its connections TCP_NODELAY (uvicorn leaves Nagle on, which costs an SSE reply ~40 ms), as a fair floor."""
+    import socket
+
+    import uvicorn
+
+    from integrations.proxy.downstream_http import NoDelayProtocol
+
+    app = echo_tool_server("bench-upstream").streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    http: Any = NoDelayProtocol if nodelay else "auto"
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", http=http))
+    print(f"bench upstream: listening on http://127.0.0.1:{sock.getsockname()[1]}/mcp", file=sys.stderr, flush=True)
+    await server.serve(sockets=[sock])
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] in (["upstream"], ["upstream-logging"]):
         anyio.run(_serve_upstream, argv[0] == "upstream-logging")
         return 0
+    if argv[:1] == ["upstream-http"]:
+        anyio.run(_serve_upstream_http, "--nodelay" in argv)
+        return 0
     quick = "--quick" in argv
     iterations, rounds = (200, 3) if quick else (1000, 5)
+    if "--http" in argv:
+        results, ratios = anyio.run(http_benchmarks, iterations // 2, rounds)
+        print_table(results, ratios)
+        return 0
     if "--router" in argv:
         results, ratios = anyio.run(router_benchmarks, iterations, rounds)
         print_table(results, ratios)

@@ -102,6 +102,11 @@ def proxy(args: argparse.Namespace) -> int:
                     "anonymous ones included: give HTTP clients their roles with --tokens FILE instead"
                 )
             raise _UsageError("--role is for stdio: over HTTP each client's roles come from its entry in --tokens")
+        quota, idle = getattr(args, "max_sessions_per_principal", None), getattr(args, "session_idle_timeout", None)
+        if quota is not None and quota < 1:
+            raise _UsageError("--max-sessions-per-principal must be at least 1")
+        if idle is not None and idle <= 0:
+            raise _UsageError("--session-idle-timeout must be a positive number of seconds")
         if args.max_line_mib is not None and args.max_line_mib < 1:
             raise _UsageError("--max-line-mib must be at least 1")
         max_line_bytes = (args.max_line_mib or DEFAULT_MAX_LINE_MIB) << 20
@@ -123,7 +128,8 @@ def proxy(args: argparse.Namespace) -> int:
         return run_router(
             RouterOptions(
                 [params.command, *params.args], params.env, chain_file, registries, stages, listen, tokens,
-                args.role or (), exposed, bool(getattr(args, "verbose", 0)), {"metrics": args.metrics},
+                args.role or (), exposed, bool(getattr(args, "verbose", 0)),
+                extra={"metrics": args.metrics, "max_sessions_per_principal": quota, "session_idle_s": idle},
             )
         )  # fmt: skip
 
@@ -245,6 +251,18 @@ def add_proxy_command(sub: Any) -> None:
         type=int,
         metavar="N",
         help=f"the longest message line read from the upstream or the client (default: {DEFAULT_MAX_LINE_MIB})",
+    )
+    parser.add_argument(
+        "--max-sessions-per-principal",
+        type=int,
+        metavar="N",
+        help="with --router --listen: open HTTP sessions one principal may hold (default: 256)",
+    )
+    parser.add_argument(
+        "--session-idle-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="with --router --listen: close an HTTP session idle this long (default: 1800)",
     )
     parser.add_argument(
         "--router", action="store_true", help="use the message-router gateway (also MCP_INTERCEPTORS_ROUTER=1)"

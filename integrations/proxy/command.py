@@ -1,7 +1,8 @@
 """`mcp-interceptors proxy --router`: the router gateway started from the options `proxy` already parsed.
 
 Exit status as for the old gateway: 1 when the upstream cannot be started or goes away, 0 when the client
-leaves or a signal stops the gateway, 2 for what this gateway cannot do yet (one `error:` line).
+leaves or a signal stops the gateway, 2 for what this gateway cannot do yet (one `error:` line). With
+`--listen` it serves Streamable HTTP (`downstream_http.py`) until a signal stops it or the upstream leaves.
 """
 
 from __future__ import annotations
@@ -39,9 +40,6 @@ class RouterOptions:
 
 def run_router(options: RouterOptions) -> int:
     """Run the router gateway; returns the exit status."""
-    if options.listen is not None:
-        print("error: --router does not serve --listen (Streamable HTTP) yet", file=sys.stderr)
-        return 2
     if options.exposed is not None:
         print("error: --router does not answer --expose-interceptors yet", file=sys.stderr)
         return 2
@@ -92,10 +90,12 @@ async def _main(options: RouterOptions) -> int:
             served = await serve_metrics(metrics, *parse_address(options.extra["metrics"]))
             stack.callback(served.close)
         try:
-            downstream = await StdioDownstream.open()
-            principal = principal_for_stdio(list(options.roles))
             engine = getattr(stages, "engine", None)
             catalog = Catalog(router, engine.learn) if engine is not None else None
+            if options.listen is not None:
+                return await _serve_http(options, router, adapter, upstream, catalog)
+            downstream = await StdioDownstream.open()
+            principal = principal_for_stdio(list(options.roles))
             runner = Runner(
                 router,
                 adapter,
@@ -112,3 +112,42 @@ async def _main(options: RouterOptions) -> int:
             with anyio.CancelScope(shield=True):
                 await upstream.aclose()
         return code
+
+
+async def _serve_http(options: RouterOptions, router: Any, adapter: Any, upstream: Any, catalog: Any) -> int:
+    """`--listen`: Streamable HTTP clients, each session bound to its bearer token's principal (`--tokens`)."""
+    from interceptors.policy import principal_for_stdio
+
+    from .downstream_http import (
+        DEFAULT_IDLE_TIMEOUT_S,
+        DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
+        HttpRunner,
+        HttpSettings,
+        ListenError,
+        listening_socket,
+    )
+
+    assert options.listen is not None
+    try:
+        sock = listening_socket(*options.listen)
+    except ListenError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    quota = options.extra.get("max_sessions_per_principal") or DEFAULT_MAX_SESSIONS_PER_PRINCIPAL
+    idle = options.extra.get("session_idle_s") or DEFAULT_IDLE_TIMEOUT_S
+    settings = HttpSettings(max_sessions_per_principal=quota, idle_timeout_s=idle)
+    try:
+        runner = HttpRunner(
+            router,
+            adapter,
+            upstream,
+            sock,
+            tokens=options.tokens,
+            default_principal=None if options.tokens is not None else principal_for_stdio([]),
+            settings=settings,
+            catalog=catalog,
+            handle_signals=True,
+        )
+        return await runner.run()
+    finally:
+        sock.close()

@@ -24,9 +24,12 @@ class SendUpstream:
 
 @dataclass(frozen=True, slots=True)
 class SendDownstream:
+    """`final`: this is the reply that ends request `related` (an HTTP shell then ends that response)."""
+
     session: SessionId
     data: bytes
     related: RequestId | None = None
+    final: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -198,6 +198,7 @@ class Outgoing:
 class _Slot:
     data: bytes | None = None  # None: its chain is still running
     done: bool = False
+    final: bool = False  # the reply that ends its request
 
 
 StreamKey = tuple[SessionId, RequestId | None]
@@ -380,6 +381,13 @@ class Router:
             raise KeyError(f"no open session {session_id!r}")
         return self._downstream(session, parse(raw))
 
+    def receive_downstream_message(self, session_id: SessionId, message: Message) -> list[Action]:
+        """`receive_downstream` for a message the shell already parsed (HTTP reads the kind and id first)."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise KeyError(f"no open session {session_id!r}")
+        return self._downstream(session, message)
+
     def _downstream(self, session: Session, message: Message) -> list[Action]:
         if message.kind is Kind.INVALID:
             if not message.answer_id_known:
@@ -519,7 +527,7 @@ class Router:
                 era = session.era or Era.HANDSHAKE
                 shaped = downstream_result(outcome.payload, era, self.upstream.server_info, method)
                 slot.data = self._encode_result(client_id, shaped)
-            slot.done = True
+            slot.done = slot.final = True
             return self._flush(key, final=True)
 
         event = CARRIER_EVENTS[Channel.INITIALIZE] if method in ("initialize", "server/discover") else method
@@ -1034,7 +1042,7 @@ class Router:
             return []  # cancelled, or its session left
         self._forget(key, pending)
         stream: StreamKey = (pending.session, pending.client_id)
-        self._open_slot(stream, data)
+        self._open_slot(stream, data).final = True
         return self._flush(stream, final=True)
 
     def _forget(self, key: int, pending: Pending) -> None:
@@ -1057,17 +1065,17 @@ class Router:
         while stream and stream[0].done:
             slot = stream.popleft()
             if slot.data is not None:
-                out.append(SendDownstream(key[0], slot.data, key[1]))
+                out.append(SendDownstream(key[0], slot.data, key[1], slot.final))
         if not stream:
             del self._streams[key]
         return out
 
     def _reply(self, session: Session, client_id: RequestId, result: dict[str, Any]) -> SendDownstream:
         shaped = downstream_result(result, session.era or Era.HANDSHAKE, self.upstream.server_info)
-        return SendDownstream(session.id, self._encode_result(client_id, shaped), client_id)
+        return SendDownstream(session.id, self._encode_result(client_id, shaped), client_id, True)
 
     def _reply_error(self, session_id: SessionId, client_id: RequestId | None, error: dict[str, Any]) -> SendDownstream:
-        return SendDownstream(session_id, self._encode_error(client_id, error), client_id)
+        return SendDownstream(session_id, self._encode_error(client_id, error), client_id, True)
 
     def _encode_result(self, client_id: RequestId, result: dict[str, Any]) -> bytes:
         return self._encode({"jsonrpc": "2.0", "id": client_id, "result": result}, client_id)

@@ -1,0 +1,773 @@
+"""Streamable HTTP in front of the router: a raw ASGI callable on uvicorn that only frames and admits.
+
+Why raw ASGI and not the SDK's transport: the router already owns the protocol (it answers `initialize`,
+ties every message to its request), so the front needs no SDK session; it reads one POST body, parses it
+once, hands it to the router and writes back what the router releases for that request. Per request:
+
+- a reply that comes before anything else for its request is plain `application/json` (when the client's
+  Accept allows it); progress, logs or server requests of that request first make the response an SSE
+  stream, ended by the reply;
+- 2025-11-25 (handshake) clients get a session per `initialize` (`Mcp-Session-Id`), bound to the principal
+  that opened it: another principal's requests with that id get 404 and cannot DELETE it; a principal has
+  at most `max_sessions_per_principal` sessions (then 429 with a JSON-RPC error, others unaffected), and a
+  session idle for `idle_timeout_s` (no request in flight, no GET stream open) is closed;
+- GET opens a session's standalone SSE stream (notifications and server requests of no request);
+- a Host or Origin header that does not name a loopback address is refused (421, 403): the gateway listens
+  only on loopback, so such a request comes from a page that rebound its DNS name to us;
+- 2026-07-28 requests (an `MCP-Protocol-Version` header of that era, or an envelope without a session) are
+  self-contained: each is a router session of its own, closed with its reply; the header ladder (version,
+  `Mcp-Method`, `Mcp-Name`) is checked with the SDK's own classifier; closing the response cancels it.
+
+Every accepted connection has TCP_NODELAY: a reply is a few small writes, and Nagle's algorithm with the
+peer's delayed ACK would hold each one back ~40 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import secrets
+import socket
+import sys
+from collections import deque
+from collections.abc import Awaitable, Callable, Hashable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import anyio
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from interceptors import InvocationContext, Principal
+from interceptors.codec import dumps_exact
+
+from ..router import Router, SendDownstream, UpstreamPhase
+from ..router.eras import HANDSHAKE_VERSIONS
+from ..router.messages import INTERNAL_ERROR, INVALID_REQUEST, Kind, Message, RequestId, parse
+from .catalog import Catalog
+from .chain_adapter import ChainAdapter
+from .framing import MAX_LINE_BYTES
+from .runner import LineShell, Runner
+
+logger = logging.getLogger("interceptors.gateway")
+
+DEFAULT_MAX_SESSIONS_PER_PRINCIPAL: Final = 256
+DEFAULT_IDLE_TIMEOUT_S: Final = 1800.0
+SSE_PING_S: Final = 15.0
+"""Seconds without a message before the front commits a waiting request to SSE and pings (proxy timeouts)."""
+MCP_PATH: Final = "/mcp"
+TOO_MANY_SESSIONS: Final = -32000
+HEADER_MISMATCH: Final = -32020
+
+_JSON_HEADERS: Final = [(b"content-type", b"application/json")]
+_SSE_HEADERS: Final = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+_ERROR_STATUS: Final = {-32700: 400, -32600: 400, -32602: 400, -32020: 400, -32021: 400, -32022: 400, -32601: 404}
+"""HTTP status of a 2026-07-28 error reply sent as JSON (the SDK's table); handshake replies are always 200."""
+_ROUTING_HEADERS: Final = frozenset({"mcp-protocol-version", "mcp-method", "mcp-name"})
+_DUPLICATED: Final = " duplicated"  # not a header name (headers have no spaces)
+_CLOSED: Final = object()
+_TIMEOUT: Final = object()
+
+Perform = Callable[[list[Any]], None]
+
+
+class _Exchange:
+    """One response stream (a POSTed request's, or a session's GET): messages in order, then closed."""
+
+    __slots__ = ("closed", "disconnected", "items", "waiter")
+
+    def __init__(self) -> None:
+        self.items: deque[tuple[bytes, bool]] = deque()
+        self.waiter: asyncio.Future[None] | None = None
+        self.closed = False
+        self.disconnected = False
+
+    def put(self, data: bytes, final: bool) -> None:
+        self.items.append((data, final))
+        self._wake()
+
+    def close(self, *, disconnected: bool = False) -> None:
+        self.closed = True
+        self.disconnected = self.disconnected or disconnected
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def get(self, timeout: float | None) -> tuple[bytes, bool] | object:
+        """The next message, `_CLOSED` when the stream is over, `_TIMEOUT` after `timeout` seconds of nothing."""
+        while not self.items:
+            if self.closed:
+                return _CLOSED
+            self.waiter = asyncio.get_running_loop().create_future()
+            try:
+                if timeout is None:
+                    await self.waiter
+                else:
+                    try:
+                        await asyncio.wait_for(self.waiter, timeout)
+                    except TimeoutError:
+                        return _TIMEOUT
+            finally:
+                self.waiter = None
+        return self.items.popleft()
+
+
+@dataclass(slots=True)
+class HttpSession:
+    id: str
+    owner: Hashable
+    modern: bool
+    last_seen: float
+    exchanges: dict[RequestId, _Exchange] = field(default_factory=dict)
+    standalone: _Exchange | None = None
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.exchanges) or self.standalone is not None
+
+
+@dataclass(frozen=True, slots=True)
+class HttpSettings:
+    max_sessions_per_principal: int = DEFAULT_MAX_SESSIONS_PER_PRINCIPAL
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+
+
+class HttpFront:
+    """The ASGI app (`await front(scope, receive, send)`) and `deliver(SendDownstream)` for the runner.
+
+    `perform` performs router actions (the runner's), `drain` waits for the upstream's write buffer;
+    `tokens` (BearerTokens) authenticates every request (401 without a valid bearer token), else every
+    client is `default_principal`.
+    """
+
+    def __init__(
+        self,
+        router: Router,
+        perform: Perform,
+        drain: Callable[[], Awaitable[None]],
+        *,
+        tokens: Any = None,
+        default_principal: Principal | None = None,
+        settings: HttpSettings | None = None,
+    ) -> None:
+        self.router = router
+        self.perform = perform
+        self.drain = drain
+        self.tokens = tokens
+        self.default_principal = default_principal
+        self.settings = settings or HttpSettings()
+        self.sessions: dict[str, HttpSession] = {}
+        self._owned: dict[Hashable, int] = {}
+        self._modern_ids = itertools.count(1)
+        import mcp.shared.inbound  # the 2026-07-28 header ladder (a slow import: at start, not on a request)
+
+        del mcp
+
+    # Delivery (called by the runner, synchronously, in the router's order) -------------------------
+    def deliver(self, action: SendDownstream) -> None:
+        session = self.sessions.get(action.session)
+        if session is None:
+            return
+        if action.related is not None:
+            exchange = session.exchanges.get(action.related)
+            if exchange is not None:
+                exchange.put(action.data, action.final)
+                return
+        if action.final:
+            return  # its client went away: a reply has no other stream to go to
+        if session.standalone is not None:
+            session.standalone.put(action.data, False)
+        else:
+            logger.debug("dropped a message for session %s: no GET stream is open", action.session[:8])
+
+    # Sessions ----------------------------------------------------------------------------------
+    def _open(self, owner: Hashable, principal: Principal | None, *, modern: bool) -> HttpSession:
+        session_id = f"modern-{next(self._modern_ids)}" if modern else secrets.token_hex(16)
+        context = InvocationContext(principal=principal, session_id=None if modern else session_id)
+        self.router.open_session(session_id, context=context, principal=owner)
+        session = HttpSession(session_id, owner, modern, _now())
+        self.sessions[session_id] = session
+        if not modern:
+            self._owned[owner] = self._owned.get(owner, 0) + 1
+        return session
+
+    def close(self, session_id: str) -> None:
+        """End a session: its requests are cancelled upstream, its waiting responses and GET stream end."""
+        session = self.sessions.pop(session_id, None)
+        if session is None:
+            return
+        if not session.modern:
+            left = self._owned.get(session.owner, 1) - 1
+            if left:
+                self._owned[session.owner] = left
+            else:
+                self._owned.pop(session.owner, None)
+        for exchange in session.exchanges.values():
+            exchange.close()
+        if session.standalone is not None:
+            session.standalone.close()
+        self.perform(self.router.close_session(session_id))
+
+    def expire_idle(self) -> int:
+        """Close the handshake sessions idle for longer than the timeout; returns how many."""
+        cutoff = _now() - self.settings.idle_timeout_s
+        idle = [s.id for s in self.sessions.values() if not s.modern and not s.busy and s.last_seen < cutoff]
+        for session_id in idle:
+            logger.info("closing session %s after %.0f s idle", session_id[:8], self.settings.idle_timeout_s)
+            self.close(session_id)
+        return len(idle)
+
+    async def sweep(self) -> None:
+        """Expire idle sessions forever (a task of the runner)."""
+        interval = min(max(self.settings.idle_timeout_s / 4, 0.05), 30.0)
+        while True:
+            await anyio.sleep(interval)
+            self.expire_idle()
+
+    def shutdown(self) -> None:
+        for session_id in list(self.sessions):
+            self.close(session_id)
+
+    # ASGI --------------------------------------------------------------------------------------
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        if scope.get("path", "").rstrip("/") != MCP_PATH:
+            await _send_error(send, 404, None, INVALID_REQUEST, "Not Found")
+            return
+        headers = _headers(scope)
+        if not _loopback_name(headers.get("host", ""), with_scheme=False):
+            await _send_error(send, 421, None, INVALID_REQUEST, "Invalid Host header")  # DNS rebinding
+            return
+        origin = headers.get("origin")
+        if origin is not None and not _loopback_name(origin, with_scheme=True):
+            await _send_error(send, 403, None, INVALID_REQUEST, "Invalid Origin header")
+            return
+        principal = self.default_principal
+        if self.tokens is not None:
+            principal = self.tokens.authenticate(headers.get("authorization"))
+            if principal is None:
+                extra = [(b"www-authenticate", b"Bearer")]
+                await _send_error(send, 401, None, INVALID_REQUEST, "Unauthorized", extra=extra)
+                return
+        owner = (principal.type, principal.id) if principal is not None else None
+        method = scope["method"]
+        if method == "POST":
+            await self._post(headers, owner, principal, receive, send)
+        elif method == "GET":
+            await self._get(headers, owner, receive, send)
+        elif method == "DELETE":
+            await self._delete(headers, owner, send)
+        else:
+            await _send_error(
+                send, 405, None, INVALID_REQUEST, "Method Not Allowed", extra=[(b"allow", b"GET, POST, DELETE")]
+            )
+
+    def _session_of(self, headers: dict[str, str], owner: Hashable) -> HttpSession | None:
+        """The handshake session the request names, only when its principal opened it (else as if unknown)."""
+        session = self.sessions.get(headers.get("mcp-session-id", ""))
+        if session is None or session.modern or session.owner != owner:
+            return None
+        session.last_seen = _now()
+        return session
+
+    async def _post(
+        self, headers: dict[str, str], owner: Hashable, principal: Principal | None, receive: Any, send: Any
+    ) -> None:
+        has_json, has_sse = _accepts(headers.get("accept", ""))
+        if not (has_json or has_sse):
+            await _send_error(send, 406, None, INVALID_REQUEST, "Not Acceptable: accept application/json")
+            return
+        if headers.get("content-type", "").split(";", 1)[0].strip().lower() != "application/json":
+            await _send_error(send, 415, None, INVALID_REQUEST, "Unsupported Media Type: send application/json")
+            return
+        body = await _read_body(receive)
+        if body is None:
+            reason = {"reason": f"a message larger than {MAX_LINE_BYTES} bytes"}
+            await _send_error(send, 413, None, INVALID_REQUEST, "Invalid Request", reason)
+            return
+        message = parse(body)
+        if message.kind is Kind.INVALID:
+            assert message.problem is not None
+            problem = message.problem
+            request_id = message.id if message.answer_id_known else None
+            await _send_error(send, 400, request_id, problem.code, problem.message, problem.data)
+            return
+        version = headers.get("mcp-protocol-version")
+        session_id = headers.get("mcp-session-id")
+        modern = (version is not None and version not in HANDSHAKE_VERSIONS) or (
+            session_id is None and message.method != "initialize" and message.protocol_version is not None
+        )
+        if modern:
+            await self._post_modern(message, headers, owner, principal, has_json, has_sse, receive, send)
+            return
+        session: HttpSession | None
+        if session_id is None:
+            if message.kind is not Kind.REQUEST or message.method != "initialize":
+                reason = {"reason": "send initialize first (its reply carries Mcp-Session-Id), or a 2026-07-28 request"}
+                await _send_error(send, 400, message.id, INVALID_REQUEST, "Bad Request: Missing session ID", reason)
+                return
+            if self._owned.get(owner, 0) >= self.settings.max_sessions_per_principal:
+                limit = self.settings.max_sessions_per_principal
+                logger.warning("refused a new session: the principal already has %d open", limit)
+                data = {"limit": limit, "reason": "close a session (DELETE) or let one expire"}
+                await _send_error(send, 429, message.id, TOO_MANY_SESSIONS, "Too many open sessions", data)
+                return
+            session = self._open(owner, principal, modern=False)
+        else:
+            session = self._session_of(headers, owner)
+            if session is None:
+                await _send_error(send, 404, message.id, INVALID_REQUEST, "Session not found")
+                return
+        extra = [(b"mcp-session-id", session.id.encode())]
+        if message.kind is not Kind.REQUEST:
+            self._receive(session.id, message)
+            await self.drain()
+            await _send_empty(send, 202, extra)
+            return
+        assert message.id is not None
+        if message.id in session.exchanges:
+            reason = {"reason": "this id is already in use by a request in flight"}
+            await _send_error(send, 400, message.id, INVALID_REQUEST, "Invalid Request", reason, extra=extra)
+            return
+        exchange = session.exchanges[message.id] = _Exchange()
+        try:
+            self._receive(session.id, message)
+            await self.drain()
+            await self._respond(exchange, has_json, has_sse, extra, False, receive, send)
+        finally:
+            session.exchanges.pop(message.id, None)
+            session.last_seen = _now()
+
+    async def _post_modern(
+        self,
+        message: Message,
+        headers: dict[str, str],
+        owner: Hashable,
+        principal: Principal | None,
+        has_json: bool,
+        has_sse: bool,
+        receive: Any,
+        send: Any,
+    ) -> None:
+        if message.kind is Kind.NOTIFICATION:
+            await _send_empty(send, 202, [])  # no client notification travels this wire at 2026-07-28
+            return
+        if message.kind is not Kind.REQUEST:
+            reason = {"reason": "a 2026-07-28 server sends the client no requests, so there is nothing to answer"}
+            await _send_error(send, 400, None, INVALID_REQUEST, "Invalid Request", reason)
+            return
+        rejection = _header_rejection(message, headers)
+        if rejection is not None:
+            code, text, data = rejection
+            await _send_error(send, _ERROR_STATUS.get(code, 400), message.id, code, text, data)
+            return
+        assert message.id is not None
+        session = self._open(owner, principal, modern=True)
+        exchange = session.exchanges[message.id] = _Exchange()
+        try:
+            self._receive(session.id, message)
+            await self.drain()
+            await self._respond(exchange, has_json, has_sse, [], True, receive, send)
+        finally:
+            self.close(session.id)  # cancels the request upstream when the client closed the stream first
+            await self.drain()
+
+    def _receive(self, session_id: str, message: Message) -> None:
+        try:
+            actions = self.router.receive_downstream_message(session_id, message)
+        except Exception as exc:  # a router defect: the request still gets an answer
+            logger.error("the router failed on a client message: %s", type(exc).__name__)
+            error = {"code": INTERNAL_ERROR, "message": "Internal error"}
+            data = dumps_exact({"jsonrpc": "2.0", "id": message.id, "error": error})
+            actions = [SendDownstream(session_id, data, message.id, True)]
+        self.perform(actions)
+
+    async def _respond(
+        self,
+        exchange: _Exchange,
+        has_json: bool,
+        has_sse: bool,
+        extra: list[tuple[bytes, bytes]],
+        modern: bool,
+        receive: Any,
+        send: Any,
+    ) -> None:
+        """Write one request's response: JSON when its reply comes first (and the client takes JSON), else SSE."""
+        watcher = asyncio.ensure_future(_watch_disconnect(receive, exchange))
+        try:
+            item = await exchange.get(SSE_PING_S if has_sse else None)
+            if not has_sse:  # JSON only: what comes before the reply has no wire here
+                while isinstance(item, tuple) and not item[1]:
+                    item = await exchange.get(None)
+            if item is _CLOSED:
+                if not exchange.disconnected:
+                    await _send_error(send, 404, None, INVALID_REQUEST, "Session terminated", extra=extra)
+                return
+            if isinstance(item, tuple) and item[1] and has_json:
+                data = item[0]
+                status = _error_status(data) if modern else 200
+                await send({"type": "http.response.start", "status": status, "headers": [*_JSON_HEADERS, *extra]})
+                await send({"type": "http.response.body", "body": data})
+                return
+            await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *extra]})
+            while True:
+                if item is _CLOSED:
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    return
+                if item is _TIMEOUT:
+                    await send({"type": "http.response.body", "body": b": ping\n\n", "more_body": True})
+                else:
+                    assert isinstance(item, tuple)
+                    data, final = item
+                    event = b"event: message\ndata: " + data + b"\n\n"
+                    await send({"type": "http.response.body", "body": event, "more_body": not final})
+                    if final:
+                        return
+                item = await exchange.get(SSE_PING_S)
+        finally:
+            watcher.cancel()
+
+    async def _get(self, headers: dict[str, str], owner: Hashable, receive: Any, send: Any) -> None:
+        _, has_sse = _accepts(headers.get("accept", ""))
+        if not has_sse:
+            await _send_error(send, 406, None, INVALID_REQUEST, "Not Acceptable: accept text/event-stream")
+            return
+        version = headers.get("mcp-protocol-version")
+        if version is not None and version not in HANDSHAKE_VERSIONS:
+            await _send_empty(send, 405, [(b"allow", b"POST")])  # 2026-07-28 has no standalone stream
+            return
+        if "mcp-session-id" not in headers:
+            await _send_error(send, 400, None, INVALID_REQUEST, "Bad Request: Missing session ID")
+            return
+        session = self._session_of(headers, owner)
+        if session is None:
+            await _send_error(send, 404, None, INVALID_REQUEST, "Session not found")
+            return
+        extra = [(b"mcp-session-id", session.id.encode())]
+        if session.standalone is not None:
+            await _send_error(send, 409, None, INVALID_REQUEST, "Conflict: one GET stream per session", extra=extra)
+            return
+        stream = session.standalone = _Exchange()
+        watcher = asyncio.ensure_future(_watch_disconnect(receive, stream))
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *extra]})
+            await send({"type": "http.response.body", "body": b": open\n\n", "more_body": True})
+            while True:
+                item = await stream.get(SSE_PING_S)
+                if item is _CLOSED:
+                    if not stream.disconnected:
+                        await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    return
+                if item is _TIMEOUT:
+                    body = b": ping\n\n"
+                else:
+                    assert isinstance(item, tuple)
+                    body = b"event: message\ndata: " + item[0] + b"\n\n"
+                await send({"type": "http.response.body", "body": body, "more_body": True})
+        finally:
+            watcher.cancel()
+            if session.standalone is stream:
+                session.standalone = None
+            session.last_seen = _now()
+
+    async def _delete(self, headers: dict[str, str], owner: Hashable, send: Any) -> None:
+        if "mcp-session-id" not in headers:
+            await _send_error(send, 400, None, INVALID_REQUEST, "Bad Request: Missing session ID")
+            return
+        session = self._session_of(headers, owner)
+        if session is None:
+            await _send_error(send, 404, None, INVALID_REQUEST, "Session not found")
+            return
+        self.close(session.id)
+        await self.drain()
+        await _send_empty(send, 200, [])
+
+
+# Helpers ------------------------------------------------------------------------------------------
+def _now() -> float:
+    return asyncio.get_running_loop().time()
+
+
+def _headers(scope: dict[str, Any]) -> dict[str, str]:
+    """The request's headers by lowercase name; a routing header sent twice is noted under `_DUPLICATED`
+    (first-copy and last-copy readers would disagree about it)."""
+    headers: dict[str, str] = {}
+    for raw_name, raw_value in scope.get("headers", ()):
+        name = raw_name.decode("latin-1")
+        if name in headers and name in _ROUTING_HEADERS:
+            headers[_DUPLICATED] = name
+        headers[name] = raw_value.decode("latin-1")
+    return headers
+
+
+_LOOPBACK_NAMES: Final = frozenset({"127.0.0.1", "localhost", "[::1]"})
+
+
+def _loopback_name(value: str, *, with_scheme: bool) -> bool:
+    """Whether a Host (`name[:port]`) or Origin (`scheme://name[:port]`) names this loopback server: the
+    gateway listens only on loopback, so any other name is a page that rebound its DNS to us."""
+    if with_scheme:
+        scheme, sep, value = value.partition("://")
+        if not sep or scheme.lower() not in ("http", "https"):
+            return False
+    name = value.lower()
+    if name.startswith("["):
+        name = name[: name.find("]") + 1]
+    else:
+        name, _, port = name.partition(":")
+        if port and not port.isdigit():
+            return False
+    return name in _LOOPBACK_NAMES
+
+
+def _accepts(accept: str) -> tuple[bool, bool]:
+    """(JSON, SSE) for an Accept header, wildcards included (RFC 9110 media ranges)."""
+    kinds = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
+    anything = "*/*" in kinds
+    return (
+        anything or "application/json" in kinds or "application/*" in kinds,
+        anything or "text/event-stream" in kinds or "text/*" in kinds,
+    )
+
+
+def _header_rejection(message: Message, headers: dict[str, str]) -> tuple[int, str, Any] | None:
+    """The 2026-07-28 header ladder, by the SDK's own rules: the routing headers must agree with the body."""
+    from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request  # imported at start
+
+    duplicated = headers.get(_DUPLICATED)
+    if duplicated is not None:
+        return HEADER_MISMATCH, f"{duplicated} header appears more than once", None
+    assert message.body is not None
+    verdict = classify_inbound_request(message.body, headers=headers)
+    if isinstance(verdict, InboundLadderRejection):
+        return verdict.code, verdict.message, verdict.data
+    return None
+
+
+async def _read_body(receive: Any) -> bytes | None:
+    """The whole request body, or None when it is larger than one message may be."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        event = await receive()
+        if event["type"] == "http.disconnect":
+            return b""
+        chunk = event.get("body", b"")
+        size += len(chunk)
+        if size > MAX_LINE_BYTES:
+            return None
+        chunks.append(chunk)
+        if not event.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+async def _watch_disconnect(receive: Any, exchange: _Exchange) -> None:
+    while True:
+        event = await receive()
+        if event["type"] == "http.disconnect":
+            exchange.close(disconnected=True)
+            return
+
+
+def _error_status(data: bytes) -> int:
+    """A 2026-07-28 JSON reply's status: the SDK's table for an error code, else 200."""
+    if b'"error":' not in data[:64]:
+        return 200
+    try:
+        message = parse(data)
+    except Exception:  # pragma: no cover - our own serialisation
+        return 200
+    if message.kind is Kind.ERROR:
+        code = message.error.get("code")
+        return _ERROR_STATUS.get(code, 200) if isinstance(code, int) else 200
+    return 200
+
+
+async def _send_error(
+    send: Any,
+    status: int,
+    request_id: RequestId | None,
+    code: int,
+    text: str,
+    data: Any = None,
+    *,
+    extra: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    error: dict[str, Any] = {"code": code, "message": text}
+    if data is not None:
+        error["data"] = data
+    body = dumps_exact({"jsonrpc": "2.0", "id": request_id, "error": error})
+    await send({"type": "http.response.start", "status": status, "headers": [*_JSON_HEADERS, *(extra or [])]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _send_empty(send: Any, status: int, extra: list[tuple[bytes, bytes]]) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": extra})
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def _lifespan(receive: Any, send: Any) -> None:
+    while True:
+        event = await receive()
+        if event["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif event["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+# Serving ------------------------------------------------------------------------------------------
+class NoDelayProtocol(H11Protocol):
+    """uvicorn's h11 protocol with TCP_NODELAY set on every accepted connection."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        set_nodelay(transport.get_extra_info("socket"))
+        super().connection_made(transport)
+
+
+def set_nodelay(sock: Any) -> None:
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+class ListenError(OSError):
+    """The address cannot be listened on (in use, not ours)."""
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A bound, listening, non-blocking socket with TCP_NODELAY (inherited by what it accepts on Linux)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        set_nodelay(sock)
+        sock.bind((host, port))
+        sock.listen(1024)
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+class HttpServer(uvicorn.Server):
+    """uvicorn serving one ASGI app on a given socket; the gateway owns the signals (uvicorn would re-raise)."""
+
+    def __init__(self, app: Any) -> None:
+        config = uvicorn.Config(
+            app,
+            http=NoDelayProtocol,
+            ws="none",
+            lifespan="off",
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=1,
+        )
+        super().__init__(config)
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def announce(host: str, port: int) -> None:
+    shown = f"[{host}]" if ":" in host else host
+    print(f"mcp-interceptors proxy: listening on http://{shown}:{port}{MCP_PATH}", file=sys.stderr, flush=True)
+
+
+# The runner ---------------------------------------------------------------------------------------
+class HttpRunner(Runner):
+    """The router gateway serving Streamable HTTP: the upstream pump of `Runner`, uvicorn for the clients."""
+
+    def __init__(
+        self,
+        router: Router,
+        adapter: ChainAdapter,
+        upstream: LineShell,
+        sock: socket.socket,
+        *,
+        tokens: Any = None,
+        default_principal: Principal | None = None,
+        settings: HttpSettings | None = None,
+        catalog: Catalog | None = None,
+        handle_signals: bool = False,
+        on_listening: Callable[[str, int], None] | None = announce,
+    ) -> None:
+        super().__init__(router, adapter, upstream, _NoStdio(), catalog=catalog, handle_signals=handle_signals)
+        self.sock = sock
+        self.on_listening = on_listening
+        self.front = HttpFront(
+            router, self.perform, upstream.drain, tokens=tokens, default_principal=default_principal, settings=settings
+        )
+
+    def perform(self, actions: list[Any]) -> None:
+        front = self.front
+        for action in actions:
+            if isinstance(action, SendDownstream):
+                front.deliver(action)
+            else:
+                super().perform([action])
+
+    async def run(self) -> int:
+        http = HttpServer(self.front)
+        async with anyio.create_task_group() as tasks:
+            self._tasks = tasks
+            tasks.start_soon(self._pump_upstream)
+            if self.handle_signals:
+                tasks.start_soon(self._watch_signals)
+            self.perform(self.router.start())
+            await self.upstream.drain()
+            await self._ready.wait()
+            served = anyio.Event()
+            if self.router.upstream.phase is UpstreamPhase.READY:
+                await self._prime()
+
+                async def serve() -> None:
+                    try:
+                        await http.serve(sockets=[self.sock])
+                    finally:
+                        served.set()
+                        self._finish(0)
+
+                tasks.start_soon(serve)
+                tasks.start_soon(self.front.sweep)
+                if self.on_listening is not None:
+                    host, port = self.sock.getsockname()[:2]
+                    self.on_listening(host, port)
+            else:
+                served.set()
+            await self._done.wait()
+            http.should_exit = True  # answers already released still reach their clients
+            with anyio.move_on_after(3):
+                await served.wait()
+            self.front.shutdown()
+            for run in self._chain_runs:
+                run.cancel()
+            tasks.cancel_scope.cancel()
+        return self.exit_code or 0
+
+
+class _NoStdio:
+    """The `Runner`'s downstream slot when clients are on HTTP: every message goes through `HttpFront`."""
+
+    def send(self, data: bytes) -> None:  # pragma: no cover - SendDownstream never reaches it
+        raise AssertionError("HTTP clients are served by HttpFront")
+
+    async def drain(self) -> None:
+        return None
+
+    def lines(self) -> Any:  # pragma: no cover
+        raise AssertionError("HTTP clients are served by HttpFront")
