@@ -380,6 +380,32 @@ async def test_a_2026_07_28_request_is_one_self_contained_exchange() -> None:
 
 
 # The socket ----------------------------------------------------------------------------------------
+async def test_the_http_front_serves_metrics_and_health_beside_mcp() -> None:
+    """`/metrics` (parsed by prometheus-client's own parser) counts the calls made; `/healthz` reports the
+    upstream; neither needs a token nor carries a payload value."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with anyio.fail_after(TEST_S):
+        async with http_gateway("--policy", "standard") as gateway, httpx2.AsyncClient(timeout=STEP_S) as http:
+            session = await open_session(http, gateway.url)
+            for n in range(2):
+                call = rpc(n + 1, "tools/call", {"name": "echo", "arguments": {"text": MARKER}})
+                assert (await http.post(gateway.url, json=call, headers=headers_for(session))).status_code == 200
+            base = gateway.url.rsplit("/mcp", 1)[0]
+            scraped = await http.get(f"{base}/metrics")
+            assert scraped.status_code == 200 and MARKER not in scraped.text
+            samples = {
+                (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+                for family in text_string_to_metric_families(scraped.text)
+                for sample in family.samples
+            }
+            calls = [v for (name, labels), v in samples.items() if name.endswith("requests_total")
+                     and ("method", "tools/call") in labels]  # fmt: skip
+            assert sum(calls) >= 2, sorted(name for name, _ in samples)
+            health = await http.get(f"{base}/healthz")
+            assert health.status_code == 200 and health.json()["upstream"] == {"connected": True}, health.text
+
+
 async def test_accepted_connections_have_tcp_nodelay() -> None:
     """Nagle's algorithm with delayed ACKs held each reply ~40 ms: the server side of every connection must
     have TCP_NODELAY. Checked on the accepted socket itself, in process (no timing involved)."""

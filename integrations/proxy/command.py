@@ -83,17 +83,21 @@ async def _main(options: RouterOptions) -> int:
         except UpstreamStartError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-        if options.extra.get("metrics"):  # --metrics HOST:PORT: /metrics and /healthz beside the gateway
-            from ..metrics import instrument, parse_address, serve_metrics
+        metrics: Any = None
+        if options.extra.get("metrics") or (options.listen is not None and _metrics_installed()):
+            from ..metrics import instrument
 
             metrics = instrument(adapter, lambda: upstream.process.returncode is None)
+        if options.extra.get("metrics"):  # --metrics HOST:PORT: /metrics and /healthz beside the gateway
+            from ..metrics import parse_address, serve_metrics
+
             served = await serve_metrics(metrics, *parse_address(options.extra["metrics"]))
             stack.callback(served.close)
         try:
             engine = getattr(stages, "engine", None)
             catalog = Catalog(router, engine.learn) if engine is not None else None
             if options.listen is not None:
-                return await _serve_http(options, router, adapter, upstream, catalog)
+                return await _serve_http(options, router, adapter, upstream, catalog, metrics)
             downstream = await StdioDownstream.open()
             principal = principal_for_stdio(list(options.roles))
             runner = Runner(
@@ -114,7 +118,16 @@ async def _main(options: RouterOptions) -> int:
         return code
 
 
-async def _serve_http(options: RouterOptions, router: Any, adapter: Any, upstream: Any, catalog: Any) -> int:
+def _metrics_installed() -> bool:
+    """Whether the `metrics` extra is there: the HTTP front then serves `/metrics` and `/healthz` too."""
+    import importlib.util
+
+    return importlib.util.find_spec("prometheus_client") is not None
+
+
+async def _serve_http(
+    options: RouterOptions, router: Any, adapter: Any, upstream: Any, catalog: Any, metrics: Any = None
+) -> int:
     """`--listen`: Streamable HTTP clients, each session bound to its bearer token's principal (`--tokens`)."""
     from interceptors.policy import principal_for_stdio
 
@@ -148,6 +161,11 @@ async def _serve_http(options: RouterOptions, router: Any, adapter: Any, upstrea
             catalog=catalog,
             handle_signals=True,
         )
+        if metrics is not None:
+            from ..metrics import metrics_asgi
+
+            served = metrics_asgi(metrics)
+            runner.front.side_apps.update({"/metrics": served, "/healthz": served})
         return await runner.run()
     finally:
         sock.close()

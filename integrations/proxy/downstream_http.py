@@ -166,6 +166,8 @@ class HttpFront:
         self.default_principal = default_principal
         self.settings = settings or HttpSettings()
         self.sessions: dict[str, HttpSession] = {}
+        self.side_apps: dict[str, Any] = {}
+        """Other ASGI apps by path, served beside `/mcp` without tokens (e.g. `/metrics`, `/healthz`)."""
         self._owned: dict[Hashable, int] = {}
         self._modern_ids = itertools.count(1)
         import mcp.shared.inbound  # the 2026-07-28 header ladder (a slow import: at start, not on a request)
@@ -244,7 +246,12 @@ class HttpFront:
             return
         if scope["type"] != "http":
             return
-        if scope.get("path", "").rstrip("/") != MCP_PATH:
+        path = scope.get("path", "").rstrip("/")
+        if path != MCP_PATH:
+            side = self.side_apps.get(path)
+            if side is not None:
+                await side(scope, receive, send)
+                return
             await _send_error(send, 404, None, INVALID_REQUEST, "Not Found")
             return
         headers = _headers(scope)
