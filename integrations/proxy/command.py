@@ -35,6 +35,11 @@ class RouterOptions:
     exposed: Sequence[Registry] | None = None
     verbose: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    upstream_url: str | None = None
+    """`--upstream URL`: a remote server over Streamable HTTP instead of the `command` subprocess."""
+    upstream_headers: Sequence[tuple[str, str]] = ()
+    upstream_timeout: float | None = None
+    """`--upstream-timeout`: seconds a request may wait for the upstream (None: never times out)."""
 
 
 def run_router(options: RouterOptions) -> int:
@@ -60,6 +65,7 @@ async def _main(options: RouterOptions) -> int:
     from .chain_adapter import ChainAdapter
     from .downstream_stdio import StdioDownstream
     from .runner import Runner
+    from .upstream_http import HttpUpstream, UpstreamUrlError
     from .upstream_stdio import StdioUpstream, UpstreamStartError
 
     async with AsyncExitStack() as stack:
@@ -80,9 +86,15 @@ async def _main(options: RouterOptions) -> int:
         adapter = ChainAdapter(chain)
         # The handshake era first: the router relays list_changed, updates and server requests only there yet.
         router = Router(RouterConfig(has_work=adapter.has_work, prefer_handshake=True))
+        upstream: StdioUpstream | HttpUpstream
         try:
-            upstream = await StdioUpstream.start(options.command, options.env)
-        except UpstreamStartError as exc:
+            if options.upstream_url is not None:
+                upstream = await HttpUpstream.start(
+                    options.upstream_url, options.upstream_headers, protocol_version=lambda: router.upstream.version
+                )
+            else:
+                upstream = await StdioUpstream.start(options.command, options.env)
+        except (UpstreamStartError, UpstreamUrlError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         try:

@@ -52,6 +52,17 @@ class LineShell(Protocol):
     def lines(self) -> Any: ...
 
 
+class UpstreamShell(Protocol):
+    """The upstream side: `send` learns the upstream id of a request (an HTTP shell reads its reply stream);
+    `lines()` yields raw messages, or `(message, upstream id)` for one that came on a request's stream."""
+
+    def send(self, data: bytes, request_id: int | None = None) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    def lines(self) -> Any: ...
+
+
 class Runner:
     """One upstream, one downstream stdio session. `await run()` returns the exit status."""
 
@@ -59,7 +70,7 @@ class Runner:
         self,
         router: Router,
         adapter: ChainAdapter,
-        upstream: LineShell,
+        upstream: UpstreamShell,
         downstream: LineShell,
         *,
         context: Any = None,
@@ -126,7 +137,7 @@ class Runner:
             if isinstance(action, SendDownstream):
                 self.downstream.send(action.data)
             elif isinstance(action, SendUpstream):
-                self.upstream.send(action.data)
+                self.upstream.send(action.data, action.request_id)
             elif isinstance(action, RunChain):
                 # A bare task (not a task-group child): half the cost per chain run on the hot path; the
                 # runner keeps each one until it ends and cancels what is left when it stops.
@@ -161,12 +172,13 @@ class Runner:
     # Pumps ----------------------------------------------------------------------------------------
     async def _pump_upstream(self) -> None:
         router = self.router
-        async for line in self.upstream.lines():
-            if isinstance(line, Oversized):
+        async for item in self.upstream.lines():
+            if isinstance(item, Oversized):
                 logger.warning("dropped an upstream message larger than %d bytes", MAX_LINE_BYTES)
                 continue
+            line, related = item if isinstance(item, tuple) else (item, None)
             try:
-                actions = router.receive_upstream(line)
+                actions = router.receive_upstream(line, related=related)
             except Exception as exc:
                 logger.error("the router failed on an upstream message: %s", type(exc).__name__)
                 continue

@@ -54,7 +54,7 @@ class StdioUpstream:
     def pid(self) -> int:
         return self.process.pid
 
-    def send(self, data: bytes) -> None:
+    def send(self, data: bytes, request_id: int | None = None) -> None:
         """Queue one message (the newline is added here); a dead upstream is noticed by the reader."""
         if self._broken or self._stdin.is_closing():
             return

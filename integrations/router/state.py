@@ -246,7 +246,7 @@ class Router:
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": upstream_id, "method": method}
         if params is not None:
             body["params"] = params
-        return SendUpstream(dumps_exact(body))
+        return SendUpstream(dumps_exact(body), upstream_id)
 
     def upstream_request(
         self, method: str, params: dict[str, Any] | None, then: Callable[[Message], list[Action]]
@@ -631,7 +631,7 @@ class Router:
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": upstream_id, "method": pending.method}
         if out is not None:
             body["params"] = out
-        return [SendUpstream(dumps_exact(body))]
+        return [SendUpstream(dumps_exact(body), upstream_id)]
 
     def _hold(self, session: Session, uri: str) -> None:
         self._holders.setdefault(uri, set()).add(session.id)
