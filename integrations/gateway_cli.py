@@ -137,7 +137,7 @@ def proxy(args: argparse.Namespace) -> int:
                 [params.command, *params.args] if params else [], params.env if params else None, chain_file,
                 registries, stages, listen, tokens, args.role or (), exposed, bool(getattr(args, "verbose", 0)),
                 upstream_url=upstream_url, upstream_headers=headers,
-                upstream_timeout=(getattr(args, "upstream_timeout", None) or None),
+                upstream_timeout=(getattr(args, "upstream_timeout", None) or None), max_line_bytes=max_line_bytes,
             )
         )  # fmt: skip
     if params is None:

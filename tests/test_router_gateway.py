@@ -284,3 +284,38 @@ def test_the_environment_selects_the_router_gateway() -> None:
     )  # fmt: skip
     assert missing.returncode == 1 and b"cannot start the upstream server" in missing.stderr
     assert missing.stdout == b""
+
+
+async def _stats(client: Client) -> dict[str, Any]:
+    result = await client.call_tool("stats", {})
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content
+
+
+async def test_a_request_the_upstream_never_answers_times_out_and_is_cancelled_upstream() -> None:
+    with anyio.fail_after(TEST_S):
+        async with Client(
+            router_params("--upstream-timeout", "1"), mode="legacy", read_timeout_seconds=STEP_S
+        ) as client:
+            with pytest.raises(MCPError) as timed_out:
+                await client.call_tool("sleep", {"seconds": 600})
+            error = timed_out.value.error
+            assert (error.code, error.message) == (-32001, "Request timed out")
+            assert error.data == {"reason": "upstream timeout", "timeoutSeconds": 1.0}
+            with anyio.fail_after(STEP_S):  # the upstream got the cancellation
+                while (await _stats(client))["cancelled"] == 0:
+                    await anyio.sleep(0.05)
+            assert text_of(await client.call_tool("echo", {"text": "still here"})) == "still here"
+
+
+async def test_an_oversized_upstream_reply_is_dropped_and_its_request_times_out() -> None:
+    big = [sys.executable, "-m", "tests.servers.big_upstream"]
+    params = router_params("--max-line-mib", "1", "--upstream-timeout", "2", upstream=big)
+    with anyio.fail_after(TEST_S):
+        async with Client(params, mode="legacy", read_timeout_seconds=STEP_S) as client:
+            with pytest.raises(MCPError) as timed_out:
+                await client.call_tool("big", {"mib": 2})
+            assert timed_out.value.error.code == -32001
+            assert timed_out.value.error.data == {"reason": "upstream timeout", "timeoutSeconds": 2.0}
+            fits = await client.call_tool("big", {"mib": 0.25})
+            assert len(text_of(fits)) == 1 << 18

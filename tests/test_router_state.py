@@ -618,3 +618,67 @@ def test_a_shell_without_work_skips_the_chain() -> None:
     handshake_session(router, "a")
     actions = router.receive_downstream("a", line(id=1, method="tools/call", params={"name": "x"}))
     assert [type(a) for a in actions] == [SendUpstream]
+
+
+# Upstream request timeouts (the shell's clock, the router's answer) -------------------------------
+
+
+def test_requests_sent_upstream_carry_their_upstream_id_for_the_shell() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    (sent,) = settle(router, router.receive_downstream("a", line(id=1, method="tools/call", params={"name": "x"})))
+    assert isinstance(sent, SendUpstream) and sent.request_id == body(sent)["id"]
+    (cancel,) = router.receive_downstream("a", line(method="notifications/cancelled", params={"requestId": 1}))
+    assert isinstance(cancel, SendUpstream) and cancel.request_id is None
+
+
+def test_a_timed_out_request_is_answered_and_cancelled_upstream_and_its_late_reply_dropped() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    upstream_id = forward(router, "a", "c1", "tools/call", {"name": "slow"})
+    assert router.awaiting(upstream_id)
+    actions = router.upstream_timeout(upstream_id, 2.5)
+    assert [a["params"] for a in upstream_bodies(actions)] == [{"requestId": upstream_id, "reason": "upstream timeout"}]
+    (reply,) = downstream(actions, "a")
+    assert reply["id"] == "c1"
+    assert reply["error"] == {
+        "code": -32001,
+        "message": "Request timed out",
+        "data": {"reason": "upstream timeout", "timeoutSeconds": 2.5},
+    }
+    assert not router.awaiting(upstream_id)
+    assert router.upstream_timeout(upstream_id, 2.5) == []  # once only
+    (late,) = router.receive_upstream(line(id=upstream_id, result={"content": []}))
+    assert isinstance(late, Dropped)
+
+
+def test_a_request_whose_reply_arrived_does_not_time_out_while_its_chain_runs() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    upstream_id = forward(router, "a", 1, "tools/call", {"name": "x"})
+    (run,) = router.receive_upstream(line(id=upstream_id, result={"content": []}))
+    assert isinstance(run, RunChain) and not router.awaiting(upstream_id)
+    assert router.upstream_timeout(upstream_id, 1) == []
+    (duplicate,) = router.receive_upstream(line(id=upstream_id, result={"content": []}))
+    assert isinstance(duplicate, Dropped)
+    (reply,) = downstream(router.chain_done(run.ticket, ChainPassed(run.payload)))
+    assert reply == {"jsonrpc": "2.0", "id": 1, "result": {"content": []}}
+
+
+def test_an_internal_request_that_times_out_reaches_its_continuation_as_an_error() -> None:
+    router = ready_router()
+    seen: list[Any] = []
+    (sent,) = router.upstream_request("tools/list", {}, lambda reply: seen.append(reply.error) or [])
+    assert isinstance(sent, SendUpstream) and router.awaiting(body(sent)["id"])
+    actions = router.upstream_timeout(body(sent)["id"], 1)
+    assert [b["method"] for b in upstream_bodies(actions)] == ["notifications/cancelled"]
+    assert seen[0]["code"] == -32001 and seen[0]["data"]["reason"] == "upstream timeout"
+
+
+def test_an_upstream_handshake_that_times_out_closes_the_gateway() -> None:
+    router = Router(RouterConfig(upstream_era=Era.HANDSHAKE))
+    (init,) = router.start()
+    assert isinstance(init, SendUpstream) and init.request_id == body(init)["id"]
+    actions = router.upstream_timeout(body(init)["id"], 1)
+    assert upstream_bodies(actions) == []  # initialize is never cancelled
+    assert isinstance(actions[-1], Close) and router.upstream.phase is UpstreamPhase.CLOSED

@@ -183,3 +183,18 @@ def test_an_unreachable_or_invalid_upstream_url_is_a_clean_exit() -> None:
         stdin=subprocess.DEVNULL, capture_output=True, timeout=STEP_S,
     )  # fmt: skip
     assert both.returncode == 2 and b"not both" in both.stderr
+
+
+async def test_a_remote_request_that_is_never_answered_times_out_and_is_cancelled_upstream() -> None:
+    with http_upstream() as (url, _), anyio.fail_after(TEST_S):
+        async with client_for(url, "--upstream-timeout", "1") as client:
+            with pytest.raises(MCPError) as timed_out:
+                await client.call_tool("sleep", {"seconds": 600})
+            assert timed_out.value.error.code == -32001
+            assert timed_out.value.error.data == {"reason": "upstream timeout", "timeoutSeconds": 1.0}
+            with anyio.fail_after(STEP_S):  # the cancellation reached the remote server
+                while True:
+                    stats = (await client.call_tool("stats", {})).structured_content or {}
+                    if stats.get("cancelled"):
+                        break
+                    await anyio.sleep(0.05)

@@ -40,6 +40,8 @@ class RouterOptions:
     upstream_headers: Sequence[tuple[str, str]] = ()
     upstream_timeout: float | None = None
     """`--upstream-timeout`: seconds a request may wait for the upstream (None: never times out)."""
+    max_line_bytes: int | None = None
+    """`--max-line-mib`: the largest upstream message read (None: the framing's default)."""
 
 
 def run_router(options: RouterOptions) -> int:
@@ -64,6 +66,7 @@ async def _main(options: RouterOptions) -> int:
     from .catalog import Catalog
     from .chain_adapter import ChainAdapter
     from .downstream_stdio import StdioDownstream
+    from .framing import MAX_LINE_BYTES
     from .runner import Runner
     from .upstream_http import HttpUpstream, UpstreamUrlError
     from .upstream_stdio import StdioUpstream, UpstreamStartError
@@ -90,10 +93,15 @@ async def _main(options: RouterOptions) -> int:
         try:
             if options.upstream_url is not None:
                 upstream = await HttpUpstream.start(
-                    options.upstream_url, options.upstream_headers, protocol_version=lambda: router.upstream.version
+                    options.upstream_url,
+                    options.upstream_headers,
+                    protocol_version=lambda: router.upstream.version,
+                    max_message=options.max_line_bytes or MAX_LINE_BYTES,
                 )
             else:
-                upstream = await StdioUpstream.start(options.command, options.env)
+                upstream = await StdioUpstream.start(
+                    options.command, options.env, max_line=options.max_line_bytes or MAX_LINE_BYTES
+                )
         except (UpstreamStartError, UpstreamUrlError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
@@ -111,6 +119,7 @@ async def _main(options: RouterOptions) -> int:
                 principal=principal.id,
                 catalog=catalog,
                 handle_signals=True,
+                timeout=options.upstream_timeout,
             )
             code = await runner.run()
             await downstream.aclose()

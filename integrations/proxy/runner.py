@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any, Final, Protocol
 
@@ -40,6 +41,8 @@ logger = logging.getLogger("interceptors.gateway")
 
 STDIO_SESSION: Final = "stdio"
 UPSTREAM_GONE: Final = "upstream server closed the connection"
+HANDSHAKE_S: Final = 60.0
+"""The least time the upstream's handshake gets, whatever `--upstream-timeout` says (its process starts)."""
 
 
 class LineShell(Protocol):
@@ -77,6 +80,7 @@ class Runner:
         principal: Hashable = None,
         catalog: Catalog | None = None,
         handle_signals: bool = False,
+        timeout: float | None = None,
     ) -> None:
         self.router = router
         self.adapter = adapter
@@ -86,6 +90,9 @@ class Runner:
         self.principal = principal
         self.catalog = catalog
         self.handle_signals = handle_signals
+        self.timeout = timeout
+        self._deadlines: OrderedDict[int, float] = OrderedDict()  # upstream id -> when it times out (sent order)
+        self._swept_size = 0
         self.exit_code: int | None = None
         self._done = anyio.Event()
         self._ready = anyio.Event()
@@ -97,6 +104,8 @@ class Runner:
         async with anyio.create_task_group() as tasks:
             self._tasks = tasks
             tasks.start_soon(self._pump_upstream)
+            if self.timeout is not None:
+                tasks.start_soon(self._watch_deadlines)
             if self.handle_signals:
                 tasks.start_soon(self._watch_signals)
             self.perform(self.router.start())
@@ -138,6 +147,11 @@ class Runner:
                 self.downstream.send(action.data)
             elif isinstance(action, SendUpstream):
                 self.upstream.send(action.data, action.request_id)
+                if action.request_id is not None and self.timeout is not None:
+                    timeout = self.timeout
+                    if self.router.upstream.phase is not UpstreamPhase.READY:  # the server may still be starting
+                        timeout = max(timeout, HANDSHAKE_S)
+                    self._deadlines[action.request_id] = asyncio.get_running_loop().time() + timeout
             elif isinstance(action, RunChain):
                 # A bare task (not a task-group child): half the cost per chain run on the hot path; the
                 # runner keeps each one until it ends and cancels what is left when it stops.
@@ -174,7 +188,7 @@ class Runner:
         router = self.router
         async for item in self.upstream.lines():
             if isinstance(item, Oversized):
-                logger.warning("dropped an upstream message larger than %d bytes", MAX_LINE_BYTES)
+                logger.warning("dropped an oversized upstream message (its request ends at the timeout)")
                 continue
             line, related = item if isinstance(item, tuple) else (item, None)
             try:
@@ -213,6 +227,32 @@ class Runner:
         self.perform(router.close_session(STDIO_SESSION))
         await self.upstream.drain()
         self._finish(0)
+
+    async def _watch_deadlines(self) -> None:
+        """The clock the router does not have: a request the upstream leaves unanswered past the timeout is
+        answered -32001 and cancelled upstream (a dropped oversized reply ends this way too)."""
+        assert self.timeout is not None
+        timeout = self.timeout
+        loop = asyncio.get_running_loop()
+        while True:
+            await anyio.sleep(min(1.0, timeout / 4))
+            now = loop.time()
+            deadlines = self._deadlines
+            while deadlines:
+                upstream_id, deadline = next(iter(deadlines.items()))
+                awaiting = self.router.awaiting(upstream_id)
+                if awaiting and deadline > now:
+                    break
+                del deadlines[upstream_id]
+                if awaiting:
+                    logger.warning("the upstream did not answer a request within %g s", timeout)
+                    self.perform(self.router.upstream_timeout(upstream_id, timeout))
+            if len(deadlines) > max(4096, 2 * self._swept_size):  # answered ones behind a long request
+                for upstream_id in [key for key in deadlines if not self.router.awaiting(key)]:
+                    del deadlines[upstream_id]
+                self._swept_size = len(deadlines)
+            await self.upstream.drain()
+            await self.downstream.drain()
 
     async def _watch_signals(self) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:

@@ -93,8 +93,9 @@ class HttpUpstream:
         headers: Sequence[tuple[str, str]] = (),
         *,
         protocol_version: Callable[[], str | None] = lambda: None,
+        max_message: int = MAX_LINE_BYTES,
     ) -> HttpUpstream:
-        self = cls(url, headers, protocol_version=protocol_version)
+        self = cls(url, headers, protocol_version=protocol_version, max_message=max_message)
         self._spawn(self._send_loop())
         return self
 

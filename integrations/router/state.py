@@ -80,6 +80,9 @@ from .messages import (
 )
 
 UPSTREAM_CLOSED_MESSAGE: Final = "upstream server closed the connection"
+REQUEST_TIMEOUT: Final = -32001
+"""The SDK's code for a request that got no answer in time."""
+TIMEOUT_REASON: Final = "upstream timeout"
 BLOCKED_MESSAGE: Final = "blocked by interceptor"
 INVALID_RESULT_MESSAGE: Final = "the upstream server returned an invalid result"
 
@@ -178,6 +181,7 @@ class Pending:
     upstream_token: int | None = None
     log_level: str | None = None
     cancelled: bool = False
+    answered: bool = False  # the upstream replied (its response chain may still be running)
 
 
 @dataclass(slots=True)
@@ -339,6 +343,27 @@ class Router:
         self._internal.clear()
         actions.append(Close(reason))
         return actions
+
+    def awaiting(self, upstream_id: int) -> bool:
+        """Whether a request sent upstream with this id still waits for the upstream's reply."""
+        if upstream_id in self._internal:
+            return True
+        pending = self.pending.get(upstream_id)
+        return pending is not None and not pending.answered
+
+    def upstream_timeout(self, upstream_id: int, seconds: float) -> list[Action]:
+        """The shell's clock ran out for a request sent upstream: it is cancelled upstream and answered
+        -32001 (`data.reason` "upstream timeout"); a late reply is dropped. Nothing when it was answered."""
+        if not self.awaiting(upstream_id):
+            return []
+        error = _error(REQUEST_TIMEOUT, "Request timed out", {"reason": TIMEOUT_REASON, "timeoutSeconds": seconds})
+        actions: list[Action] = []
+        if self.upstream.phase is UpstreamPhase.READY:
+            actions.append(_cancel_upstream(upstream_id, TIMEOUT_REASON))
+        internal = self._internal.pop(upstream_id, None)
+        if internal is not None:
+            return actions + internal(parse(dumps_exact({"jsonrpc": "2.0", "id": upstream_id, "error": error})))
+        return actions + self._final_error(self.pending[upstream_id], error)
 
     # Sessions -----------------------------------------------------------------------------------
     def open_session(self, session_id: SessionId, *, context: Any = None, principal: Hashable = None) -> None:
@@ -722,7 +747,7 @@ class Router:
             if internal is not None:
                 return internal(message)
             pending = self.pending.get(message.id) if isinstance(message.id, int) else None
-            if pending is None:
+            if pending is None or pending.answered:
                 return [Dropped("a reply to no request in flight")]
             return self._upstream_reply(pending, message)
         if message.kind is Kind.REQUEST:
@@ -732,7 +757,7 @@ class Router:
     def _upstream_invalid(self, message: Message) -> list[Action]:
         assert message.problem is not None
         pending = self.pending.get(message.id) if isinstance(message.id, int) else None
-        if pending is not None:
+        if pending is not None and not pending.answered:
             return self._final_error(pending, _error(INTERNAL_ERROR, INVALID_RESULT_MESSAGE, message.problem.data))
         if message.method is not None and message.id is not None:  # a request of the upstream's: tell it
             problem = message.problem
@@ -741,6 +766,7 @@ class Router:
 
     def _upstream_reply(self, pending: Pending, message: Message) -> list[Action]:
         session = self.sessions[pending.session]
+        pending.answered = True
         if message.kind is Kind.ERROR:
             error = message.error
 
