@@ -23,6 +23,7 @@ from mcp.shared.exceptions import MCPError
 from interceptors import INTERNAL_ERROR, INVALID_PARAMS
 from tests.conftest import ROOT
 from tests.processes import children
+from tests.servers.big_upstream import PLANTED
 from tests.servers.gateway_registry import DENY_WORD, REDACTED
 from tests.servers.leaky_server import SECRETS
 from tests.servers.upstream_server import FAIL_CODE, MARKER
@@ -319,3 +320,18 @@ async def test_an_oversized_upstream_reply_is_dropped_and_its_request_times_out(
             assert timed_out.value.error.data == {"reason": "upstream timeout", "timeoutSeconds": 2.0}
             fits = await client.call_tool("big", {"mib": 0.25})
             assert len(text_of(fits)) == 1 << 18
+
+
+async def test_an_invalid_upstream_result_is_answered_with_what_is_wrong_never_its_values() -> None:
+    big = [sys.executable, "-m", "tests.servers.big_upstream"]
+    with anyio.fail_after(TEST_S):
+        async with Client(router_params(upstream=big), mode="legacy", read_timeout_seconds=STEP_S) as client:
+            with pytest.raises(MCPError) as invalid:
+                await client.call_tool("bad", {})
+            error = invalid.value.error
+            assert (error.code, error.message) == (INTERNAL_ERROR, "the upstream server returned an invalid result")
+            assert isinstance(error.data, dict)
+            assert error.data["reason"] == "the tools/call result does not match the 2025-11-25 schema"
+            assert {"path": "content.0.TextContent.text", "type": "missing"} in error.data["errors"]
+            assert PLANTED not in json.dumps(error.data)
+            assert len(text_of(await client.call_tool("big", {"mib": 0.01}))) > 0  # valid results pass

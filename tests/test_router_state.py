@@ -682,3 +682,52 @@ def test_an_upstream_handshake_that_times_out_closes_the_gateway() -> None:
     actions = router.upstream_timeout(body(init)["id"], 1)
     assert upstream_bodies(actions) == []  # initialize is never cancelled
     assert isinstance(actions[-1], Close) and router.upstream.phase is UpstreamPhase.CLOSED
+
+
+# The spec check (injected: the router knows no schema) -------------------------------------------
+
+
+def test_results_are_checked_at_the_upstreams_version_and_mutated_ones_at_the_clients() -> None:
+    checked: list[tuple[str, dict[str, Any], str | None]] = []
+
+    def check(method: str, result: dict[str, Any], version: str | None) -> dict[str, Any] | None:
+        checked.append((method, result, version))
+        return (
+            {"reason": "no text", "errors": [{"path": "content.0.text", "type": "missing"}]}
+            if result.get("bad")
+            else None
+        )
+
+    router = ready_router(RouterConfig(check_result=check))
+    handshake_session(router, "a")
+    router.sessions["a"].version = "2025-06-18"  # the client's version differs from the upstream's
+    upstream_id = forward(router, "a", 1, "tools/call", {"name": "x"})
+    (reply,) = downstream(settle(router, router.receive_upstream(line(id=upstream_id, result={"content": []}))))
+    assert reply["result"] == {"content": []}
+    assert checked == [("tools/call", {"content": []}, "2025-11-25")]  # unchanged by the chain: once
+
+    checked.clear()
+    upstream_id = forward(router, "a", 2, "tools/call", {"name": "x"})
+    (invalid,) = downstream(settle(router, router.receive_upstream(line(id=upstream_id, result={"bad": 1}))))
+    assert invalid["error"] == {
+        "code": -32603,
+        "message": "the upstream server returned an invalid result",
+        "data": {"reason": "no text", "errors": [{"path": "content.0.text", "type": "missing"}]},
+    }
+
+    def mutate(run: RunChain) -> ChainOutcome:
+        if run.channel == "result":
+            return ChainPassed({"bad": 2}, modified=True)
+        return ChainPassed(run.payload)
+
+    checked.clear()
+    upstream_id = forward(router, "a", 3, "tools/call", {"name": "x"})
+    (broken,) = downstream(
+        settle(router, router.receive_upstream(line(id=upstream_id, result={"content": []})), mutate)
+    )
+    assert [(method, version) for method, _, version in checked] == [
+        ("tools/call", "2025-11-25"),
+        ("tools/call", "2025-06-18"),
+    ]
+    assert broken["error"]["code"] == -32603 and broken["error"]["message"] == "interceptor chain failed"
+    assert broken["error"]["data"]["reason"] == "a response mutator produced an invalid result: no text"

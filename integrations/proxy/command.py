@@ -68,6 +68,7 @@ async def _main(options: RouterOptions) -> int:
     from .downstream_stdio import StdioDownstream
     from .framing import MAX_LINE_BYTES
     from .runner import Runner
+    from .spec_check import SpecCheck
     from .upstream_http import HttpUpstream, UpstreamUrlError
     from .upstream_stdio import StdioUpstream, UpstreamStartError
 
@@ -88,7 +89,7 @@ async def _main(options: RouterOptions) -> int:
             stack.callback(stages.close)  # the vault saves its mappings at shutdown (when it has a path)
         adapter = ChainAdapter(chain)
         # The handshake era first: the router relays list_changed, updates and server requests only there yet.
-        router = Router(RouterConfig(has_work=adapter.has_work, prefer_handshake=True))
+        router = Router(RouterConfig(has_work=adapter.has_work, prefer_handshake=True, check_result=SpecCheck()))
         upstream: StdioUpstream | HttpUpstream
         try:
             if options.upstream_url is not None:

@@ -85,8 +85,11 @@ REQUEST_TIMEOUT: Final = -32001
 TIMEOUT_REASON: Final = "upstream timeout"
 BLOCKED_MESSAGE: Final = "blocked by interceptor"
 INVALID_RESULT_MESSAGE: Final = "the upstream server returned an invalid result"
+INVALID_MUTATION_MESSAGE: Final = "interceptor chain failed"
 
 HasWork = Callable[[str, Phase, Direction], bool]
+ResultCheck = Callable[[str, dict[str, Any], str | None], dict[str, Any] | None]
+"""(method, result, protocol version) -> None when valid, else the error `data` naming what is wrong."""
 
 
 def _always(event: str, phase: Phase, direction: Direction) -> bool:
@@ -131,6 +134,9 @@ class RouterConfig:
     has_work: HasWork = _always
     """Whether the chain has a plan for (event, phase, direction); False skips the RunChain round trip."""
     missing: dict[tuple[Era, str], MissingAnswer] = field(default_factory=lambda: dict(DEFAULT_MISSING))
+    check_result: ResultCheck | None = None
+    """The spec check (the shell's: the router knows no schema): every upstream result at the upstream's
+    version, and every result a response mutator changed at the client's."""
 
 
 class UpstreamPhase(StrEnum):
@@ -787,12 +793,17 @@ class Router:
             uri = (pending.params or {}).get("uri")
             if isinstance(uri, str):
                 self._hold(session, uri)
+        check = self.config.check_result
+        if check is not None:
+            problem = check(pending.method, result, self.upstream.version)
+            if problem is not None:
+                return self._final_error(pending, _error(INTERNAL_ERROR, INVALID_RESULT_MESSAGE, problem))
         channel = result_channel(pending.method)
 
         def then(outcome: ChainOutcome) -> list[Action]:
             if isinstance(outcome, ChainBlocked):
                 return self._request_blocked(pending, outcome)
-            return self._final_result(pending, outcome.payload)
+            return self._final_result(pending, outcome.payload, check=outcome.modified)
 
         if not is_context_operation(pending.method):
             return then(ChainPassed(result))
@@ -1029,7 +1040,8 @@ class Router:
         return [self._reply(session, request_id, result if isinstance(result, dict) else {})]
 
     # Replies and streams ------------------------------------------------------------------------
-    def _final_result(self, pending: Pending, result: Any) -> list[Action]:
+    def _final_result(self, pending: Pending, result: Any, *, check: bool = False) -> list[Action]:
+        """The reply to a request; `check`: a mutator changed it, so it is checked at the client's version."""
         if not isinstance(result, dict):
             return self._final_error(
                 pending,
@@ -1040,6 +1052,13 @@ class Router:
                 ),
             )
         shaped = downstream_result(result, pending.era, self.upstream.server_info, pending.method)
+        checker = self.config.check_result
+        session = self.sessions.get(pending.session)
+        if check and checker is not None and session is not None:
+            problem = checker(pending.method, shaped, session.version)
+            if problem is not None:
+                problem = {**problem, "reason": f"a response mutator produced an invalid result: {problem['reason']}"}
+                return self._final_error(pending, _error(INTERNAL_ERROR, INVALID_MUTATION_MESSAGE, problem))
         return self._final(pending, self._encode_result(pending.client_id, shaped))
 
     def _final_error(self, pending: Pending, error: dict[str, Any]) -> list[Action]:
