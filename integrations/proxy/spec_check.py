@@ -29,7 +29,7 @@ class SpecCheck:
         try:
             return self._adapters[key]
         except KeyError:
-            model = SERVER_RESULTS.get(key)
+            model: Any = SERVER_RESULTS.get(key)  # a model class or a union of them
             adapter = self._adapters[key] = TypeAdapter(model) if model is not None else None
             return adapter
 
