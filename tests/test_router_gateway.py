@@ -272,13 +272,13 @@ async def test_errors_keep_code_and_data_under_an_empty_chain() -> None:
 
 
 def test_the_environment_selects_the_router_gateway() -> None:
-    argv = [sys.executable, "-m", "integrations.cli", "proxy", "--policy", "none", "--expose-interceptors"]
+    argv = [sys.executable, "-m", "integrations.cli", "proxy", "--policy", "none", "--listen", "127.0.0.1:0"]
     env = {**os.environ, "MCP_INTERCEPTORS_ROUTER": "1"}
     done = subprocess.run(
         [*argv, "--", *UPSTREAM], cwd=ROOT, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=STEP_S
     )
     assert done.returncode == 2
-    assert done.stderr.decode().startswith("error: --router does not answer --expose-interceptors yet")
+    assert done.stderr.decode().startswith("error: --router does not serve --listen")
     missing = subprocess.run(
         router_argv(upstream=["/nonexistent/server"]), cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True,
         timeout=STEP_S,
@@ -335,3 +335,68 @@ async def test_an_invalid_upstream_result_is_answered_with_what_is_wrong_never_i
             assert {"path": "content.0.TextContent.text", "type": "missing"} in error.data["errors"]
             assert PLANTED not in json.dumps(error.data)
             assert len(text_of(await client.call_tool("big", {"mib": 0.01}))) > 0  # valid results pass
+
+
+async def test_exposed_interceptors_are_answered_by_the_router_gateway() -> None:
+    from interceptors import CAPABILITY
+    from interceptors_chain import SessionConnection
+
+    params = router_params("--registry", REGISTRY, "--expose-interceptors")
+    with anyio.fail_after(TEST_S):
+        async with Client(params, mode="legacy", read_timeout_seconds=STEP_S) as client:
+            assert CAPABILITY in (client.server_capabilities.experimental or {})
+            connection = SessionConnection(client.session)
+            listed = await connection.request("interceptors/list", {}, STEP_S)
+            assert [i["name"] for i in listed["interceptors"]] == ["gw/deny", "gw/shout", "gw/redact", "gw/block"]
+            invoke = {
+                "name": "gw/shout",
+                "event": "tools/call",
+                "phase": "request",
+                "payload": {"method": "tools/call", "params": {"name": "echo", "arguments": {"text": "shout:hi"}}},
+            }
+            shouted = await connection.request("interceptor/invoke", invoke, STEP_S)
+            assert shouted["payload"]["params"]["arguments"]["text"] == "SHOUT:HI"
+            with pytest.raises(MCPError) as unknown:  # the host's own error, verbatim
+                await connection.request("interceptor/invoke", {**invoke, "name": "gw/nope"}, STEP_S)
+            assert (unknown.value.error.code, unknown.value.error.data) == (INVALID_PARAMS, {"name": "gw/nope"})
+            assert text_of(await client.call_tool("echo", {"text": "shout:x"})) == "SHOUT:X"  # the chain still runs
+        async with Client(router_params("--registry", REGISTRY), mode="legacy", read_timeout_seconds=STEP_S) as client:
+            with pytest.raises(MCPError) as missing:  # not exposed unless asked
+                await SessionConnection(client.session).request("interceptors/list", {}, STEP_S)
+            assert missing.value.error.code == -32601
+
+
+PSEUDONYMISING = """\
+extends: standard
+name: pseudonymising
+transforms:
+  - type: redact
+    strategies: {secret: redact, credential: redact, pii: pseudonymize, identifier: pseudonymize}
+"""
+
+
+async def test_reveal_token_is_offered_by_the_router_gateway_only_to_principals_with_reveal(tmp_path: Any) -> None:
+    from tests.servers.leaky_server import OWNER_EMAIL
+
+    policy = tmp_path / "pseudonymising.yaml"
+    policy.write_text(PSEUDONYMISING)
+    audit = tmp_path / "audit.jsonl"
+    admin = router_params("--policy", str(policy), "--role", "admin", "--audit-log", str(audit), upstream=LEAKY)
+    with anyio.fail_after(TEST_S):
+        async with Client(admin, mode="legacy", read_timeout_seconds=STEP_S) as client:
+            assert "reveal_token" in {tool.name for tool in (await client.list_tools()).tools}
+            owner = await client.session.call_tool("whoami", {})
+            text = text_of(owner)
+            token = text.split("owner: ", 1)[1].split()[0].strip()
+            assert OWNER_EMAIL not in text
+            revealed = await client.session.call_tool("reveal_token", {"token": token})
+            assert revealed.structured_content is not None
+            assert revealed.structured_content["value"] == OWNER_EMAIL  # the gateway's own tool, untransformed
+        anyone = router_params("--policy", str(policy), upstream=LEAKY)
+        async with Client(anyone, mode="legacy", read_timeout_seconds=STEP_S) as client:
+            assert "reveal_token" not in {tool.name for tool in (await client.list_tools()).tools}
+            with pytest.raises(MCPError) as hidden:
+                await client.session.call_tool("reveal_token", {"token": token})
+            assert hidden.value.error.code == INVALID_PARAMS
+    text = audit.read_text()  # every reveal is audited, and the revealed value appears nowhere in the audit file
+    assert "reveal_token" in text and OWNER_EMAIL not in text

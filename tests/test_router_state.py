@@ -731,3 +731,34 @@ def test_results_are_checked_at_the_upstreams_version_and_mutated_ones_at_the_cl
     ]
     assert broken["error"]["code"] == -32603 and broken["error"]["message"] == "interceptor chain failed"
     assert broken["error"]["data"]["reason"] == "a response mutator produced an invalid result: no text"
+
+
+# Gateway-local tools ------------------------------------------------------------------------------
+
+
+def test_local_tools_join_the_first_tools_page_before_its_chain_and_their_calls_go_to_the_shell() -> None:
+    reveal = {"name": "reveal_token", "inputSchema": {"type": "object"}}
+    router = ready_router(RouterConfig(local_tools=(reveal,)))
+    handshake_session(router, "a")
+    seen: list[Any] = []
+
+    def record(run: RunChain) -> ChainOutcome:
+        seen.append(run.payload)
+        return ChainPassed(run.payload)
+
+    upstream_id = forward(router, "a", 1, "tools/list", {})
+    tools = [{"name": "echo", "inputSchema": {}}, {"name": "reveal_token", "inputSchema": {"upstream": True}}]
+    reply = {"tools": tools, "nextCursor": "p2"}
+    (first,) = downstream(settle(router, router.receive_upstream(line(id=upstream_id, result=reply)), record))
+    assert [t["name"] for t in first["result"]["tools"]] == ["echo", "reveal_token"]
+    assert first["result"]["tools"][1] == reveal  # the upstream's namesake gives way
+    assert seen[-1]["tools"][1] == reveal  # the response chain saw it (the policy can hide it)
+    upstream_id = forward(router, "a", 2, "tools/list", {"cursor": "p2"})
+    (second,) = downstream(settle(router, router.receive_upstream(line(id=upstream_id, result={"tools": []}))))
+    assert second["result"]["tools"] == []  # only on the first page
+    call = router.receive_downstream("a", line(id=3, method="tools/call", params={"name": "reveal_token"}))
+    assert call == [AnswerLocally("a", 3, "tools/call", {"name": "reveal_token"})]
+    (answered,) = downstream(router.reply_local("a", 3, result={"content": []}))
+    assert answered == {"jsonrpc": "2.0", "id": 3, "result": {"content": []}}
+    (other,) = settle(router, router.receive_downstream("a", line(id=4, method="tools/call", params={"name": "echo"})))
+    assert isinstance(other, SendUpstream)  # every other tool goes upstream

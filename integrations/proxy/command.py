@@ -49,9 +49,6 @@ def run_router(options: RouterOptions) -> int:
     if options.listen is not None:
         print("error: --router does not serve --listen (Streamable HTTP) yet", file=sys.stderr)
         return 2
-    if options.exposed is not None:
-        print("error: --router does not answer --expose-interceptors yet", file=sys.stderr)
-        return 2
     try:
         return anyio.run(_main, options)
     except KeyboardInterrupt:
@@ -67,6 +64,7 @@ async def _main(options: RouterOptions) -> int:
     from .chain_adapter import ChainAdapter
     from .downstream_stdio import StdioDownstream
     from .framing import MAX_LINE_BYTES
+    from .local import LocalAnswers
     from .runner import Runner
     from .spec_check import SpecCheck
     from .upstream_http import HttpUpstream, UpstreamUrlError
@@ -89,7 +87,21 @@ async def _main(options: RouterOptions) -> int:
             stack.callback(stages.close)  # the vault saves its mappings at shutdown (when it has a path)
         adapter = ChainAdapter(chain)
         # The handshake era first: the router relays list_changed, updates and server requests only there yet.
-        router = Router(RouterConfig(has_work=adapter.has_work, prefer_handshake=True, check_result=SpecCheck()))
+        local = LocalAnswers(
+            options.exposed,
+            getattr(stages, "local_tools", ()),
+            getattr(stages, "authorize", None),
+        )
+        router = Router(
+            RouterConfig(
+                has_work=adapter.has_work,
+                prefer_handshake=True,
+                check_result=SpecCheck(),
+                local_methods=local.methods,
+                local_tools=local.tool_descriptors,
+                extra_capabilities=local.capabilities(),
+            )
+        )
         upstream: StdioUpstream | HttpUpstream
         try:
             if options.upstream_url is not None:
@@ -121,6 +133,7 @@ async def _main(options: RouterOptions) -> int:
                 catalog=catalog,
                 handle_signals=True,
                 timeout=options.upstream_timeout,
+                local=local,
             )
             code = await runner.run()
             await downstream.aclose()

@@ -36,6 +36,7 @@ from ..router.messages import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND,
 from .catalog import Catalog
 from .chain_adapter import ChainAdapter
 from .framing import MAX_LINE_BYTES, Oversized
+from .local import LocalAnswers
 
 logger = logging.getLogger("interceptors.gateway")
 
@@ -81,6 +82,7 @@ class Runner:
         catalog: Catalog | None = None,
         handle_signals: bool = False,
         timeout: float | None = None,
+        local: LocalAnswers | None = None,
     ) -> None:
         self.router = router
         self.adapter = adapter
@@ -91,6 +93,7 @@ class Runner:
         self.catalog = catalog
         self.handle_signals = handle_signals
         self.timeout = timeout
+        self.local = local
         self._deadlines: OrderedDict[int, float] = OrderedDict()  # upstream id -> when it times out (sent order)
         self._swept_size = 0
         self.exit_code: int | None = None
@@ -164,8 +167,13 @@ class Runner:
                 if self.catalog is not None:
                     self.perform(self.catalog.prime(action.kind))
             elif isinstance(action, AnswerLocally):
-                error = {"code": METHOD_NOT_FOUND, "message": "Method not found", "data": action.method}
-                self.perform(self.router.reply_local(action.session, action.request_id, error=error))
+                if self.local is None:
+                    error = {"code": METHOD_NOT_FOUND, "message": "Method not found", "data": action.method}
+                    self.perform(self.router.reply_local(action.session, action.request_id, error=error))
+                else:
+                    answer = asyncio.get_running_loop().create_task(self._answer_locally(action, self.local))
+                    self._chain_runs.add(answer)
+                    answer.add_done_callback(self._chain_runs.discard)
             elif isinstance(action, Close):
                 if action.reason != UPSTREAM_GONE:
                     logger.error("%s", action.reason)
@@ -181,6 +189,12 @@ class Runner:
             return
         self.perform(actions)
         await self.upstream.drain()
+        await self.downstream.drain()
+
+    async def _answer_locally(self, action: AnswerLocally, local: LocalAnswers) -> None:
+        session = self.router.sessions.get(action.session)
+        result, error = await local.answer(action, session.context if session is not None else None)
+        self.perform(self.router.reply_local(action.session, action.request_id, result=result, error=error))
         await self.downstream.drain()
 
     # Pumps ----------------------------------------------------------------------------------------

@@ -129,6 +129,10 @@ class RouterConfig:
     handshake era carries what the router relays only there (list_changed, resources/updated, server requests)."""
     local_methods: frozenset[str] = frozenset()
     """Methods the shell answers itself (`AnswerLocally`), e.g. the exposed interceptor methods."""
+    local_tools: tuple[dict[str, Any], ...] = ()
+    """Tools the shell answers itself (their `tools/list` descriptors): added to the first page of the
+    upstream's tools/list before its response chain (so the policy can hide them); their calls are
+    `AnswerLocally`, outside the chain (the shell asks the policy itself)."""
     extra_capabilities: dict[str, Any] = field(default_factory=dict)
     """Merged into the capabilities mirrored downstream (the interceptors extension, for one)."""
     has_work: HasWork = _always
@@ -231,6 +235,7 @@ class Router:
         self._next_id = 0
         self._next_call = 0
         self._next_ticket = 0
+        self._local_tools = frozenset(str(tool.get("name")) for tool in self.config.local_tools)
 
     # Counters -----------------------------------------------------------------------------------
     def _new_id(self) -> int:
@@ -452,7 +457,9 @@ class Router:
             return [self._reply(session, client_id, {})]
         if method == "logging/setLevel":
             return self._set_level(session, message)
-        if method in self.config.local_methods:
+        if method in self.config.local_methods or (
+            method == "tools/call" and self._local_tools and self._target(method, message.params) in self._local_tools
+        ):
             return [AnswerLocally(session.id, client_id, method, message.params)]
         if method in _TASK_METHODS and not self._owns_task(session, message.params):
             target = (message.params or {}).get("taskId")
@@ -798,6 +805,8 @@ class Router:
             problem = check(pending.method, result, self.upstream.version)
             if problem is not None:
                 return self._final_error(pending, _error(INTERNAL_ERROR, INVALID_RESULT_MESSAGE, problem))
+        if pending.method == "tools/list" and self._local_tools and not (pending.params or {}).get("cursor"):
+            result = with_local_tools(result, self.config.local_tools)
         channel = result_channel(pending.method)
 
         def then(outcome: ChainOutcome) -> list[Action]:
@@ -1119,6 +1128,15 @@ class Router:
         except (TypeError, ValueError, UnicodeEncodeError):
             error = _error(INTERNAL_ERROR, "the reply could not be serialised")
             return dumps_exact({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+
+def with_local_tools(result: dict[str, Any], tools: tuple[dict[str, Any], ...]) -> dict[str, Any]:
+    """A first tools/list page with the shell's own tools added (an upstream tool of the same name gives way)."""
+    names = {tool.get("name") for tool in tools}
+    listed = result.get("tools")
+    listed = listed if isinstance(listed, list) else []
+    kept = [tool for tool in listed if not (isinstance(tool, dict) and tool.get("name") in names)]
+    return {**result, "tools": [*kept, *tools]}
 
 
 def _error(code: int, message: str, data: Any = None) -> dict[str, Any]:
