@@ -212,7 +212,7 @@ def add_proxy_command(sub: Any) -> None:
         "on stdio or on Streamable HTTP (--listen).",
         usage="mcp-interceptors proxy [--policy NAME|FILE] [--chain FILE] [--registry MODULE:ATTR ...] "
         "[--listen HOST:PORT [--tokens FILE]] [--role ROLE ...] [--audit-log FILE] [--expose-interceptors] "
-        "-- CMD [ARGS...]",
+        "(-- CMD [ARGS...] | --router --upstream URL [--upstream-header 'NAME: VALUE' ...])",
     )
     parser.add_argument("--chain", metavar="FILE", help="a chain file (YAML or JSON) naming interceptor servers")
     parser.add_argument(

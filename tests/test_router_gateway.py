@@ -400,3 +400,30 @@ async def test_reveal_token_is_offered_by_the_router_gateway_only_to_principals_
             assert hidden.value.error.code == INVALID_PARAMS
     text = audit.read_text()  # every reveal is audited, and the revealed value appears nowhere in the audit file
     assert "reveal_token" in text and OWNER_EMAIL not in text
+
+
+PER_TOOL = f"""\
+extends: open
+name: per-tool
+rules:
+  - name: progress-only
+    match: {{names: [progress]}}
+    transforms: [{{type: regex_replace, rules: [{{pattern: "{MARKER}", replace: "[per-tool]"}}]}}]
+"""
+
+
+async def test_a_per_tool_rule_holds_on_that_tools_progress_and_logs_as_well_as_its_result(tmp_path: Any) -> None:
+    policy = tmp_path / "per-tool.yaml"
+    policy.write_text(PER_TOOL)
+    recorder = Recorder()
+    params = router_params("--policy", str(policy))
+    with anyio.fail_after(TEST_S):
+        async with Client(
+            params, mode="legacy", logging_callback=recorder.on_log, log_level="debug", read_timeout_seconds=STEP_S
+        ) as client:
+            await client.set_logging_level("debug")
+            done = await client.session.call_tool("progress", {"text": MARKER}, progress_callback=recorder.on_progress)
+            assert [p[2] for p in recorder.progress] == ["step 1: [per-tool]", "step 2: [per-tool]"]
+            assert [log.data for log in recorder.logs] == ["log line: [per-tool]", {"note": "[per-tool]"}]
+            assert text_of(done) == "done: [per-tool]"  # the result still gets the rule after its side channels
+            assert text_of(await client.call_tool("echo", {"text": MARKER})) == MARKER  # another tool: no rule
