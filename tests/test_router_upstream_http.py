@@ -198,3 +198,27 @@ async def test_a_remote_request_that_is_never_answered_times_out_and_is_cancelle
                     if stats.get("cancelled"):
                         break
                     await anyio.sleep(0.05)
+
+
+@pytest.mark.parametrize("reply", ["sse", "json"])
+async def test_an_oversized_remote_reply_answers_its_request_and_the_session_goes_on(reply: str) -> None:
+    flags: Sequence[str] = ("--json",) if reply == "json" else ()
+    big = "x" * (3 << 19)  # 1.5 MiB: the request fits the client's bound, its echo not the upstream's 1 MiB
+    with http_upstream(*flags) as (url, _), anyio.fail_after(TEST_S):
+        async with client_for(url, "--max-line-mib", "1") as client:
+            with pytest.raises(MCPError) as oversized:
+                await client.call_tool("echo", {"text": big})
+            assert oversized.value.error.code == INTERNAL_ERROR
+            assert isinstance(oversized.value.error.data, dict)
+            assert "larger than the gateway accepts" in oversized.value.error.data["reason"]
+            assert text_of(await client.call_tool("echo", {"text": "small"})) == "small"
+
+
+async def test_a_request_stream_the_server_ends_early_is_resumed_with_last_event_id() -> None:
+    recorder = Recorder()
+    with http_upstream("--resumable") as (url, _), anyio.fail_after(TEST_S):
+        async with client_for(url, recorder=recorder) as client:
+            polled = await client.session.call_tool("poll", {}, progress_callback=recorder.on_progress)
+            assert text_of(polled) == "polled"
+            assert [p[2] for p in recorder.progress] == ["after the stream closed"]  # replayed, tied to the call
+            assert text_of(await client.call_tool("echo", {"text": "after"})) == "after"

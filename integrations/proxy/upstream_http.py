@@ -36,6 +36,8 @@ CLOSE_S: Final = 2.0
 """How long `aclose` waits for the DELETE of the session."""
 RECONNECT_S: Final = 1.0
 """The pause before the GET stream is opened again after the server ended it (unless it said `retry`)."""
+MAX_RESUMES: Final = 5
+"""Resumptions of a request's stream in a row that bring no new event before the request is given up."""
 ERROR_BODY_BYTES: Final = 64 * 1024
 INTERNAL_ERROR: Final = -32603
 
@@ -163,8 +165,7 @@ class HttpUpstream:
             if response.status_code >= 400 or response.status_code == 202:
                 await self._refused(response, request_id)
                 return
-            content_type = response.headers.get("content-type", "")
-            if content_type.startswith("text/event-stream"):
+            if _is_sse(response):
                 await self._read_stream(response, request_id)
             else:
                 body = await self._read_body(response, self.max_message)
@@ -178,23 +179,53 @@ class HttpUpstream:
             await response.aclose()
 
     async def _read_stream(self, response: httpx2.Response, request_id: int) -> None:
-        answered = False
+        """A request's SSE stream to its reply; resumed with `Last-Event-ID` when the server ends it early
+        (the polling of resumable servers), until the reply or `MAX_RESUMES` resumptions in a row bring nothing."""
+        stream = _Stream()
+        if not await self._events(response, request_id, stream):
+            return
+        resumes = 0
+        while not stream.answered and stream.last_event is not None and resumes < MAX_RESUMES and not self._closing:
+            resumes += 1
+            await asyncio.sleep(stream.retry)
+            seen = stream.last_event
+            headers = self._headers("text/event-stream")
+            headers.pop("content-type")
+            headers["last-event-id"] = seen
+            async with self._client.stream("GET", self.url, headers=headers) as resumed:
+                if resumed.status_code != 200 or not _is_sse(resumed):
+                    break
+                if not await self._events(resumed, request_id, stream):
+                    return
+            if stream.last_event != seen:
+                resumes = 0
+        if not stream.answered:
+            self._answer(request_id, "the upstream closed the request's stream without answering it")
+
+    async def _events(self, response: httpx2.Response, request_id: int, stream: _Stream) -> bool:
+        """Hand every message of one SSE response to the router; False when one was too large (answered)."""
         try:
             async for event in httpx2.EventSource(response, max_event_size=self.max_message):
+                if event.id:
+                    stream.last_event = event.id
+                if event.retry is not None:
+                    stream.retry = event.retry / 1000
                 if not event.data or event.event not in ("message", ""):
                     continue  # a priming event (resumability), or an event type MCP does not use
                 raw = event.data.encode()
                 self._inbox.put_nowait((raw, request_id))
                 # Requests and notifications name a method; a false negative only adds a reply the router drops.
-                answered = answered or b'"method"' not in raw
+                stream.answered = stream.answered or b'"method"' not in raw
         except httpx2.SSEError:
             self._answer(request_id, "an upstream message is larger than the gateway accepts")
-            return
-        if not answered:
-            self._answer(request_id, "the upstream closed the request's stream without answering it")
+            return False
+        return True
 
     async def _refused(self, response: httpx2.Response, request_id: int) -> None:
         """An HTTP error for a request: the server's own JSON-RPC error for it when it sent one, else -32603."""
+        status = response.status_code
+        hint = " (check --upstream-header)" if status in (401, 403) else ""
+        logger.warning("the upstream answered a request with HTTP %d%s", status, hint)
         body = await self._read_body(response, ERROR_BODY_BYTES)
         try:
             message = orjson.loads(body) if body else None
@@ -232,9 +263,7 @@ class HttpUpstream:
             delay = RECONNECT_S
             try:
                 async with self._client.stream("GET", self.url, headers=headers) as response:
-                    if response.status_code != 200 or not response.headers.get("content-type", "").startswith(
-                        "text/event-stream"
-                    ):
+                    if response.status_code != 200 or not _is_sse(response):
                         return  # the server offers no standalone stream
                     async for event in httpx2.EventSource(response, max_event_size=self.max_message):
                         if event.id:
@@ -271,6 +300,21 @@ class HttpUpstream:
             with contextlib.suppress(httpx2.HTTPError, TimeoutError):
                 await asyncio.wait_for(self._client.delete(self.url, headers=self._headers()), CLOSE_S)
         await self._client.aclose()
+
+
+class _Stream:
+    """Where one request's SSE stream is: answered yet, the last event id, the server's retry delay."""
+
+    __slots__ = ("answered", "last_event", "retry")
+
+    def __init__(self) -> None:
+        self.answered = False
+        self.last_event: str | None = None
+        self.retry = RECONNECT_S
+
+
+def _is_sse(response: httpx2.Response) -> bool:
+    return response.headers.get("content-type", "").startswith("text/event-stream")
 
 
 def upstream_headers(values: Sequence[str] | None) -> list[tuple[str, str]]:
