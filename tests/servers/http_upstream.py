@@ -91,6 +91,7 @@ async def serve(json_response: bool, token: str | None, resumable: bool) -> None
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # accepted connections inherit it (Linux)
     sock.bind(("127.0.0.1", 0))
     config = uvicorn.Config(
         build_app(json_response, token, resumable), log_level="warning", lifespan="on", timeout_graceful_shutdown=1
