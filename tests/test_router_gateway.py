@@ -427,3 +427,16 @@ async def test_a_per_tool_rule_holds_on_that_tools_progress_and_logs_as_well_as_
             assert [log.data for log in recorder.logs] == ["log line: [per-tool]", {"note": "[per-tool]"}]
             assert text_of(done) == "done: [per-tool]"  # the result still gets the rule after its side channels
             assert text_of(await client.call_tool("echo", {"text": MARKER})) == MARKER  # another tool: no rule
+
+
+async def test_a_request_that_keeps_reporting_progress_outlives_the_timeout() -> None:
+    """Progress every 0.2 s for about 3 s against a 2 s timeout: each report gives the call another period
+    (a gap of 2 s, ten times the interval, would be needed to time it out)."""
+    recorder = Recorder()
+    params = router_params("--upstream-timeout", "2")
+    with anyio.fail_after(TEST_S):
+        async with Client(params, mode="legacy", read_timeout_seconds=STEP_S) as client:
+            arguments = {"text": "t", "steps": 15, "interval": 0.2}
+            done = await client.session.call_tool("progress", arguments, progress_callback=recorder.on_progress)
+            assert text_of(done) == "done: t"
+            assert len(recorder.progress) == 15

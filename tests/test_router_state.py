@@ -762,3 +762,20 @@ def test_local_tools_join_the_first_tools_page_before_its_chain_and_their_calls_
     assert answered == {"jsonrpc": "2.0", "id": 3, "result": {"content": []}}
     (other,) = settle(router, router.receive_downstream("a", line(id=4, method="tools/call", params={"name": "echo"})))
     assert isinstance(other, SendUpstream)  # every other tool goes upstream
+
+
+def test_progress_of_a_request_is_counted_for_the_shells_clock() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    (run,) = router.receive_downstream(
+        "a", line(id=1, method="tools/call", params={"name": "t", "_meta": {"progressToken": "p"}})
+    )
+    assert isinstance(run, RunChain)
+    (sent,) = upstream_bodies(router.chain_done(run.ticket, ChainPassed(run.payload)))
+    token = sent["params"]["_meta"]["progressToken"]
+    assert router.progress_seen(sent["id"]) == 0
+    for step in (1, 2):
+        progress = line(method="notifications/progress", params={"progressToken": token, "progress": step})
+        settle(router, router.receive_upstream(progress))
+    assert router.progress_seen(sent["id"]) == 2
+    assert router.progress_seen(10_000) == 0  # no such request

@@ -13,6 +13,7 @@ import logging
 import signal
 from collections import OrderedDict
 from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import anyio
@@ -42,6 +43,8 @@ logger = logging.getLogger("interceptors.gateway")
 
 STDIO_SESSION: Final = "stdio"
 UPSTREAM_GONE: Final = "upstream server closed the connection"
+MAX_EXTENSIONS: Final = 10
+"""A request that keeps reporting progress may run this many timeouts at most."""
 HANDSHAKE_S: Final = 60.0
 """The least time the upstream's handshake gets, whatever `--upstream-timeout` says (its process starts)."""
 
@@ -94,7 +97,7 @@ class Runner:
         self.handle_signals = handle_signals
         self.timeout = timeout
         self.local = local
-        self._deadlines: OrderedDict[int, float] = OrderedDict()  # upstream id -> when it times out (sent order)
+        self._deadlines: OrderedDict[int, _Deadline] = OrderedDict()  # by upstream id, in the order of expiry
         self._swept_size = 0
         self.exit_code: int | None = None
         self._done = anyio.Event()
@@ -154,7 +157,8 @@ class Runner:
                     timeout = self.timeout
                     if self.router.upstream.phase is not UpstreamPhase.READY:  # the server may still be starting
                         timeout = max(timeout, HANDSHAKE_S)
-                    self._deadlines[action.request_id] = asyncio.get_running_loop().time() + timeout
+                    now = asyncio.get_running_loop().time()
+                    self._deadlines[action.request_id] = _Deadline(now + timeout, now + timeout * MAX_EXTENSIONS, 0)
             elif isinstance(action, RunChain):
                 # A bare task (not a task-group child): half the cost per chain run on the hot path; the
                 # runner keeps each one until it ends and cancels what is left when it stops.
@@ -244,7 +248,8 @@ class Runner:
 
     async def _watch_deadlines(self) -> None:
         """The clock the router does not have: a request the upstream leaves unanswered past the timeout is
-        answered -32001 and cancelled upstream (a dropped oversized reply ends this way too)."""
+        answered -32001 and cancelled upstream (a dropped oversized reply ends this way too). A request that
+        reported progress since its clock started gets the timeout again, up to `MAX_EXTENSIONS` times it."""
         assert self.timeout is not None
         timeout = self.timeout
         loop = asyncio.get_running_loop()
@@ -255,12 +260,17 @@ class Runner:
             while deadlines:
                 upstream_id, deadline = next(iter(deadlines.items()))
                 awaiting = self.router.awaiting(upstream_id)
-                if awaiting and deadline > now:
+                if awaiting and deadline.at > now:
                     break
                 del deadlines[upstream_id]
-                if awaiting:
-                    logger.warning("the upstream did not answer a request within %g s", timeout)
-                    self.perform(self.router.upstream_timeout(upstream_id, timeout))
+                if not awaiting:
+                    continue
+                progress = self.router.progress_seen(upstream_id)
+                if progress != deadline.progress and now < deadline.limit:  # alive: another period (to the back)
+                    deadlines[upstream_id] = _Deadline(min(now + timeout, deadline.limit), deadline.limit, progress)
+                    continue
+                logger.warning("the upstream did not answer a request within %g s", timeout)
+                self.perform(self.router.upstream_timeout(upstream_id, timeout))
             if len(deadlines) > max(4096, 2 * self._swept_size):  # answered ones behind a long request
                 for upstream_id in [key for key in deadlines if not self.router.awaiting(key)]:
                     del deadlines[upstream_id]
@@ -273,6 +283,13 @@ class Runner:
             async for _ in signals:
                 self._finish(0)
                 return
+
+
+@dataclass(frozen=True, slots=True)
+class _Deadline:
+    at: float
+    limit: float  # progress never extends past this
+    progress: int  # the request's progress count when this period started
 
 
 def _error_line(request_id: Any, code: int, message: str, data: Any = None) -> bytes:

@@ -192,6 +192,7 @@ class Pending:
     log_level: str | None = None
     cancelled: bool = False
     answered: bool = False  # the upstream replied (its response chain may still be running)
+    progress_seen: int = 0  # progress notifications the upstream sent for it (the shell's clock may reset)
 
 
 @dataclass(slots=True)
@@ -361,6 +362,12 @@ class Router:
             return True
         pending = self.pending.get(upstream_id)
         return pending is not None and not pending.answered
+
+    def progress_seen(self, upstream_id: int) -> int:
+        """How many progress notifications the upstream sent for this request so far (a shell may give a
+        request that reports progress more time)."""
+        pending = self.pending.get(upstream_id)
+        return pending.progress_seen if pending is not None else 0
 
     def upstream_timeout(self, upstream_id: int, seconds: float) -> list[Action]:
         """The shell's clock ran out for a request sent upstream: it is cancelled upstream and answered
@@ -935,6 +942,7 @@ class Router:
             pending = self.pending.get(call) if call is not None else None
             if pending is None or pending.client_token is None:
                 return [Dropped("progress for no request in flight", method)]
+            pending.progress_seen += 1
             return self._side(
                 channel,
                 method,
