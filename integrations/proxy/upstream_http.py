@@ -145,6 +145,14 @@ class HttpUpstream:
                 self._spawn(self._listen())
 
     async def _post(self, data: bytes, request_id: int | None) -> None:
+        try:
+            await self._exchange(data, request_id)
+        except Exception as exc:  # anything else (a decoding error, a defect): the request still gets an answer
+            logger.warning("an exchange with the upstream failed: %s", type(exc).__name__)
+            if request_id is not None:
+                self._answer(request_id, f"the exchange with the upstream failed ({type(exc).__name__})")
+
+    async def _exchange(self, data: bytes, request_id: int | None) -> None:
         request = self._client.build_request("POST", self.url, content=data, headers=self._headers())
         try:
             response = await self._client.send(request, stream=True)
@@ -162,11 +170,13 @@ class HttpUpstream:
             if response.status_code == 404 and self.session_id is not None:
                 self._lost(None, "the upstream ended the session (HTTP 404)")
                 return
-            if response.status_code >= 400 or response.status_code == 202:
+            if response.status_code != 200:
                 await self._refused(response, request_id)
                 return
             if _is_sse(response):
                 await self._read_stream(response, request_id)
+            elif not response.headers.get("content-type", "").startswith("application/json"):
+                self._answer(request_id, "the upstream answered with neither JSON nor an event stream")
             else:
                 body = await self._read_body(response, self.max_message)
                 if body is None:
