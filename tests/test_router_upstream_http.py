@@ -177,7 +177,7 @@ def test_an_unreachable_or_invalid_upstream_url_is_a_clean_exit() -> None:
         gateway_argv("ftp://example.invalid/mcp"), cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True,
         timeout=STEP_S,
     )  # fmt: skip
-    assert invalid.returncode == 1 and b"--upstream takes an http:// or https:// URL" in invalid.stderr
+    assert invalid.returncode == 2 and b"--upstream takes an http:// or https:// URL" in invalid.stderr
     both = subprocess.run(
         [*gateway_argv("http://127.0.0.1:9/mcp"), "--", sys.executable, "-c", "pass"], cwd=ROOT,
         stdin=subprocess.DEVNULL, capture_output=True, timeout=STEP_S,

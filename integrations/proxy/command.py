@@ -117,7 +117,7 @@ async def _main(options: RouterOptions) -> int:
                 )
         except (UpstreamStartError, UpstreamUrlError) as exc:
             print(f"error: {exc}", file=sys.stderr)
-            return 1
+            return 2 if isinstance(exc, UpstreamUrlError) else 1  # a URL that is not one is bad input
         try:
             downstream = await StdioDownstream.open()
             principal = principal_for_stdio(list(options.roles))
