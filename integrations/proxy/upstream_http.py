@@ -32,6 +32,8 @@ logger = logging.getLogger("interceptors.gateway")
 SESSION_HEADER: Final = "mcp-session-id"
 VERSION_HEADER: Final = "mcp-protocol-version"
 CONNECT_S: Final = 30.0
+NOTIFY_S: Final = 30.0
+"""How long a notification or reply POST may take before the next message goes anyway."""
 CLOSE_S: Final = 2.0
 """How long `aclose` waits for the DELETE of the session."""
 RECONNECT_S: Final = 1.0
@@ -153,9 +155,18 @@ class HttpUpstream:
                 self._answer(request_id, f"the exchange with the upstream failed ({type(exc).__name__})")
 
     async def _exchange(self, data: bytes, request_id: int | None) -> None:
-        request = self._client.build_request("POST", self.url, content=data, headers=self._headers())
+        # A notification or reply gets a bounded wait (the next message waits for it); a request none (the clock
+        # of the router's shell times requests, and a long tool may stream for a long time).
+        timeout = httpx2.Timeout(None, connect=CONNECT_S) if request_id is not None else httpx2.Timeout(NOTIFY_S)
+        request = self._client.build_request("POST", self.url, content=data, headers=self._headers(), timeout=timeout)
         try:
             response = await self._client.send(request, stream=True)
+        except httpx2.TimeoutException as exc:
+            if request_id is not None:
+                self._lost(exc)
+            else:
+                logger.warning("the upstream did not take a notification or reply within %g s", NOTIFY_S)
+            return
         except httpx2.TransportError as exc:
             self._lost(exc)
             return
