@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Final
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from typing import Any, Final
 
 import httpx2
 import orjson
@@ -71,8 +71,11 @@ class HttpUpstream:
         protocol_version: Callable[[], str | None] = lambda: None,
         max_message: int = MAX_LINE_BYTES,
     ) -> None:
-        parsed = httpx2.URL(url)
-        if parsed.scheme not in ("http", "https") or not parsed.host:
+        try:
+            parsed = httpx2.URL(url)
+        except Exception:  # httpx2.InvalidURL and the like
+            parsed = None
+        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
             raise UpstreamUrlError(f"--upstream takes an http:// or https:// URL, not {url!r}")
         self.url = url
         self.protocol_version = protocol_version
@@ -103,8 +106,8 @@ class HttpUpstream:
         self._spawn(self._send_loop())
         return self
 
-    def _spawn(self, work: object) -> None:
-        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(work)  # type: ignore[arg-type]
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
