@@ -22,6 +22,7 @@ from interceptors import Registry
 from interceptors_chain.failures import describe
 
 DEFAULT_MAX_LINE_MIB = 64
+DEFAULT_UPSTREAM_TIMEOUT_S = 300.0
 
 
 class _UsageError(ValueError):
@@ -70,8 +71,11 @@ def proxy(args: argparse.Namespace) -> int:
     from .gateway_policy import bearer_principal, build_stages, context_from, require_bearer, stdio_principal
     from .gateway_upstream import UpstreamError
 
+    upstream_url = getattr(args, "upstream_url", None)
     try:
-        params = upstream_params(args.upstream)
+        if upstream_url is not None and [a for a in args.upstream if a != "--"]:
+            raise _UsageError("give either --upstream URL or an upstream command after --, not both")
+        params = upstream_params(args.upstream) if upstream_url is None else None
         listen = None if args.listen is None else parse_listen(args.listen)
         registries = [load_registry(spec) for spec in args.registry or ()]
         chain_file = None
@@ -107,6 +111,8 @@ def proxy(args: argparse.Namespace) -> int:
             raise _UsageError("--max-sessions-per-principal must be at least 1")
         if idle is not None and idle <= 0:
             raise _UsageError("--session-idle-timeout must be a positive number of seconds")
+        if getattr(args, "upstream_timeout", None) is not None and not args.upstream_timeout >= 0:
+            raise _UsageError("--upstream-timeout takes a number of seconds (0: no limit)")
         if args.max_line_mib is not None and args.max_line_mib < 1:
             raise _UsageError("--max-line-mib must be at least 1")
         max_line_bytes = (args.max_line_mib or DEFAULT_MAX_LINE_MIB) << 20
@@ -124,14 +130,25 @@ def proxy(args: argparse.Namespace) -> int:
 
     if getattr(args, "router", False) or os.environ.get("MCP_INTERCEPTORS_ROUTER") == "1":
         from .proxy.command import RouterOptions, run_router
+        from .proxy.upstream_http import upstream_headers
 
+        try:
+            headers = upstream_headers(getattr(args, "upstream_header", None))
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         return run_router(
             RouterOptions(
-                [params.command, *params.args], params.env, chain_file, registries, stages, listen, tokens,
-                args.role or (), exposed, bool(getattr(args, "verbose", 0)),
+                [params.command, *params.args] if params else [], params.env if params else None, chain_file,
+                registries, stages, listen, tokens, args.role or (), exposed, bool(getattr(args, "verbose", 0)),
                 extra={"metrics": args.metrics, "max_sessions_per_principal": quota, "session_idle_s": idle},
+                upstream_url=upstream_url, upstream_headers=headers,
+                upstream_timeout=(getattr(args, "upstream_timeout", None) or None), max_line_bytes=max_line_bytes,
             )
         )  # fmt: skip
+    if params is None:
+        print("error: --upstream URL is served by the router gateway: add --router", file=sys.stderr)
+        return 2
 
     def listening(host: str, port: int) -> None:
         shown = f"[{host}]" if ":" in host else host
@@ -201,7 +218,7 @@ def add_proxy_command(sub: Any) -> None:
         "on stdio or on Streamable HTTP (--listen).",
         usage="mcp-interceptors proxy [--policy NAME|FILE] [--chain FILE] [--registry MODULE:ATTR ...] "
         "[--listen HOST:PORT [--tokens FILE]] [--role ROLE ...] [--audit-log FILE] [--expose-interceptors] "
-        "-- CMD [ARGS...]",
+        "(-- CMD [ARGS...] | --router --upstream URL [--upstream-header 'NAME: VALUE' ...])",
     )
     parser.add_argument("--chain", metavar="FILE", help="a chain file (YAML or JSON) naming interceptor servers")
     parser.add_argument(
@@ -266,6 +283,26 @@ def add_proxy_command(sub: Any) -> None:
     )
     parser.add_argument(
         "--router", action="store_true", help="use the message-router gateway (also MCP_INTERCEPTORS_ROUTER=1)"
+    )
+    parser.add_argument(
+        "--upstream",
+        dest="upstream_url",
+        metavar="URL",
+        help="a remote upstream server over Streamable HTTP instead of a command (with --router)",
+    )
+    parser.add_argument(
+        "--upstream-header",
+        action="append",
+        metavar="'NAME: VALUE'",
+        help="an HTTP header sent to the --upstream server (e.g. its Authorization); repeatable",
+    )
+    parser.add_argument(
+        "--upstream-timeout",
+        type=float,
+        default=DEFAULT_UPSTREAM_TIMEOUT_S,
+        metavar="SECONDS",
+        help="how long a request may wait for the upstream's answer before the client gets an error and the "
+        f"upstream a cancellation (with --router; default: {DEFAULT_UPSTREAM_TIMEOUT_S:g}; 0: no limit)",
     )
     parser.add_argument("upstream", nargs=argparse.REMAINDER, help="-- then the upstream server command")
     parser.set_defaults(func=proxy)

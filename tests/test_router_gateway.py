@@ -23,6 +23,7 @@ from mcp.shared.exceptions import MCPError
 from interceptors import INTERNAL_ERROR, INVALID_PARAMS
 from tests.conftest import ROOT
 from tests.processes import children
+from tests.servers.big_upstream import PLANTED
 from tests.servers.gateway_registry import DENY_WORD, REDACTED
 from tests.servers.leaky_server import SECRETS
 from tests.servers.upstream_server import FAIL_CODE, MARKER
@@ -271,16 +272,181 @@ async def test_errors_keep_code_and_data_under_an_empty_chain() -> None:
 
 
 def test_the_environment_selects_the_router_gateway() -> None:
-    argv = [sys.executable, "-m", "integrations.cli", "proxy", "--policy", "none", "--expose-interceptors"]
+    # `--upstream URL` is the router's alone: the old gateway refuses it (2), the router tries it (1: nothing
+    # listens on that port).
+    argv = [
+        sys.executable,
+        "-m",
+        "integrations.cli",
+        "proxy",
+        "--policy",
+        "none",
+        "--upstream",
+        "http://127.0.0.1:9/mcp",
+    ]
+    old = subprocess.run(argv, cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, timeout=STEP_S)
+    assert old.returncode == 2 and b"add --router" in old.stderr
     env = {**os.environ, "MCP_INTERCEPTORS_ROUTER": "1"}
-    done = subprocess.run(
-        [*argv, "--", *UPSTREAM], cwd=ROOT, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=STEP_S
-    )
-    assert done.returncode == 2
-    assert done.stderr.decode().startswith("error: --router does not answer --expose-interceptors yet")
+    done = subprocess.run(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=STEP_S)
+    assert done.returncode == 1 and b"Traceback" not in done.stderr, done.stderr
     missing = subprocess.run(
         router_argv(upstream=["/nonexistent/server"]), cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True,
         timeout=STEP_S,
     )  # fmt: skip
     assert missing.returncode == 1 and b"cannot start the upstream server" in missing.stderr
     assert missing.stdout == b""
+
+
+async def _stats(client: Client) -> dict[str, Any]:
+    result = await client.call_tool("stats", {})
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content
+
+
+async def test_a_request_the_upstream_never_answers_times_out_and_is_cancelled_upstream() -> None:
+    with anyio.fail_after(TEST_S):
+        async with Client(
+            router_params("--upstream-timeout", "1"), mode="legacy", read_timeout_seconds=STEP_S
+        ) as client:
+            with pytest.raises(MCPError) as timed_out:
+                await client.call_tool("sleep", {"seconds": 600})
+            error = timed_out.value.error
+            assert (error.code, error.message) == (-32001, "Request timed out")
+            assert error.data == {"reason": "upstream timeout", "timeoutSeconds": 1.0}
+            with anyio.fail_after(STEP_S):  # the upstream got the cancellation
+                while (await _stats(client))["cancelled"] == 0:
+                    await anyio.sleep(0.05)
+            assert text_of(await client.call_tool("echo", {"text": "still here"})) == "still here"
+
+
+async def test_an_oversized_upstream_reply_is_dropped_and_its_request_times_out() -> None:
+    big = [sys.executable, "-m", "tests.servers.big_upstream"]
+    params = router_params("--max-line-mib", "1", "--upstream-timeout", "2", upstream=big)
+    with anyio.fail_after(TEST_S):
+        async with Client(params, mode="legacy", read_timeout_seconds=STEP_S) as client:
+            with pytest.raises(MCPError) as timed_out:
+                await client.call_tool("big", {"mib": 2})
+            assert timed_out.value.error.code == -32001
+            assert timed_out.value.error.data == {"reason": "upstream timeout", "timeoutSeconds": 2.0}
+            fits = await client.call_tool("big", {"mib": 0.25})
+            assert len(text_of(fits)) == 1 << 18
+
+
+async def test_an_invalid_upstream_result_is_answered_with_what_is_wrong_never_its_values() -> None:
+    big = [sys.executable, "-m", "tests.servers.big_upstream"]
+    with anyio.fail_after(TEST_S):
+        async with Client(router_params(upstream=big), mode="legacy", read_timeout_seconds=STEP_S) as client:
+            with pytest.raises(MCPError) as invalid:
+                await client.call_tool("bad", {})
+            error = invalid.value.error
+            assert (error.code, error.message) == (INTERNAL_ERROR, "the upstream server returned an invalid result")
+            assert isinstance(error.data, dict)
+            assert error.data["reason"] == "the tools/call result does not match the 2025-11-25 schema"
+            assert {"path": "content.0.TextContent.text", "type": "missing"} in error.data["errors"]
+            assert PLANTED not in json.dumps(error.data)
+            assert len(text_of(await client.call_tool("big", {"mib": 0.01}))) > 0  # valid results pass
+
+
+async def test_exposed_interceptors_are_answered_by_the_router_gateway() -> None:
+    from interceptors import CAPABILITY
+    from interceptors_chain import SessionConnection
+
+    params = router_params("--registry", REGISTRY, "--expose-interceptors")
+    with anyio.fail_after(TEST_S):
+        async with Client(params, mode="legacy", read_timeout_seconds=STEP_S) as client:
+            assert CAPABILITY in (client.server_capabilities.experimental or {})
+            connection = SessionConnection(client.session)
+            listed = await connection.request("interceptors/list", {}, STEP_S)
+            assert [i["name"] for i in listed["interceptors"]] == ["gw/deny", "gw/shout", "gw/redact", "gw/block"]
+            invoke = {
+                "name": "gw/shout",
+                "event": "tools/call",
+                "phase": "request",
+                "payload": {"method": "tools/call", "params": {"name": "echo", "arguments": {"text": "shout:hi"}}},
+            }
+            shouted = await connection.request("interceptor/invoke", invoke, STEP_S)
+            assert shouted["payload"]["params"]["arguments"]["text"] == "SHOUT:HI"
+            with pytest.raises(MCPError) as unknown:  # the host's own error, verbatim
+                await connection.request("interceptor/invoke", {**invoke, "name": "gw/nope"}, STEP_S)
+            assert (unknown.value.error.code, unknown.value.error.data) == (INVALID_PARAMS, {"name": "gw/nope"})
+            assert text_of(await client.call_tool("echo", {"text": "shout:x"})) == "SHOUT:X"  # the chain still runs
+        async with Client(router_params("--registry", REGISTRY), mode="legacy", read_timeout_seconds=STEP_S) as client:
+            with pytest.raises(MCPError) as missing:  # not exposed unless asked
+                await SessionConnection(client.session).request("interceptors/list", {}, STEP_S)
+            assert missing.value.error.code == -32601
+
+
+PSEUDONYMISING = """\
+extends: standard
+name: pseudonymising
+transforms:
+  - type: redact
+    strategies: {secret: redact, credential: redact, pii: pseudonymize, identifier: pseudonymize}
+"""
+
+
+async def test_reveal_token_is_offered_by_the_router_gateway_only_to_principals_with_reveal(tmp_path: Any) -> None:
+    from tests.servers.leaky_server import OWNER_EMAIL
+
+    policy = tmp_path / "pseudonymising.yaml"
+    policy.write_text(PSEUDONYMISING)
+    audit = tmp_path / "audit.jsonl"
+    admin = router_params("--policy", str(policy), "--role", "admin", "--audit-log", str(audit), upstream=LEAKY)
+    with anyio.fail_after(TEST_S):
+        async with Client(admin, mode="legacy", read_timeout_seconds=STEP_S) as client:
+            assert "reveal_token" in {tool.name for tool in (await client.list_tools()).tools}
+            owner = await client.session.call_tool("whoami", {})
+            text = text_of(owner)
+            token = text.split("owner: ", 1)[1].split()[0].strip()
+            assert OWNER_EMAIL not in text
+            revealed = await client.session.call_tool("reveal_token", {"token": token})
+            assert revealed.structured_content is not None
+            assert revealed.structured_content["value"] == OWNER_EMAIL  # the gateway's own tool, untransformed
+        anyone = router_params("--policy", str(policy), upstream=LEAKY)
+        async with Client(anyone, mode="legacy", read_timeout_seconds=STEP_S) as client:
+            assert "reveal_token" not in {tool.name for tool in (await client.list_tools()).tools}
+            with pytest.raises(MCPError) as hidden:
+                await client.session.call_tool("reveal_token", {"token": token})
+            assert hidden.value.error.code == INVALID_PARAMS
+    text = audit.read_text()  # every reveal is audited, and the revealed value appears nowhere in the audit file
+    assert "reveal_token" in text and OWNER_EMAIL not in text
+
+
+PER_TOOL = f"""\
+extends: open
+name: per-tool
+rules:
+  - name: progress-only
+    match: {{names: [progress]}}
+    transforms: [{{type: regex_replace, rules: [{{pattern: "{MARKER}", replace: "[per-tool]"}}]}}]
+"""
+
+
+async def test_a_per_tool_rule_holds_on_that_tools_progress_and_logs_as_well_as_its_result(tmp_path: Any) -> None:
+    policy = tmp_path / "per-tool.yaml"
+    policy.write_text(PER_TOOL)
+    recorder = Recorder()
+    params = router_params("--policy", str(policy))
+    with anyio.fail_after(TEST_S):
+        async with Client(
+            params, mode="legacy", logging_callback=recorder.on_log, log_level="debug", read_timeout_seconds=STEP_S
+        ) as client:
+            await client.set_logging_level("debug")
+            done = await client.session.call_tool("progress", {"text": MARKER}, progress_callback=recorder.on_progress)
+            assert [p[2] for p in recorder.progress] == ["step 1: [per-tool]", "step 2: [per-tool]"]
+            assert [log.data for log in recorder.logs] == ["log line: [per-tool]", {"note": "[per-tool]"}]
+            assert text_of(done) == "done: [per-tool]"  # the result still gets the rule after its side channels
+            assert text_of(await client.call_tool("echo", {"text": MARKER})) == MARKER  # another tool: no rule
+
+
+async def test_a_request_that_keeps_reporting_progress_outlives_the_timeout() -> None:
+    """Progress every 0.2 s for about 3 s against a 2 s timeout: each report gives the call another period
+    (a gap of 2 s, ten times the interval, would be needed to time it out)."""
+    recorder = Recorder()
+    params = router_params("--upstream-timeout", "2")
+    with anyio.fail_after(TEST_S):
+        async with Client(params, mode="legacy", read_timeout_seconds=STEP_S) as client:
+            arguments = {"text": "t", "steps": 15, "interval": 0.2}
+            done = await client.session.call_tool("progress", arguments, progress_callback=recorder.on_progress)
+            assert text_of(done) == "done: t"
+            assert len(recorder.progress) == 15

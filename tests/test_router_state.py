@@ -645,3 +645,164 @@ def test_a_shell_without_work_skips_the_chain() -> None:
     handshake_session(router, "a")
     actions = router.receive_downstream("a", line(id=1, method="tools/call", params={"name": "x"}))
     assert [type(a) for a in actions] == [SendUpstream]
+
+
+# Upstream request timeouts (the shell's clock, the router's answer) -------------------------------
+
+
+def test_requests_sent_upstream_carry_their_upstream_id_for_the_shell() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    (sent,) = settle(router, router.receive_downstream("a", line(id=1, method="tools/call", params={"name": "x"})))
+    assert isinstance(sent, SendUpstream) and sent.request_id == body(sent)["id"]
+    (cancel,) = router.receive_downstream("a", line(method="notifications/cancelled", params={"requestId": 1}))
+    assert isinstance(cancel, SendUpstream) and cancel.request_id is None
+
+
+def test_a_timed_out_request_is_answered_and_cancelled_upstream_and_its_late_reply_dropped() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    upstream_id = forward(router, "a", "c1", "tools/call", {"name": "slow"})
+    assert router.awaiting(upstream_id)
+    actions = router.upstream_timeout(upstream_id, 2.5)
+    assert [a["params"] for a in upstream_bodies(actions)] == [{"requestId": upstream_id, "reason": "upstream timeout"}]
+    (reply,) = downstream(actions, "a")
+    assert reply["id"] == "c1"
+    assert reply["error"] == {
+        "code": -32001,
+        "message": "Request timed out",
+        "data": {"reason": "upstream timeout", "timeoutSeconds": 2.5},
+    }
+    assert not router.awaiting(upstream_id)
+    assert router.upstream_timeout(upstream_id, 2.5) == []  # once only
+    (late,) = router.receive_upstream(line(id=upstream_id, result={"content": []}))
+    assert isinstance(late, Dropped)
+
+
+def test_a_request_whose_reply_arrived_does_not_time_out_while_its_chain_runs() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    upstream_id = forward(router, "a", 1, "tools/call", {"name": "x"})
+    (run,) = router.receive_upstream(line(id=upstream_id, result={"content": []}))
+    assert isinstance(run, RunChain) and not router.awaiting(upstream_id)
+    assert router.upstream_timeout(upstream_id, 1) == []
+    (duplicate,) = router.receive_upstream(line(id=upstream_id, result={"content": []}))
+    assert isinstance(duplicate, Dropped)
+    (reply,) = downstream(router.chain_done(run.ticket, ChainPassed(run.payload)))
+    assert reply == {"jsonrpc": "2.0", "id": 1, "result": {"content": []}}
+
+
+def test_an_internal_request_that_times_out_reaches_its_continuation_as_an_error() -> None:
+    router = ready_router()
+    seen: list[Any] = []
+    (sent,) = router.upstream_request("tools/list", {}, lambda reply: seen.append(reply.error) or [])
+    assert isinstance(sent, SendUpstream) and router.awaiting(body(sent)["id"])
+    actions = router.upstream_timeout(body(sent)["id"], 1)
+    assert [b["method"] for b in upstream_bodies(actions)] == ["notifications/cancelled"]
+    assert seen[0]["code"] == -32001 and seen[0]["data"]["reason"] == "upstream timeout"
+
+
+def test_an_upstream_handshake_that_times_out_closes_the_gateway() -> None:
+    router = Router(RouterConfig(upstream_era=Era.HANDSHAKE))
+    (init,) = router.start()
+    assert isinstance(init, SendUpstream) and init.request_id == body(init)["id"]
+    actions = router.upstream_timeout(body(init)["id"], 1)
+    assert upstream_bodies(actions) == []  # initialize is never cancelled
+    assert isinstance(actions[-1], Close) and router.upstream.phase is UpstreamPhase.CLOSED
+
+
+# The spec check (injected: the router knows no schema) -------------------------------------------
+
+
+def test_results_are_checked_at_the_upstreams_version_and_mutated_ones_at_the_clients() -> None:
+    checked: list[tuple[str, dict[str, Any], str | None]] = []
+
+    def check(method: str, result: dict[str, Any], version: str | None) -> dict[str, Any] | None:
+        checked.append((method, result, version))
+        return (
+            {"reason": "no text", "errors": [{"path": "content.0.text", "type": "missing"}]}
+            if result.get("bad")
+            else None
+        )
+
+    router = ready_router(RouterConfig(check_result=check))
+    handshake_session(router, "a")
+    router.sessions["a"].version = "2025-06-18"  # the client's version differs from the upstream's
+    upstream_id = forward(router, "a", 1, "tools/call", {"name": "x"})
+    (reply,) = downstream(settle(router, router.receive_upstream(line(id=upstream_id, result={"content": []}))))
+    assert reply["result"] == {"content": []}
+    assert checked == [("tools/call", {"content": []}, "2025-11-25")]  # unchanged by the chain: once
+
+    checked.clear()
+    upstream_id = forward(router, "a", 2, "tools/call", {"name": "x"})
+    (invalid,) = downstream(settle(router, router.receive_upstream(line(id=upstream_id, result={"bad": 1}))))
+    assert invalid["error"] == {
+        "code": -32603,
+        "message": "the upstream server returned an invalid result",
+        "data": {"reason": "no text", "errors": [{"path": "content.0.text", "type": "missing"}]},
+    }
+
+    def mutate(run: RunChain) -> ChainOutcome:
+        if run.channel == "result":
+            return ChainPassed({"bad": 2}, modified=True)
+        return ChainPassed(run.payload)
+
+    checked.clear()
+    upstream_id = forward(router, "a", 3, "tools/call", {"name": "x"})
+    (broken,) = downstream(
+        settle(router, router.receive_upstream(line(id=upstream_id, result={"content": []})), mutate)
+    )
+    assert [(method, version) for method, _, version in checked] == [
+        ("tools/call", "2025-11-25"),
+        ("tools/call", "2025-06-18"),
+    ]
+    assert broken["error"]["code"] == -32603 and broken["error"]["message"] == "interceptor chain failed"
+    assert broken["error"]["data"]["reason"] == "a response mutator produced an invalid result: no text"
+
+
+# Gateway-local tools ------------------------------------------------------------------------------
+
+
+def test_local_tools_join_the_first_tools_page_before_its_chain_and_their_calls_go_to_the_shell() -> None:
+    reveal = {"name": "reveal_token", "inputSchema": {"type": "object"}}
+    router = ready_router(RouterConfig(local_tools=(reveal,)))
+    handshake_session(router, "a")
+    seen: list[Any] = []
+
+    def record(run: RunChain) -> ChainOutcome:
+        seen.append(run.payload)
+        return ChainPassed(run.payload)
+
+    upstream_id = forward(router, "a", 1, "tools/list", {})
+    tools = [{"name": "echo", "inputSchema": {}}, {"name": "reveal_token", "inputSchema": {"upstream": True}}]
+    reply = {"tools": tools, "nextCursor": "p2"}
+    (first,) = downstream(settle(router, router.receive_upstream(line(id=upstream_id, result=reply)), record))
+    assert [t["name"] for t in first["result"]["tools"]] == ["echo", "reveal_token"]
+    assert first["result"]["tools"][1] == reveal  # the upstream's namesake gives way
+    assert seen[-1]["tools"][1] == reveal  # the response chain saw it (the policy can hide it)
+    upstream_id = forward(router, "a", 2, "tools/list", {"cursor": "p2"})
+    (second,) = downstream(settle(router, router.receive_upstream(line(id=upstream_id, result={"tools": []}))))
+    assert second["result"]["tools"] == []  # only on the first page
+    call = router.receive_downstream("a", line(id=3, method="tools/call", params={"name": "reveal_token"}))
+    assert call == [AnswerLocally("a", 3, "tools/call", {"name": "reveal_token"})]
+    (answered,) = downstream(router.reply_local("a", 3, result={"content": []}))
+    assert answered == {"jsonrpc": "2.0", "id": 3, "result": {"content": []}}
+    (other,) = settle(router, router.receive_downstream("a", line(id=4, method="tools/call", params={"name": "echo"})))
+    assert isinstance(other, SendUpstream)  # every other tool goes upstream
+
+
+def test_progress_of_a_request_is_counted_for_the_shells_clock() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    (run,) = router.receive_downstream(
+        "a", line(id=1, method="tools/call", params={"name": "t", "_meta": {"progressToken": "p"}})
+    )
+    assert isinstance(run, RunChain)
+    (sent,) = upstream_bodies(router.chain_done(run.ticket, ChainPassed(run.payload)))
+    token = sent["params"]["_meta"]["progressToken"]
+    assert router.progress_seen(sent["id"]) == 0
+    for step in (1, 2):
+        progress = line(method="notifications/progress", params={"progressToken": token, "progress": step})
+        settle(router, router.receive_upstream(progress))
+    assert router.progress_seen(sent["id"]) == 2
+    assert router.progress_seen(10_000) == 0  # no such request

@@ -227,3 +227,29 @@ def test_request_and_input_handlers_directly() -> None:
         "password": "[REDACTED:sensitive_field]",
     }
     assert payload["params"]["arguments"]["account"] == "prod"
+
+
+def test_progress_and_logs_of_a_call_read_its_rules_without_using_them_up() -> None:
+    """A call's progress and log passes (same trace id, marked with their channel) see the rule its request
+    chose; only the final reply ends the call's memo."""
+    from interceptors import Invocation, Phase
+    from interceptors.transforms import TransformStages
+
+    rule = {"transforms": [{"type": "regex_replace", "rules": [{"pattern": "word", "replace": "[rule]"}]}]}
+
+    def select(facts: CallFacts) -> Selection:
+        return Selection(rules=(rule,)) if facts.name == "ruled" else Selection()
+
+    stages = TransformStages({}, select=select)
+    context = InvocationContext(trace_id="gateway-call-7", session_id="s")
+    call = {"method": "tools/call", "params": {"name": "ruled", "arguments": {}}}
+    stages.request(Invocation("t/request", "tools/call", Phase.REQUEST, call, context=context))
+    marked = {"_meta": {"io.mcp-interceptors/channel": "progress"}}
+    progress = {"content": [{"type": "text", "text": "step word"}], **marked}
+    log = {"content": [{"type": "text", "text": "log word"}], "_meta": {"io.mcp-interceptors/channel": "log"}}
+    result = {"content": [{"type": "text", "text": "done word"}]}
+    texts = []
+    for payload in (progress, log, result, result):
+        out = stages.output(Invocation("t/output", "tools/call", Phase.RESPONSE, payload, context=context))
+        texts.append((out.payload if out.modified else payload)["content"][0]["text"])
+    assert texts == ["step [rule]", "log [rule]", "done [rule]", "done word"]  # the reply ended the call

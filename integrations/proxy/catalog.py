@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from ..router import Action, Dropped, Router
 from ..router.messages import Kind, Message
+from ..router.state import with_local_tools
 
 logger = logging.getLogger("interceptors.gateway")
 
@@ -32,6 +33,7 @@ class Catalog:
     def __init__(self, router: Router, learn: Callable[[str, Any], None]) -> None:
         self.router = router
         self.learn = learn
+        self.local_tools = router.config.local_tools  # the gateway's own tools, on the first tools/list page
         self.outstanding = 0
         self.on_settled: Callable[[], None] | None = None
 
@@ -60,6 +62,8 @@ class Catalog:
         actions: list[Action] = []
         if reply.kind is Kind.RESPONSE:
             result = reply.result
+            if method == "tools/list" and page == 0 and self.local_tools:
+                result = with_local_tools(result, self.local_tools)
             self.learn(method, result)
             cursor = result.get("nextCursor")
             if isinstance(cursor, str) and cursor and page + 1 < MAX_PAGES:

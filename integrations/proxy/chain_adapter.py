@@ -1,10 +1,12 @@
 """The router's `RunChain` performed with `Chain.execute`, and the outcome mapped back for `chain_done`.
 
 Per-request state: stages remember what a request's chain learned under the context's trace id (the
-transforms keep their rule selection for the response under it). Every pass of one request that ends it
-(the request, its result or its error) runs with the trace id of the request's call number, so the result
-sees what the request pass chose; a side channel of the request (progress, a log, a server-to-client
-request) runs with a trace id of its own, so it can never use up what the final reply needs.
+transforms keep their rule selection for the response under it). Every pass of one request runs with the
+trace id of the request's call number (`gateway-call-N`, N = `RequestState.call`): the request, its
+result and its error, and its progress and logs too, so a per-tool rule holds on all of them. The
+transforms read the memo for a progress or log payload (marked with its channel) without consuming it;
+only the final reply ends it. A server-to-client request of the request (sampling, elicitation) and what
+belongs to no request run with a trace id of their own.
 """
 
 from __future__ import annotations
@@ -21,9 +23,8 @@ from ..router.channels import Channel
 
 logger = logging.getLogger("interceptors.gateway")
 
-SIDE_CHANNELS: Final = frozenset(
-    {Channel.PROGRESS, Channel.LOG, Channel.SERVER_REQUEST, Channel.CLIENT_RESULT, Channel.TASK_STATUS}
-)
+SIDE_CHANNELS: Final = frozenset({Channel.SERVER_REQUEST, Channel.CLIENT_RESULT, Channel.TASK_STATUS})
+"""Passes of a request that run under a trace id of their own (progress and logs share the request's)."""
 NOT_FOUND_OUTCOME: Final = "not_found"
 
 

@@ -36,13 +36,17 @@ class RouterOptions:
     exposed: Sequence[Registry] | None = None
     verbose: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    upstream_url: str | None = None
+    """`--upstream URL`: a remote server over Streamable HTTP instead of the `command` subprocess."""
+    upstream_headers: Sequence[tuple[str, str]] = ()
+    upstream_timeout: float | None = None
+    """`--upstream-timeout`: seconds a request may wait for the upstream (None: never times out)."""
+    max_line_bytes: int | None = None
+    """`--max-line-mib`: the largest upstream message read (None: the framing's default)."""
 
 
 def run_router(options: RouterOptions) -> int:
     """Run the router gateway; returns the exit status."""
-    if options.exposed is not None:
-        print("error: --router does not answer --expose-interceptors yet", file=sys.stderr)
-        return 2
     try:
         return anyio.run(_main, options)
     except KeyboardInterrupt:
@@ -57,7 +61,11 @@ async def _main(options: RouterOptions) -> int:
     from .catalog import Catalog
     from .chain_adapter import ChainAdapter
     from .downstream_stdio import StdioDownstream
+    from .framing import MAX_LINE_BYTES
+    from .local import LocalAnswers
     from .runner import Runner
+    from .spec_check import SpecCheck
+    from .upstream_http import HttpUpstream, UpstreamUrlError
     from .upstream_stdio import StdioUpstream, UpstreamStartError
 
     async with AsyncExitStack() as stack:
@@ -77,17 +85,42 @@ async def _main(options: RouterOptions) -> int:
             stack.callback(stages.close)  # the vault saves its mappings at shutdown (when it has a path)
         adapter = ChainAdapter(chain)
         # The handshake era first: the router relays list_changed, updates and server requests only there yet.
-        router = Router(RouterConfig(has_work=adapter.has_work, prefer_handshake=True))
+        local = LocalAnswers(
+            options.exposed,
+            getattr(stages, "local_tools", ()),
+            getattr(stages, "authorize", None),
+        )
+        router = Router(
+            RouterConfig(
+                has_work=adapter.has_work,
+                prefer_handshake=True,
+                check_result=SpecCheck(),
+                local_methods=local.methods,
+                local_tools=local.tool_descriptors,
+                extra_capabilities=local.capabilities(),
+            )
+        )
+        upstream: StdioUpstream | HttpUpstream
         try:
-            upstream = await StdioUpstream.start(options.command, options.env)
-        except UpstreamStartError as exc:
+            if options.upstream_url is not None:
+                upstream = await HttpUpstream.start(
+                    options.upstream_url,
+                    options.upstream_headers,
+                    protocol_version=lambda: router.upstream.version,
+                    max_message=options.max_line_bytes or MAX_LINE_BYTES,
+                )
+            else:
+                upstream = await StdioUpstream.start(
+                    options.command, options.env, max_line=options.max_line_bytes or MAX_LINE_BYTES
+                )
+        except (UpstreamStartError, UpstreamUrlError) as exc:
             print(f"error: {exc}", file=sys.stderr)
-            return 1
+            return 2 if isinstance(exc, UpstreamUrlError) else 1  # a URL that is not one is bad input
         metrics: Any = None
         if options.extra.get("metrics") or (options.listen is not None and _metrics_installed()):
             from ..metrics import instrument
 
-            metrics = instrument(adapter, lambda: upstream.process.returncode is None)
+            metrics = instrument(adapter, lambda: _upstream_alive(upstream))
         if options.extra.get("metrics"):  # --metrics HOST:PORT: /metrics and /healthz beside the gateway
             from ..metrics import parse_address, serve_metrics
 
@@ -97,7 +130,7 @@ async def _main(options: RouterOptions) -> int:
             engine = getattr(stages, "engine", None)
             catalog = Catalog(router, engine.learn) if engine is not None else None
             if options.listen is not None:
-                return await _serve_http(options, router, adapter, upstream, catalog, metrics)
+                return await _serve_http(options, router, adapter, upstream, catalog, metrics, local)
             downstream = await StdioDownstream.open()
             principal = principal_for_stdio(list(options.roles))
             runner = Runner(
@@ -109,6 +142,8 @@ async def _main(options: RouterOptions) -> int:
                 principal=principal.id,
                 catalog=catalog,
                 handle_signals=True,
+                timeout=options.upstream_timeout,
+                local=local,
             )
             code = await runner.run()
             await downstream.aclose()
@@ -116,6 +151,14 @@ async def _main(options: RouterOptions) -> int:
             with anyio.CancelScope(shield=True):
                 await upstream.aclose()
         return code
+
+
+def _upstream_alive(upstream: Any) -> bool:
+    """For `/healthz`: a child upstream that has not exited, an HTTP upstream not gone."""
+    process = getattr(upstream, "process", None)
+    if process is not None:
+        return bool(process.returncode is None)
+    return not getattr(upstream, "gone", False)
 
 
 def _metrics_installed() -> bool:
@@ -126,7 +169,13 @@ def _metrics_installed() -> bool:
 
 
 async def _serve_http(
-    options: RouterOptions, router: Any, adapter: Any, upstream: Any, catalog: Any, metrics: Any = None
+    options: RouterOptions,
+    router: Any,
+    adapter: Any,
+    upstream: Any,
+    catalog: Any,
+    metrics: Any = None,
+    local: Any = None,
 ) -> int:
     """`--listen`: Streamable HTTP clients, each session bound to its bearer token's principal (`--tokens`)."""
     from interceptors.policy import principal_for_stdio
@@ -160,6 +209,8 @@ async def _serve_http(
             settings=settings,
             catalog=catalog,
             handle_signals=True,
+            timeout=options.upstream_timeout,
+            local=local,
         )
         if metrics is not None:
             from ..metrics import metrics_asgi

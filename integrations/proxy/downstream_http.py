@@ -49,7 +49,7 @@ from ..router.messages import INTERNAL_ERROR, INVALID_REQUEST, Kind, Message, Re
 from .catalog import Catalog
 from .chain_adapter import ChainAdapter
 from .framing import MAX_LINE_BYTES
-from .runner import LineShell, Runner
+from .runner import Runner, UpstreamShell
 
 logger = logging.getLogger("interceptors.gateway")
 
@@ -703,7 +703,7 @@ class HttpRunner(Runner):
         self,
         router: Router,
         adapter: ChainAdapter,
-        upstream: LineShell,
+        upstream: UpstreamShell,
         sock: socket.socket,
         *,
         tokens: Any = None,
@@ -712,8 +712,13 @@ class HttpRunner(Runner):
         catalog: Catalog | None = None,
         handle_signals: bool = False,
         on_listening: Callable[[str, int], None] | None = announce,
+        timeout: float | None = None,
+        local: Any = None,
     ) -> None:
-        super().__init__(router, adapter, upstream, _NoStdio(), catalog=catalog, handle_signals=handle_signals)
+        super().__init__(
+            router, adapter, upstream, _NoStdio(), catalog=catalog, handle_signals=handle_signals, timeout=timeout,
+            local=local,
+        )  # fmt: skip
         self.sock = sock
         self.on_listening = on_listening
         self.front = HttpFront(
@@ -733,6 +738,8 @@ class HttpRunner(Runner):
         async with anyio.create_task_group() as tasks:
             self._tasks = tasks
             tasks.start_soon(self._pump_upstream)
+            if self.timeout is not None:
+                tasks.start_soon(self._watch_deadlines)
             if self.handle_signals:
                 tasks.start_soon(self._watch_signals)
             self.perform(self.router.start())

@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections import OrderedDict
 from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import anyio
@@ -35,17 +37,33 @@ from ..router.messages import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND,
 from .catalog import Catalog
 from .chain_adapter import ChainAdapter
 from .framing import MAX_LINE_BYTES, Oversized
+from .local import LocalAnswers
 
 logger = logging.getLogger("interceptors.gateway")
 
 STDIO_SESSION: Final = "stdio"
 UPSTREAM_GONE: Final = "upstream server closed the connection"
+MAX_EXTENSIONS: Final = 10
+"""A request that keeps reporting progress may run this many timeouts at most."""
+HANDSHAKE_S: Final = 60.0
+"""The least time the upstream's handshake gets, whatever `--upstream-timeout` says (its process starts)."""
 
 
 class LineShell(Protocol):
     """A transport that only frames: queue one message, wait for its buffer, read whole lines."""
 
     def send(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    def lines(self) -> Any: ...
+
+
+class UpstreamShell(Protocol):
+    """The upstream side: `send` learns the upstream id of a request (an HTTP shell reads its reply stream);
+    `lines()` yields raw messages, or `(message, upstream id)` for one that came on a request's stream."""
+
+    def send(self, data: bytes, request_id: int | None = None) -> None: ...
 
     async def drain(self) -> None: ...
 
@@ -59,13 +77,15 @@ class Runner:
         self,
         router: Router,
         adapter: ChainAdapter,
-        upstream: LineShell,
+        upstream: UpstreamShell,
         downstream: LineShell,
         *,
         context: Any = None,
         principal: Hashable = None,
         catalog: Catalog | None = None,
         handle_signals: bool = False,
+        timeout: float | None = None,
+        local: LocalAnswers | None = None,
     ) -> None:
         self.router = router
         self.adapter = adapter
@@ -75,6 +95,10 @@ class Runner:
         self.principal = principal
         self.catalog = catalog
         self.handle_signals = handle_signals
+        self.timeout = timeout
+        self.local = local
+        self._deadlines: OrderedDict[int, _Deadline] = OrderedDict()  # by upstream id, in the order of expiry
+        self._swept_size = 0
         self.exit_code: int | None = None
         self._done = anyio.Event()
         self._ready = anyio.Event()
@@ -86,6 +110,8 @@ class Runner:
         async with anyio.create_task_group() as tasks:
             self._tasks = tasks
             tasks.start_soon(self._pump_upstream)
+            if self.timeout is not None:
+                tasks.start_soon(self._watch_deadlines)
             if self.handle_signals:
                 tasks.start_soon(self._watch_signals)
             self.perform(self.router.start())
@@ -126,7 +152,13 @@ class Runner:
             if isinstance(action, SendDownstream):
                 self.downstream.send(action.data)
             elif isinstance(action, SendUpstream):
-                self.upstream.send(action.data)
+                self.upstream.send(action.data, action.request_id)
+                if action.request_id is not None and self.timeout is not None:
+                    timeout = self.timeout
+                    if self.router.upstream.phase is not UpstreamPhase.READY:  # the server may still be starting
+                        timeout = max(timeout, HANDSHAKE_S)
+                    now = asyncio.get_running_loop().time()
+                    self._deadlines[action.request_id] = _Deadline(now + timeout, now + timeout * MAX_EXTENSIONS, 0)
             elif isinstance(action, RunChain):
                 # A bare task (not a task-group child): half the cost per chain run on the hot path; the
                 # runner keeps each one until it ends and cancels what is left when it stops.
@@ -139,8 +171,13 @@ class Runner:
                 if self.catalog is not None:
                     self.perform(self.catalog.prime(action.kind))
             elif isinstance(action, AnswerLocally):
-                error = {"code": METHOD_NOT_FOUND, "message": "Method not found", "data": action.method}
-                self.perform(self.router.reply_local(action.session, action.request_id, error=error))
+                if self.local is None:
+                    error = {"code": METHOD_NOT_FOUND, "message": "Method not found", "data": action.method}
+                    self.perform(self.router.reply_local(action.session, action.request_id, error=error))
+                else:
+                    answer = asyncio.get_running_loop().create_task(self._answer_locally(action, self.local))
+                    self._chain_runs.add(answer)
+                    answer.add_done_callback(self._chain_runs.discard)
             elif isinstance(action, Close):
                 if action.reason != UPSTREAM_GONE:
                     logger.error("%s", action.reason)
@@ -158,15 +195,22 @@ class Runner:
         await self.upstream.drain()
         await self.downstream.drain()
 
+    async def _answer_locally(self, action: AnswerLocally, local: LocalAnswers) -> None:
+        session = self.router.sessions.get(action.session)
+        result, error = await local.answer(action, session.context if session is not None else None)
+        self.perform(self.router.reply_local(action.session, action.request_id, result=result, error=error))
+        await self.downstream.drain()
+
     # Pumps ----------------------------------------------------------------------------------------
     async def _pump_upstream(self) -> None:
         router = self.router
-        async for line in self.upstream.lines():
-            if isinstance(line, Oversized):
-                logger.warning("dropped an upstream message larger than %d bytes", MAX_LINE_BYTES)
+        async for item in self.upstream.lines():
+            if isinstance(item, Oversized):
+                logger.warning("dropped an oversized upstream message (its request ends at the timeout)")
                 continue
+            line, related = item if isinstance(item, tuple) else (item, None)
             try:
-                actions = router.receive_upstream(line)
+                actions = router.receive_upstream(line, related=related)
             except Exception as exc:
                 logger.error("the router failed on an upstream message: %s", type(exc).__name__)
                 continue
@@ -202,11 +246,50 @@ class Runner:
         await self.upstream.drain()
         self._finish(0)
 
+    async def _watch_deadlines(self) -> None:
+        """The clock the router does not have: a request the upstream leaves unanswered past the timeout is
+        answered -32001 and cancelled upstream (a dropped oversized reply ends this way too). A request that
+        reported progress since its clock started gets the timeout again, up to `MAX_EXTENSIONS` times it."""
+        assert self.timeout is not None
+        timeout = self.timeout
+        loop = asyncio.get_running_loop()
+        while True:
+            await anyio.sleep(min(1.0, timeout / 4))
+            now = loop.time()
+            deadlines = self._deadlines
+            while deadlines:
+                upstream_id, deadline = next(iter(deadlines.items()))
+                awaiting = self.router.awaiting(upstream_id)
+                if awaiting and deadline.at > now:
+                    break
+                del deadlines[upstream_id]
+                if not awaiting:
+                    continue
+                progress = self.router.progress_seen(upstream_id)
+                if progress != deadline.progress and now < deadline.limit:  # alive: another period (to the back)
+                    deadlines[upstream_id] = _Deadline(min(now + timeout, deadline.limit), deadline.limit, progress)
+                    continue
+                logger.warning("the upstream did not answer a request within %g s", timeout)
+                self.perform(self.router.upstream_timeout(upstream_id, timeout))
+            if len(deadlines) > max(4096, 2 * self._swept_size):  # answered ones behind a long request
+                for upstream_id in [key for key in deadlines if not self.router.awaiting(key)]:
+                    del deadlines[upstream_id]
+                self._swept_size = len(deadlines)
+            await self.upstream.drain()
+            await self.downstream.drain()
+
     async def _watch_signals(self) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
             async for _ in signals:
                 self._finish(0)
                 return
+
+
+@dataclass(frozen=True, slots=True)
+class _Deadline:
+    at: float
+    limit: float  # progress never extends past this
+    progress: int  # the request's progress count when this period started
 
 
 def _error_line(request_id: Any, code: int, message: str, data: Any = None) -> bytes:

@@ -14,7 +14,7 @@ import signal
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Final
 
-from .framing import LineSplitter, Oversized
+from .framing import MAX_LINE_BYTES, LineSplitter, Oversized
 
 READ_CHUNK: Final = 256 * 1024
 GRACE_S: Final = 2.0
@@ -28,15 +28,18 @@ class UpstreamStartError(OSError):
 class StdioUpstream:
     """`await StdioUpstream.start(argv)`, then `send(line)` and `async for line in lines()`; `aclose()` at the end."""
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
+    def __init__(self, process: asyncio.subprocess.Process, max_line: int = MAX_LINE_BYTES) -> None:
         self.process = process
+        self.max_line = max_line
         assert process.stdin is not None and process.stdout is not None
         self._stdin = process.stdin
         self._stdout = process.stdout
         self._broken = False
 
     @classmethod
-    async def start(cls, argv: Sequence[str], env: Mapping[str, str] | None = None) -> StdioUpstream:
+    async def start(
+        cls, argv: Sequence[str], env: Mapping[str, str] | None = None, *, max_line: int = MAX_LINE_BYTES
+    ) -> StdioUpstream:
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
@@ -48,13 +51,13 @@ class StdioUpstream:
             )
         except OSError as exc:
             raise UpstreamStartError(f"cannot start the upstream server {argv[0]!r}: {exc.strerror or exc}") from None
-        return cls(process)
+        return cls(process, max_line)
 
     @property
     def pid(self) -> int:
         return self.process.pid
 
-    def send(self, data: bytes) -> None:
+    def send(self, data: bytes, request_id: int | None = None) -> None:
         """Queue one message (the newline is added here); a dead upstream is noticed by the reader."""
         if self._broken or self._stdin.is_closing():
             return
@@ -73,7 +76,7 @@ class StdioUpstream:
 
     async def lines(self) -> AsyncIterator[bytes | Oversized]:
         """Every line the upstream writes, until it closes stdout."""
-        splitter = LineSplitter()
+        splitter = LineSplitter(self.max_line)
         while True:
             chunk = await self._stdout.read(READ_CHUNK)
             if not chunk:

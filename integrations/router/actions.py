@@ -19,7 +19,11 @@ SessionId = str
 
 @dataclass(frozen=True, slots=True)
 class SendUpstream:
+    """`request_id`: the upstream id when the message is a request (an HTTP shell reads its reply stream,
+    the shell's clock times it); None for notifications and replies."""
+
     data: bytes
+    request_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

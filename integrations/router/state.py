@@ -80,10 +80,16 @@ from .messages import (
 )
 
 UPSTREAM_CLOSED_MESSAGE: Final = "upstream server closed the connection"
+REQUEST_TIMEOUT: Final = -32001
+"""The SDK's code for a request that got no answer in time."""
+TIMEOUT_REASON: Final = "upstream timeout"
 BLOCKED_MESSAGE: Final = "blocked by interceptor"
 INVALID_RESULT_MESSAGE: Final = "the upstream server returned an invalid result"
+INVALID_MUTATION_MESSAGE: Final = "interceptor chain failed"
 
 HasWork = Callable[[str, Phase, Direction], bool]
+ResultCheck = Callable[[str, dict[str, Any], str | None], dict[str, Any] | None]
+"""(method, result, protocol version) -> None when valid, else the error `data` naming what is wrong."""
 
 
 def _always(event: str, phase: Phase, direction: Direction) -> bool:
@@ -123,11 +129,18 @@ class RouterConfig:
     handshake era carries what the router relays only there (list_changed, resources/updated, server requests)."""
     local_methods: frozenset[str] = frozenset()
     """Methods the shell answers itself (`AnswerLocally`), e.g. the exposed interceptor methods."""
+    local_tools: tuple[dict[str, Any], ...] = ()
+    """Tools the shell answers itself (their `tools/list` descriptors): added to the first page of the
+    upstream's tools/list before its response chain (so the policy can hide them); their calls are
+    `AnswerLocally`, outside the chain (the shell asks the policy itself)."""
     extra_capabilities: dict[str, Any] = field(default_factory=dict)
     """Merged into the capabilities mirrored downstream (the interceptors extension, for one)."""
     has_work: HasWork = _always
     """Whether the chain has a plan for (event, phase, direction); False skips the RunChain round trip."""
     missing: dict[tuple[Era, str], MissingAnswer] = field(default_factory=lambda: dict(DEFAULT_MISSING))
+    check_result: ResultCheck | None = None
+    """The spec check (the shell's: the router knows no schema): every upstream result at the upstream's
+    version, and every result a response mutator changed at the client's."""
 
 
 class UpstreamPhase(StrEnum):
@@ -181,6 +194,8 @@ class Pending:
     upstream_token: int | None = None
     log_level: str | None = None
     cancelled: bool = False
+    answered: bool = False  # the upstream replied (its response chain may still be running)
+    progress_seen: int = 0  # progress notifications the upstream sent for it (the shell's clock may reset)
 
 
 @dataclass(slots=True)
@@ -225,6 +240,7 @@ class Router:
         self._next_id = 0
         self._next_call = 0
         self._next_ticket = 0
+        self._local_tools = frozenset(str(tool.get("name")) for tool in self.config.local_tools)
 
     # Counters -----------------------------------------------------------------------------------
     def _new_id(self) -> int:
@@ -250,7 +266,7 @@ class Router:
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": upstream_id, "method": method}
         if params is not None:
             body["params"] = params
-        return SendUpstream(dumps_exact(body))
+        return SendUpstream(dumps_exact(body), upstream_id)
 
     def upstream_request(
         self, method: str, params: dict[str, Any] | None, then: Callable[[Message], list[Action]]
@@ -344,6 +360,33 @@ class Router:
         actions.append(Close(reason))
         return actions
 
+    def awaiting(self, upstream_id: int) -> bool:
+        """Whether a request sent upstream with this id still waits for the upstream's reply."""
+        if upstream_id in self._internal:
+            return True
+        pending = self.pending.get(upstream_id)
+        return pending is not None and not pending.answered
+
+    def progress_seen(self, upstream_id: int) -> int:
+        """How many progress notifications the upstream sent for this request so far (a shell may give a
+        request that reports progress more time)."""
+        pending = self.pending.get(upstream_id)
+        return pending.progress_seen if pending is not None else 0
+
+    def upstream_timeout(self, upstream_id: int, seconds: float) -> list[Action]:
+        """The shell's clock ran out for a request sent upstream: it is cancelled upstream and answered
+        -32001 (`data.reason` "upstream timeout"); a late reply is dropped. Nothing when it was answered."""
+        if not self.awaiting(upstream_id):
+            return []
+        error = _error(REQUEST_TIMEOUT, "Request timed out", {"reason": TIMEOUT_REASON, "timeoutSeconds": seconds})
+        actions: list[Action] = []
+        if self.upstream.phase is UpstreamPhase.READY:
+            actions.append(_cancel_upstream(upstream_id, TIMEOUT_REASON))
+        internal = self._internal.pop(upstream_id, None)
+        if internal is not None:
+            return actions + internal(parse(dumps_exact({"jsonrpc": "2.0", "id": upstream_id, "error": error})))
+        return actions + self._final_error(self.pending[upstream_id], error)
+
     # Sessions -----------------------------------------------------------------------------------
     def open_session(self, session_id: SessionId, *, context: Any = None, principal: Hashable = None) -> None:
         """A downstream client connected; `context` goes to its chain runs, `principal` bounds log delivery."""
@@ -432,7 +475,9 @@ class Router:
             return [self._reply(session, client_id, {})]
         if method == "logging/setLevel":
             return self._set_level(session, message)
-        if method in self.config.local_methods:
+        if method in self.config.local_methods or (
+            method == "tools/call" and self._local_tools and self._target(method, message.params) in self._local_tools
+        ):
             return [AnswerLocally(session.id, client_id, method, message.params)]
         if method in _TASK_METHODS and not self._owns_task(session, message.params):
             target = (message.params or {}).get("taskId")
@@ -648,7 +693,7 @@ class Router:
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": upstream_id, "method": pending.method}
         if out is not None:
             body["params"] = out
-        return [SendUpstream(dumps_exact(body))]
+        return [SendUpstream(dumps_exact(body), upstream_id)]
 
     def _hold(self, session: Session, uri: str) -> None:
         self._holders.setdefault(uri, set()).add(session.id)
@@ -739,7 +784,7 @@ class Router:
             if internal is not None:
                 return internal(message)
             pending = self.pending.get(message.id) if isinstance(message.id, int) else None
-            if pending is None:
+            if pending is None or pending.answered:
                 return [Dropped("a reply to no request in flight")]
             return self._upstream_reply(pending, message)
         if message.kind is Kind.REQUEST:
@@ -749,7 +794,7 @@ class Router:
     def _upstream_invalid(self, message: Message) -> list[Action]:
         assert message.problem is not None
         pending = self.pending.get(message.id) if isinstance(message.id, int) else None
-        if pending is not None:
+        if pending is not None and not pending.answered:
             return self._final_error(pending, _error(INTERNAL_ERROR, INVALID_RESULT_MESSAGE, message.problem.data))
         if message.method is not None and message.id is not None:  # a request of the upstream's: tell it
             problem = message.problem
@@ -758,6 +803,7 @@ class Router:
 
     def _upstream_reply(self, pending: Pending, message: Message) -> list[Action]:
         session = self.sessions[pending.session]
+        pending.answered = True
         if message.kind is Kind.ERROR:
             error = message.error
 
@@ -778,12 +824,19 @@ class Router:
             uri = (pending.params or {}).get("uri")
             if isinstance(uri, str):
                 self._hold(session, uri)
+        check = self.config.check_result
+        if check is not None:
+            problem = check(pending.method, result, self.upstream.version)
+            if problem is not None:
+                return self._final_error(pending, _error(INTERNAL_ERROR, INVALID_RESULT_MESSAGE, problem))
+        if pending.method == "tools/list" and self._local_tools and not (pending.params or {}).get("cursor"):
+            result = with_local_tools(result, self.config.local_tools)
         channel = result_channel(pending.method)
 
         def then(outcome: ChainOutcome) -> list[Action]:
             if isinstance(outcome, ChainBlocked):
                 return self._request_blocked(pending, outcome)
-            return self._final_result(pending, outcome.payload)
+            return self._final_result(pending, outcome.payload, check=outcome.modified)
 
         if not is_context_operation(pending.method):
             return then(ChainPassed(result))
@@ -906,6 +959,7 @@ class Router:
             pending = self.pending.get(call) if call is not None else None
             if pending is None or pending.client_token is None:
                 return [Dropped("progress for no request in flight", method)]
+            pending.progress_seen += 1
             return self._side(
                 channel,
                 method,
@@ -1020,7 +1074,8 @@ class Router:
         return [self._reply(session, request_id, result if isinstance(result, dict) else {})]
 
     # Replies and streams ------------------------------------------------------------------------
-    def _final_result(self, pending: Pending, result: Any) -> list[Action]:
+    def _final_result(self, pending: Pending, result: Any, *, check: bool = False) -> list[Action]:
+        """The reply to a request; `check`: a mutator changed it, so it is checked at the client's version."""
         if not isinstance(result, dict):
             return self._final_error(
                 pending,
@@ -1031,6 +1086,13 @@ class Router:
                 ),
             )
         shaped = downstream_result(result, pending.era, self.upstream.server_info, pending.method)
+        checker = self.config.check_result
+        session = self.sessions.get(pending.session)
+        if check and checker is not None and session is not None:
+            problem = checker(pending.method, shaped, session.version)
+            if problem is not None:
+                problem = {**problem, "reason": f"a response mutator produced an invalid result: {problem['reason']}"}
+                return self._final_error(pending, _error(INTERNAL_ERROR, INVALID_MUTATION_MESSAGE, problem))
         return self._final(pending, self._encode_result(pending.client_id, shaped))
 
     def _final_error(self, pending: Pending, error: dict[str, Any]) -> list[Action]:
@@ -1091,6 +1153,15 @@ class Router:
         except (TypeError, ValueError, UnicodeEncodeError):
             error = _error(INTERNAL_ERROR, "the reply could not be serialised")
             return dumps_exact({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+
+def with_local_tools(result: dict[str, Any], tools: tuple[dict[str, Any], ...]) -> dict[str, Any]:
+    """A first tools/list page with the shell's own tools added (an upstream tool of the same name gives way)."""
+    names = {tool.get("name") for tool in tools}
+    listed = result.get("tools")
+    listed = listed if isinstance(listed, list) else []
+    kept = [tool for tool in listed if not (isinstance(tool, dict) and tool.get("name") in names)]
+    return {**result, "tools": [*kept, *tools]}
 
 
 def _error(code: int, message: str, data: Any = None) -> dict[str, Any]:

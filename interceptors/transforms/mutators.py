@@ -23,7 +23,7 @@ from ..registry import Invocation, Registry
 from .assembly import assemble_input, assemble_output, check_transform_sections
 from .base import Pipeline, TransformContext, default_pseudonymizer
 from .cap import DEFAULT_MAX_OUTPUT_CHARS
-from .channels import transform_payload
+from .channels import CHANNEL_META_KEY, transform_payload
 from .guard import SecretGuard, SecretsRefused
 from .strategies import KeyedHasher, Pseudonymizer
 
@@ -249,7 +249,10 @@ class TransformStages:
 
     def output(self, invocation: Invocation) -> Mutation:
         key = _call_key(invocation)
-        call = self.memo.pop(key) if key is not None else None
+        call = None
+        if key is not None:
+            # A progress or log message of the call reads what the request chose; its final reply ends it.
+            call = self.memo.get(key) if _is_side_message(invocation.payload) else self.memo.pop(key)
         if call is None:
             principal, roles = _who(invocation)
             facts = CallFacts(invocation.event, principal=principal, roles=roles)
@@ -269,6 +272,12 @@ class TransformStages:
             max_output_chars=self.max_output_chars,
         )
         return Mutation(new, True) if changed else Mutation.unchanged()
+
+
+def _is_side_message(payload: Any) -> bool:
+    """A progress or log message presented as a result (the gateway marks its channel in `_meta`)."""
+    meta = payload.get("_meta") if isinstance(payload, Mapping) else None
+    return isinstance(meta, Mapping) and meta.get(CHANNEL_META_KEY) in ("progress", "log")
 
 
 @dataclass(frozen=True, slots=True)

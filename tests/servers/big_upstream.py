@@ -1,5 +1,6 @@
 """A hand-written MCP server (JSON lines, 2025-11-25 handshake, no SDK) whose one tool answers with a
-single huge line: `big {"mib": N}` returns N MiB of text. For the line-size tests of the gateway.
+single huge line: `big {"mib": N}` returns N MiB of text. For the line-size tests of the gateway; and
+`bad`, whose result breaks the schema (a text block without its text, holding `PLANTED` instead).
 
 python -m tests.servers.big_upstream
 """
@@ -10,6 +11,7 @@ import json
 import sys
 
 _out = sys.stdout.buffer
+PLANTED = "AKIAZ3MHALV2QWERT7P2L"
 
 
 def reply(request_id: object, result: dict[str, object]) -> None:
@@ -38,7 +40,10 @@ def main() -> None:
                                "serverInfo": {"name": "big", "version": "0"}})  # fmt: skip
         elif method == "tools/list":
             schema = {"type": "object", "properties": {"mib": {"type": "number"}}}
-            reply(request_id, {"tools": [{"name": "big", "inputSchema": schema}]})
+            reply(request_id, {"tools": [{"name": "big", "inputSchema": schema},
+                                         {"name": "bad", "inputSchema": {"type": "object"}}]})  # fmt: skip
+        elif method == "tools/call" and message["params"].get("name") == "bad":
+            reply(request_id, {"content": [{"type": "text", "txt": PLANTED}]})
         elif method == "tools/call":
             big_result(request_id, float(message["params"].get("arguments", {}).get("mib", 1)))
         else:

@@ -56,7 +56,11 @@ def _tools() -> list[types.Tool]:
     text = {"text": {"type": "string"}}
     tools = [
         _tool("echo", "echo the text back", text),
-        _tool("progress", "report progress and log, then answer", {**text, "steps": {"type": "integer"}}),
+        _tool(
+            "progress",
+            "report progress (every `interval` seconds) and log, then answer",
+            {**text, "steps": {"type": "integer"}, "interval": {"type": "number"}},
+        ),
         _tool("fail", "raise a JSON-RPC error carrying the text", text),
         _tool("sleep", "sleep for `seconds`", {"seconds": {"type": "number"}}),
         _tool("crash", "exit the process in the middle of the call"),
@@ -106,6 +110,8 @@ async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolReques
     if name == "progress":
         steps = int(args.get("steps", 2))
         for step in range(1, steps + 1):
+            if step > 1 and args.get("interval"):
+                await anyio.sleep(float(args["interval"]))
             await ctx.session.report_progress(step, steps, f"step {step}: {text}")
         await _log(ctx, f"log line: {text}")
         await _log(ctx, {"note": text})

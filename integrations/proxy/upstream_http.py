@@ -1,0 +1,346 @@
+"""The upstream server over Streamable HTTP: raw messages both ways, no SDK session in between.
+
+One pooled client. Messages are POSTed in the order the router sends them: a notification or a reply
+waits for its answer (202) before the next message goes, so `notifications/initialized` is in before the
+first request; a request's POST is read in a task of its own, so a slow tool holds up nothing else. A
+request's reply comes as JSON or on an SSE stream, and everything on that stream reaches the router with
+`related=` the request's upstream id (its progress, logs and server requests belong to it). The session
+id from `initialize` and the negotiated version go on every later message; the GET stream, when the
+server offers one, carries what belongs to no request; `aclose` DELETEs the session.
+
+A transport failure (connection refused or cut) ends `lines()`: the router then answers every pending
+request and the gateway exits 1, as when a stdio upstream exits. An HTTP error status, an oversized
+message or a stream that ends unanswered answers only the request it came with (-32603, the reason in
+`data`), with the server's own JSON-RPC error when it sent one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from typing import Any, Final
+
+import httpx2
+import orjson
+
+from .framing import MAX_LINE_BYTES
+
+logger = logging.getLogger("interceptors.gateway")
+
+SESSION_HEADER: Final = "mcp-session-id"
+VERSION_HEADER: Final = "mcp-protocol-version"
+CONNECT_S: Final = 30.0
+NOTIFY_S: Final = 30.0
+"""How long a notification or reply POST may take before the next message goes anyway."""
+CLOSE_S: Final = 2.0
+"""How long `aclose` waits for the DELETE of the session."""
+RECONNECT_S: Final = 1.0
+"""The pause before the GET stream is opened again after the server ended it (unless it said `retry`)."""
+MAX_RESUMES: Final = 5
+"""Resumptions of a request's stream in a row that bring no new event before the request is given up."""
+ERROR_BODY_BYTES: Final = 64 * 1024
+INTERNAL_ERROR: Final = -32603
+
+UpstreamItem = bytes | tuple[bytes, int]
+"""A message from the upstream; with the upstream id of the request whose stream carried it."""
+
+
+class UpstreamUrlError(ValueError):
+    """The `--upstream` URL is not an http(s) URL."""
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """`Name: value` (for `--upstream-header`) as a pair; ValueError when it is not one."""
+    name, colon, value = text.partition(":")
+    name = name.strip()
+    if not colon or not name or any(c.isspace() for c in name):
+        raise ValueError(f"--upstream-header takes 'Name: value', not {text!r}")
+    return name, value.strip()
+
+
+class HttpUpstream:
+    """`await HttpUpstream.start(url)`, then `send(message, request_id)` and `async for item in lines()`."""
+
+    def __init__(
+        self,
+        url: str,
+        headers: Sequence[tuple[str, str]] = (),
+        *,
+        protocol_version: Callable[[], str | None] = lambda: None,
+        max_message: int = MAX_LINE_BYTES,
+    ) -> None:
+        try:
+            parsed = httpx2.URL(url)
+        except Exception:  # httpx2.InvalidURL and the like
+            parsed = None
+        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+            raise UpstreamUrlError(f"--upstream takes an http:// or https:// URL, not {url!r}")
+        self.url = url
+        self.protocol_version = protocol_version
+        self.max_message = max_message
+        self._client = httpx2.AsyncClient(
+            headers=list(headers),
+            timeout=httpx2.Timeout(None, connect=CONNECT_S),  # the router's shell owns request timeouts
+            limits=httpx2.Limits(max_connections=256, max_keepalive_connections=64),
+        )
+        self.session_id: str | None = None
+        self._outbox: asyncio.Queue[tuple[bytes, int | None]] = asyncio.Queue()
+        self._inbox: asyncio.Queue[UpstreamItem | None] = asyncio.Queue()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._listening = False
+        self._closing = False
+        self.gone = False
+
+    @classmethod
+    async def start(
+        cls,
+        url: str,
+        headers: Sequence[tuple[str, str]] = (),
+        *,
+        protocol_version: Callable[[], str | None] = lambda: None,
+        max_message: int = MAX_LINE_BYTES,
+    ) -> HttpUpstream:
+        self = cls(url, headers, protocol_version=protocol_version, max_message=max_message)
+        self._spawn(self._send_loop())
+        return self
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # The router's side ------------------------------------------------------------------------------
+    def send(self, data: bytes, request_id: int | None = None) -> None:
+        """Queue one message; `request_id` when it is a request (its reply is read from its POST)."""
+        if not self.gone:
+            self._outbox.put_nowait((data, request_id))
+
+    async def drain(self) -> None:
+        """Nothing to wait for: POSTs leave in order from the send loop."""
+
+    async def lines(self) -> AsyncIterator[UpstreamItem]:
+        """Every message the upstream sends, until it is unreachable (or closed)."""
+        while True:
+            item = await self._inbox.get()
+            if item is None:
+                return
+            yield item
+
+    # HTTP ---------------------------------------------------------------------------------------------
+    def _headers(self, accept: str = "application/json, text/event-stream") -> dict[str, str]:
+        headers = {"accept": accept, "content-type": "application/json"}
+        if self.session_id is not None:
+            headers[SESSION_HEADER] = self.session_id
+        version = self.protocol_version()
+        if version is not None:
+            headers[VERSION_HEADER] = version
+        return headers
+
+    async def _send_loop(self) -> None:
+        while True:
+            data, request_id = await self._outbox.get()
+            if request_id is not None:
+                self._spawn(self._post(data, request_id))
+                continue
+            await self._post(data, None)
+            if not self._listening and self.session_id is not None and b'"notifications/initialized"' in data:
+                self._listening = True
+                self._spawn(self._listen())
+
+    async def _post(self, data: bytes, request_id: int | None) -> None:
+        try:
+            await self._exchange(data, request_id)
+        except Exception as exc:  # anything else (a decoding error, a defect): the request still gets an answer
+            logger.warning("an exchange with the upstream failed: %s", type(exc).__name__)
+            if request_id is not None:
+                self._answer(request_id, f"the exchange with the upstream failed ({type(exc).__name__})")
+
+    async def _exchange(self, data: bytes, request_id: int | None) -> None:
+        # A notification or reply gets a bounded wait (the next message waits for it); a request none (the clock
+        # of the router's shell times requests, and a long tool may stream for a long time).
+        timeout = httpx2.Timeout(None, connect=CONNECT_S) if request_id is not None else httpx2.Timeout(NOTIFY_S)
+        request = self._client.build_request("POST", self.url, content=data, headers=self._headers(), timeout=timeout)
+        try:
+            response = await self._client.send(request, stream=True)
+        except httpx2.TimeoutException as exc:
+            if request_id is not None:
+                self._lost(exc)
+            else:
+                logger.warning("the upstream did not take a notification or reply within %g s", NOTIFY_S)
+            return
+        except httpx2.TransportError as exc:
+            self._lost(exc)
+            return
+        try:
+            session = response.headers.get(SESSION_HEADER)
+            if session and self.session_id is None:
+                self.session_id = session
+            if request_id is None:
+                if response.status_code >= 400:
+                    logger.warning("the upstream refused a notification or reply (HTTP %d)", response.status_code)
+                return
+            if response.status_code == 404 and self.session_id is not None:
+                self._lost(None, "the upstream ended the session (HTTP 404)")
+                return
+            if response.status_code != 200:
+                await self._refused(response, request_id)
+                return
+            if _is_sse(response):
+                await self._read_stream(response, request_id)
+            elif not response.headers.get("content-type", "").startswith("application/json"):
+                self._answer(request_id, "the upstream answered with neither JSON nor an event stream")
+            else:
+                body = await self._read_body(response, self.max_message)
+                if body is None:
+                    self._answer(request_id, "the upstream's reply is larger than the gateway accepts")
+                else:
+                    self._inbox.put_nowait((body, request_id))
+        except httpx2.TransportError as exc:
+            self._lost(exc)
+        finally:
+            await response.aclose()
+
+    async def _read_stream(self, response: httpx2.Response, request_id: int) -> None:
+        """A request's SSE stream to its reply; resumed with `Last-Event-ID` when the server ends it early
+        (the polling of resumable servers), until the reply or `MAX_RESUMES` resumptions in a row bring nothing."""
+        stream = _Stream()
+        if not await self._events(response, request_id, stream):
+            return
+        resumes = 0
+        while not stream.answered and stream.last_event is not None and resumes < MAX_RESUMES and not self._closing:
+            resumes += 1
+            await asyncio.sleep(stream.retry)
+            seen = stream.last_event
+            headers = self._headers("text/event-stream")
+            headers.pop("content-type")
+            headers["last-event-id"] = seen
+            async with self._client.stream("GET", self.url, headers=headers) as resumed:
+                if resumed.status_code != 200 or not _is_sse(resumed):
+                    break
+                if not await self._events(resumed, request_id, stream):
+                    return
+            if stream.last_event != seen:
+                resumes = 0
+        if not stream.answered:
+            self._answer(request_id, "the upstream closed the request's stream without answering it")
+
+    async def _events(self, response: httpx2.Response, request_id: int, stream: _Stream) -> bool:
+        """Hand every message of one SSE response to the router; False when one was too large (answered)."""
+        try:
+            async for event in httpx2.EventSource(response, max_event_size=self.max_message):
+                if event.id:
+                    stream.last_event = event.id
+                if event.retry is not None:
+                    stream.retry = event.retry / 1000
+                if not event.data or event.event not in ("message", ""):
+                    continue  # a priming event (resumability), or an event type MCP does not use
+                raw = event.data.encode()
+                self._inbox.put_nowait((raw, request_id))
+                # Requests and notifications name a method; a false negative only adds a reply the router drops.
+                stream.answered = stream.answered or b'"method"' not in raw
+        except httpx2.SSEError:
+            self._answer(request_id, "an upstream message is larger than the gateway accepts")
+            return False
+        return True
+
+    async def _refused(self, response: httpx2.Response, request_id: int) -> None:
+        """An HTTP error for a request: the server's own JSON-RPC error for it when it sent one, else -32603."""
+        status = response.status_code
+        hint = " (check --upstream-header)" if status in (401, 403) else ""
+        logger.warning("the upstream answered a request with HTTP %d%s", status, hint)
+        body = await self._read_body(response, ERROR_BODY_BYTES)
+        try:
+            message = orjson.loads(body) if body else None
+        except orjson.JSONDecodeError:
+            message = None
+        if isinstance(message, dict) and message.get("id") == request_id and isinstance(message.get("error"), dict):
+            self._inbox.put_nowait((body or b"", request_id))
+            return
+        self._answer(request_id, f"the upstream answered HTTP {response.status_code}", status=response.status_code)
+
+    @staticmethod
+    async def _read_body(response: httpx2.Response, limit: int) -> bytes | None:
+        body = bytearray()
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > limit:
+                return None
+        return bytes(body)
+
+    def _answer(self, request_id: int, reason: str, *, status: int | None = None) -> None:
+        data: dict[str, object] = {"reason": reason}
+        if status is not None:
+            data["status"] = status
+        error = {"code": INTERNAL_ERROR, "message": "upstream request failed", "data": data}
+        self._inbox.put_nowait((orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}), request_id))
+
+    async def _listen(self) -> None:
+        """The GET stream (what belongs to no request), reopened when the server ends it; a 405 means none."""
+        last_event: str | None = None
+        while not self._closing:
+            headers = self._headers("text/event-stream")
+            headers.pop("content-type")
+            if last_event is not None:
+                headers["last-event-id"] = last_event
+            delay = RECONNECT_S
+            try:
+                async with self._client.stream("GET", self.url, headers=headers) as response:
+                    if response.status_code != 200 or not _is_sse(response):
+                        return  # the server offers no standalone stream
+                    async for event in httpx2.EventSource(response, max_event_size=self.max_message):
+                        if event.id:
+                            last_event = event.id
+                        if event.retry is not None:
+                            delay = event.retry / 1000
+                        if event.data and event.event in ("message", ""):
+                            self._inbox.put_nowait(event.data.encode())
+            except httpx2.SSEError:
+                logger.warning("dropped an upstream message larger than %d bytes", self.max_message)
+            except (httpx2.ConnectError, httpx2.ConnectTimeout) as exc:
+                self._lost(exc)
+                return
+            except httpx2.TransportError:
+                pass  # cut: reopen (a server that is gone refuses the next connection)
+            await asyncio.sleep(delay)
+
+    def _lost(self, exc: BaseException | None, reason: str | None = None) -> None:
+        if self._closing or self.gone:
+            return
+        self.gone = True
+        logger.warning("%s", reason or f"the upstream at {self.url} is unreachable ({type(exc).__name__})")
+        self._inbox.put_nowait(None)
+
+    async def aclose(self) -> None:
+        """Stop every POST and the GET stream, DELETE the session (briefly), close the pool."""
+        self._closing = True
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self.session_id is not None and not self.gone:
+            with contextlib.suppress(httpx2.HTTPError, TimeoutError):
+                await asyncio.wait_for(self._client.delete(self.url, headers=self._headers()), CLOSE_S)
+        await self._client.aclose()
+
+
+class _Stream:
+    """Where one request's SSE stream is: answered yet, the last event id, the server's retry delay."""
+
+    __slots__ = ("answered", "last_event", "retry")
+
+    def __init__(self) -> None:
+        self.answered = False
+        self.last_event: str | None = None
+        self.retry = RECONNECT_S
+
+
+def _is_sse(response: httpx2.Response) -> bool:
+    return response.headers.get("content-type", "").startswith("text/event-stream")
+
+
+def upstream_headers(values: Sequence[str] | None) -> list[tuple[str, str]]:
+    """Every `--upstream-header` as a pair (ValueError on a malformed one)."""
+    return [parse_header(value) for value in values or ()]
