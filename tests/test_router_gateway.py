@@ -422,6 +422,7 @@ rules:
 """
 
 
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # setLevel: 2025 only
 async def test_a_per_tool_rule_holds_on_that_tools_progress_and_logs_as_well_as_its_result(tmp_path: Any) -> None:
     policy = tmp_path / "per-tool.yaml"
     policy.write_text(PER_TOOL)

@@ -43,7 +43,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from interceptors import InvocationContext, Principal
 from interceptors.codec import dumps_exact
 
-from ..router import Router, SendDownstream, UpstreamPhase
+from ..router import Router, SendDownstream
 from ..router.eras import HANDSHAKE_VERSIONS
 from ..router.messages import INTERNAL_ERROR, INVALID_REQUEST, Kind, Message, RequestId, parse
 from .catalog import Catalog
@@ -736,18 +736,8 @@ class HttpRunner(Runner):
     async def run(self) -> int:
         http = HttpServer(self.front)
         async with anyio.create_task_group() as tasks:
-            self._tasks = tasks
-            tasks.start_soon(self._pump_upstream)
-            if self.timeout is not None:
-                tasks.start_soon(self._watch_deadlines)
-            if self.handle_signals:
-                tasks.start_soon(self._watch_signals)
-            self.perform(self.router.start())
-            await self.upstream.drain()
-            await self._ready.wait()
             served = anyio.Event()
-            if self.router.upstream.phase is UpstreamPhase.READY:
-                await self._prime()
+            if await self._start(tasks):
 
                 async def serve() -> None:
                     try:

@@ -106,19 +106,26 @@ class Runner:
         self._tasks: anyio.abc.TaskGroup | None = None
         self._chain_runs: set[asyncio.Task[None]] = set()
 
+    async def _start(self, tasks: anyio.abc.TaskGroup) -> bool:
+        """The shell's own tasks (upstream pump, deadlines, signals) and the upstream's handshake; True when
+        the upstream is ready (its catalog learnt) and clients may be let in."""
+        self._tasks = tasks
+        tasks.start_soon(self._pump_upstream)
+        if self.timeout is not None:
+            tasks.start_soon(self._watch_deadlines)
+        if self.handle_signals:
+            tasks.start_soon(self._watch_signals)
+        self.perform(self.router.start())
+        await self.upstream.drain()
+        await self._ready.wait()
+        if self.router.upstream.phase is not UpstreamPhase.READY:
+            return False
+        await self._prime()
+        return True
+
     async def run(self) -> int:
         async with anyio.create_task_group() as tasks:
-            self._tasks = tasks
-            tasks.start_soon(self._pump_upstream)
-            if self.timeout is not None:
-                tasks.start_soon(self._watch_deadlines)
-            if self.handle_signals:
-                tasks.start_soon(self._watch_signals)
-            self.perform(self.router.start())
-            await self.upstream.drain()
-            await self._ready.wait()
-            if self.router.upstream.phase is UpstreamPhase.READY:
-                await self._prime()
+            if await self._start(tasks):
                 self.router.open_session(STDIO_SESSION, context=self.context, principal=self.principal)
                 tasks.start_soon(self._pump_downstream)
             await self._done.wait()

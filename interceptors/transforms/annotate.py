@@ -112,22 +112,24 @@ class Annotator(Transform):
             return value
         if isinstance(value, dict):
             out = {k: self._findings(v, severities) for k, v in value.items()}
-            severity = value.get("severity")
-            if (
-                isinstance(severity, str)
-                and severity.lower() in _SEVERITIES
-                and ("title" in value or "resource_id" in value)
-            ):
-                level = severity.lower()
-                severities[level] = severities.get(level, 0) + 1
-                if self.label_findings:
-                    score = value.get("risk_score")
-                    out["_risk"] = f"{severity.upper()} risk" + (f" ({score})" if score is not None else "")
-            return out if self.label_findings else value
+            severity = _counted_severity(value, severities)
+            if severity is not None:
+                score = value.get("risk_score")
+                out["_risk"] = f"{severity.upper()} risk" + (f" ({score})" if score is not None else "")
+            return out
         if isinstance(value, list | tuple):
-            items = [self._findings(v, severities) for v in value]
-            return items if self.label_findings else value
+            return [self._findings(v, severities) for v in value]
         return value
+
+
+def _counted_severity(value: dict[str, Any], severities: dict[str, int]) -> str | None:
+    """A finding-like dict's severity (as written), counted; None for any other dict."""
+    severity = value.get("severity")
+    if isinstance(severity, str) and severity.lower() in _SEVERITIES and ("title" in value or "resource_id" in value):
+        level = severity.lower()
+        severities[level] = severities.get(level, 0) + 1
+        return severity
+    return None
 
 
 def _count_findings(value: Any, severities: dict[str, int]) -> None:
@@ -136,14 +138,7 @@ def _count_findings(value: Any, severities: dict[str, int]) -> None:
         for item in value.values():
             if isinstance(item, dict | list | tuple):
                 _count_findings(item, severities)
-        severity = value.get("severity")
-        if (
-            isinstance(severity, str)
-            and severity.lower() in _SEVERITIES
-            and ("title" in value or "resource_id" in value)
-        ):
-            level = severity.lower()
-            severities[level] = severities.get(level, 0) + 1
+        _counted_severity(value, severities)
     elif isinstance(value, list | tuple):
         for item in value:
             if isinstance(item, dict | list | tuple):
