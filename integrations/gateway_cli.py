@@ -118,12 +118,14 @@ def proxy(args: argparse.Namespace) -> int:
         max_line_bytes = (args.max_line_mib or DEFAULT_MAX_LINE_MIB) << 20
         policy = args.policy or (chain_file.policy if chain_file is not None else None) or "standard"
         stages = build_stages(policy, args.audit_log, args.vault_redis, multi_principal=tokens is not None)
-        registries = [*stages.registries, *registries]
         exposed: list[Registry] | None = None
         if args.expose_interceptors:
-            # Chain-file servers are exposed only when they are in-process registries.
+            # The user's own registries only (chain-file servers when they are in-process registries): the
+            # built-in stages act for the gateway, on its principal's behalf, and an `interceptor/invoke` from
+            # a client carries the client's own context (`vault/depseudonymize` would hand back real values).
             local = [s.registry for s in chain_file.servers if s.registry is not None] if chain_file else []
             exposed = [*registries, *(load_registry(spec) for spec in local)]
+        registries = [*stages.registries, *registries]
     except (_UsageError, RegistryLoadError, ValueError, OSError) as exc:  # ValueError: Chain file or policy errors
         print(f"error: {exc}", file=sys.stderr)
         return 2

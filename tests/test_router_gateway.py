@@ -347,6 +347,26 @@ async def test_an_invalid_upstream_result_is_answered_with_what_is_wrong_never_i
             assert len(text_of(await client.call_tool("big", {"mib": 0.01}))) > 0  # valid results pass
 
 
+@pytest.mark.parametrize("router", [True, False], ids=["router", "old-gateway"])
+async def test_the_built_in_stages_are_never_exposed_to_clients(router: bool) -> None:
+    """`--expose-interceptors` serves the user's registries, never the policy, vault or transform stages: an
+    `interceptor/invoke` carries the client's own context, so `vault/depseudonymize` would be a way around
+    the `reveal` grant."""
+    from interceptors_chain import SessionConnection
+
+    flags = ("--policy", "strict", "--registry", REGISTRY, "--expose-interceptors")
+    argv = router_argv(*flags) if router else [a for a in router_argv(*flags) if a != "--router"]
+    params = StdioServerParameters(command=argv[0], args=argv[1:], cwd=str(ROOT))
+    with anyio.fail_after(TEST_S):
+        async with Client(params, mode="legacy", read_timeout_seconds=STEP_S) as client:
+            listed = await SessionConnection(client.session).request("interceptors/list", {}, STEP_S)
+            assert [i["name"] for i in listed["interceptors"]] == ["gw/deny", "gw/shout", "gw/redact", "gw/block"]
+            with pytest.raises(MCPError) as unknown:
+                invoke = {"name": "vault/depseudonymize", "event": "tools/call", "phase": "request", "payload": {}}
+                await SessionConnection(client.session).request("interceptor/invoke", invoke, STEP_S)
+            assert unknown.value.error.code == INVALID_PARAMS
+
+
 async def test_exposed_interceptors_are_answered_by_the_router_gateway() -> None:
     from interceptors import CAPABILITY
     from interceptors_chain import SessionConnection
