@@ -271,6 +271,31 @@ async def test_errors_keep_code_and_data_under_an_empty_chain() -> None:
             assert (error.code, error.message, error.data) == (FAIL_CODE, f"failed with {MARKER}", {"detail": MARKER})
 
 
+DIES_ON_TOOLS_LIST = """
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("method") == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "d"}}
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+    elif message.get("method") == "tools/list":
+        sys.exit(3)
+"""
+
+
+def test_an_upstream_dying_while_its_catalog_is_read_ends_the_gateway_with_status_1() -> None:
+    """The catalog's own requests are in flight when the upstream goes away: the gateway exits 1 (it used to
+    wait for a catalog that could never come, and swallowed the first SIGTERM)."""
+    argv = router_argv("--policy", "standard", upstream=[sys.executable, "-c", DIES_ON_TOOLS_LIST])
+    process = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert process.wait(timeout=STEP_S) == 1
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=STEP_S)
+
+
 def test_the_environment_selects_the_router_gateway() -> None:
     # `--upstream URL` is the router's alone: the old gateway refuses it (2), the router tries it (1: nothing
     # listens on that port).

@@ -121,7 +121,7 @@ class Runner:
         if self.router.upstream.phase is not UpstreamPhase.READY:
             return False
         await self._prime()
-        return True
+        return not self._done.is_set()  # the upstream may go away while its catalog is read
 
     async def run(self) -> int:
         async with anyio.create_task_group() as tasks:
@@ -151,6 +151,7 @@ class Runner:
         if self.exit_code is None:
             self.exit_code = code
         self._ready.set()
+        self._primed.set()  # nothing waits for a catalog once the gateway is ending
         self._done.set()
 
     # Performing actions ---------------------------------------------------------------------------
