@@ -188,7 +188,7 @@ async def _serve_upstream_http(nodelay: bool) -> None:
 
     import uvicorn
 
-    from integrations.proxy.downstream_http import NoDelayProtocol
+    from integrations.gateway.downstream_http import NoDelayProtocol
 
     app = echo_tool_server("bench-upstream").streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

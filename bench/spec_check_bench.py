@@ -11,8 +11,8 @@ import json
 import time
 from typing import Any
 
-from integrations.proxy.spec_check import SpecCheck
-from integrations.router import Era, Router, RouterConfig, SendUpstream
+from integrations.gateway.router import Era, Router, RouterConfig, SendUpstream
+from integrations.gateway.spec_check import SpecCheck
 
 RESULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "tools/call, one text block": ("tools/call", {"content": [{"type": "text", "text": "hello " * 20}]}),

@@ -13,7 +13,7 @@ from interceptors import Invocation, Mutation, Registry, Verdict
 from interceptors_server import LocalChain
 
 from .demo_server import DEMO_KEY_ID, DEMO_TOKEN, demo_tool_server
-from .gateway import Gateway
+from .gateway_legacy import Gateway
 from .gateway_policy import build_stages, context_from, stdio_principal
 from .middleware import InterceptorMiddleware
 

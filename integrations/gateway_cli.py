@@ -67,7 +67,7 @@ def proxy(args: argparse.Namespace) -> int:
     from interceptors_chain import Chain, DiscoveryError
     from interceptors_server.serving import RegistryLoadError, load_registry
 
-    from .gateway import Gateway, ListenError
+    from .gateway_legacy import Gateway, ListenError
     from .gateway_policy import bearer_principal, build_stages, context_from, require_bearer, stdio_principal
     from .gateway_upstream import UpstreamError
 
@@ -131,8 +131,8 @@ def proxy(args: argparse.Namespace) -> int:
         return 2
 
     if getattr(args, "router", False) or os.environ.get("MCP_INTERCEPTORS_ROUTER") == "1":
-        from .proxy.command import RouterOptions, run_router
-        from .proxy.upstream_http import upstream_headers
+        from .gateway.command import RouterOptions, run_router
+        from .gateway.upstream_http import upstream_headers
 
         try:
             headers = upstream_headers(getattr(args, "upstream_header", None))

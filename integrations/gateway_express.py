@@ -34,7 +34,7 @@ from interceptors import INTERNAL_ERROR, Direction, Phase
 from .gateway_upstream import UPSTREAM_CLOSED_MESSAGE
 
 if TYPE_CHECKING:
-    from .gateway import Gateway
+    from .gateway_legacy import Gateway
 
 logger = logging.getLogger("interceptors.gateway")
 

@@ -276,9 +276,9 @@ def instrument(adapter: Any, upstream_connected: Callable[[], bool] | None = Non
     Requests count on their request pass (by method, passed or blocked); the whole-call latency runs from
     the request pass to the pass of its result or error (calls whose reply runs no chain are not timed).
     """
-    from .proxy.chain_adapter import SIDE_CHANNELS
-    from .router import ChainBlocked
-    from .router.channels import Channel
+    from .gateway.chain_adapter import SIDE_CHANNELS
+    from .gateway.router import ChainBlocked
+    from .gateway.router.channels import Channel
 
     metrics = Metrics(adapter.chain)
     metrics.upstream_connected = upstream_connected

@@ -114,7 +114,7 @@ async def gateway_for(
     **options: Any,
 ) -> AsyncIterator[Any]:
     """The gateway in front of an upstream started from `command` (stdio), with a chain of `sources`."""
-    from integrations.gateway import Gateway
+    from integrations.gateway_legacy import Gateway
 
     if not command:
         raise ValueError("the upstream command is empty")

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from integrations.router import (
+from integrations.gateway.router import (
     Action,
     ChainOutcome,
     ChainPassed,

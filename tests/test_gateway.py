@@ -579,7 +579,7 @@ def test_bad_command_lines_exit_2_with_a_message(tmp_path: Path) -> None:
 @pytest.mark.slow
 async def test_gateway_class_in_process() -> None:
     with anyio.fail_after(TEST_S):
-        from integrations.gateway import Gateway
+        from integrations.gateway_legacy import Gateway
 
         params = StdioServerParameters(command=UPSTREAM[0], args=UPSTREAM[1:], cwd=str(ROOT))
         async with LocalChain(build()) as chain, Gateway(params, chain) as gateway:

@@ -411,7 +411,7 @@ async def test_accepted_connections_have_tcp_nodelay() -> None:
     have TCP_NODELAY. Checked on the accepted socket itself, in process (no timing involved)."""
     import socket
 
-    from integrations.proxy.downstream_http import HttpServer, listening_socket
+    from integrations.gateway.downstream_http import HttpServer, listening_socket
 
     seen: list[int] = []
 
@@ -493,7 +493,7 @@ async def test_the_gateway_exits_1_when_the_upstream_dies_and_answers_the_call_i
     ],
 )
 def test_only_loopback_hosts_and_origins_are_accepted(value: str, with_scheme: bool, local: bool) -> None:
-    from integrations.proxy.downstream_http import _loopback_name
+    from integrations.gateway.downstream_http import _loopback_name
 
     assert _loopback_name(value, with_scheme=with_scheme) is local
 
@@ -511,7 +511,7 @@ def test_only_loopback_hosts_and_origins_are_accepted(value: str, with_scheme: b
     ],
 )
 def test_accept_headers_choose_the_reply_framing(accept: str, json_ok: bool, sse_ok: bool) -> None:
-    from integrations.proxy.downstream_http import _accepts
+    from integrations.gateway.downstream_http import _accepts
 
     assert _accepts(accept) == (json_ok, sse_ok)
 

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from integrations.router import ChainOutcome, ChainPassed, RunChain, SendDownstream, SendUpstream
+from integrations.gateway.router import ChainOutcome, ChainPassed, RunChain, SendDownstream, SendUpstream
 from tests.router_helpers import body, handshake_session, line, ready_router, settle
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,10 +1,10 @@
-"""The router gateway's spec check (integrations/proxy/spec_check.py): the SDK's result models, per version."""
+"""The router gateway's spec check (integrations/gateway/spec_check.py): the SDK's result models, per version."""
 
 from __future__ import annotations
 
 import json
 
-from integrations.proxy.spec_check import SpecCheck
+from integrations.gateway.spec_check import SpecCheck
 
 SECRET = "ghp_2f9Qx7LmTz4Vb8Nc1Rd6Yh3Kw5Js0Pa9UeXo"
 

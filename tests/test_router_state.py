@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from integrations.router import (
+from integrations.gateway.router import (
     AnswerLocally,
     CatalogChanged,
     ChainBlocked,

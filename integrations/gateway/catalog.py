@@ -11,9 +11,9 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final
 
-from ..router import Action, Dropped, Router
-from ..router.messages import Kind, Message
-from ..router.state import with_local_tools
+from .router import Action, Dropped, Router
+from .router.messages import Kind, Message
+from .router.state import with_local_tools
 
 logger = logging.getLogger("interceptors.gateway")
 

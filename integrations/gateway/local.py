@@ -29,7 +29,7 @@ from interceptors import (
 )
 
 from ..gateway_tools import Authorize, LocalTool
-from ..router import AnswerLocally
+from .router import AnswerLocally
 
 logger = logging.getLogger("interceptors.gateway")
 

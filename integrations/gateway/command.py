@@ -57,12 +57,12 @@ async def _main(options: RouterOptions) -> int:
     from interceptors.policy import principal_for_stdio
     from interceptors_chain import Chain
 
-    from ..router import Router, RouterConfig
     from .catalog import Catalog
     from .chain_adapter import ChainAdapter
     from .downstream_stdio import StdioDownstream
     from .framing import MAX_LINE_BYTES
     from .local import LocalAnswers
+    from .router import Router, RouterConfig
     from .runner import Runner
     from .spec_check import SpecCheck
     from .upstream_http import HttpUpstream, UpstreamUrlError

@@ -21,7 +21,11 @@ import anyio.abc
 
 from interceptors.codec import dumps_exact
 
-from ..router import (
+from .catalog import Catalog
+from .chain_adapter import ChainAdapter
+from .framing import MAX_LINE_BYTES, Oversized
+from .local import LocalAnswers
+from .router import (
     Action,
     AnswerLocally,
     CatalogChanged,
@@ -33,11 +37,7 @@ from ..router import (
     SendUpstream,
     UpstreamPhase,
 )
-from ..router.messages import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, parse
-from .catalog import Catalog
-from .chain_adapter import ChainAdapter
-from .framing import MAX_LINE_BYTES, Oversized
-from .local import LocalAnswers
+from .router.messages import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, parse
 
 logger = logging.getLogger("interceptors.gateway")
 

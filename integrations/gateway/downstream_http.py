@@ -43,12 +43,12 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from interceptors import InvocationContext, Principal
 from interceptors.codec import dumps_exact
 
-from ..router import Router, SendDownstream
-from ..router.eras import HANDSHAKE_VERSIONS
-from ..router.messages import INTERNAL_ERROR, INVALID_REQUEST, Kind, Message, RequestId, parse
 from .catalog import Catalog
 from .chain_adapter import ChainAdapter
 from .framing import MAX_LINE_BYTES
+from .router import Router, SendDownstream
+from .router.eras import HANDSHAKE_VERSIONS
+from .router.messages import INTERNAL_ERROR, INVALID_REQUEST, Kind, Message, RequestId, parse
 from .runner import Runner, UpstreamShell
 
 logger = logging.getLogger("interceptors.gateway")

@@ -18,8 +18,8 @@ from typing import Any, Final
 from interceptors import INTERNAL_ERROR, Direction, InvocationContext, Phase
 from interceptors_chain import Chain, ExecutionResult, abort_to_error
 
-from ..router import ChainBlocked, ChainOutcome, ChainPassed, RunChain
-from ..router.channels import Channel
+from .router import ChainBlocked, ChainOutcome, ChainPassed, RunChain
+from .router.channels import Channel
 
 logger = logging.getLogger("interceptors.gateway")
 
