@@ -702,6 +702,25 @@ def test_an_internal_request_that_times_out_reaches_its_continuation_as_an_error
     assert seen[0]["code"] == -32001 and seen[0]["data"]["reason"] == "upstream timeout"
 
 
+def test_a_malformed_reply_to_an_internal_request_reaches_its_continuation_at_once() -> None:
+    """A catalog read answered with garbage must not wait for the upstream timeout (forever with timeout 0)."""
+    router = ready_router()
+    seen: list[Any] = []
+    (sent,) = router.upstream_request("tools/list", {}, lambda reply: seen.append(reply.error) or [])
+    upstream_id = body(sent)["id"]
+    for raw in (b'{"jsonrpc": "2.0", "id": %d, "result": 1, "error": 2}' % upstream_id,):
+        router.receive_upstream(raw)
+    assert seen and seen[0]["code"] == -32603 and "reason" in seen[0]["data"]
+    assert not router.awaiting(upstream_id)
+
+
+def test_a_malformed_reply_to_the_handshake_closes_instead_of_stalling() -> None:
+    router = Router(RouterConfig(upstream_era=Era.HANDSHAKE))
+    (init,) = router.start()
+    actions = router.receive_upstream(b'{"jsonrpc": "2.0", "id": %d, "result": [1]}' % body(init)["id"])
+    assert isinstance(actions[-1], Close) and router.upstream.phase is UpstreamPhase.CLOSED
+
+
 def test_an_upstream_handshake_that_times_out_closes_the_gateway() -> None:
     router = Router(RouterConfig(upstream_era=Era.HANDSHAKE))
     (init,) = router.start()

@@ -793,6 +793,10 @@ class Router:
 
     def _upstream_invalid(self, message: Message) -> list[Action]:
         assert message.problem is not None
+        internal = self._internal.pop(message.id, None) if isinstance(message.id, int) else None
+        if internal is not None:  # the router's own request: its continuation gets the error, never a stall
+            error = _error(INTERNAL_ERROR, INVALID_RESULT_MESSAGE, message.problem.data)
+            return internal(parse(dumps_exact({"jsonrpc": "2.0", "id": message.id, "error": error})))
         pending = self.pending.get(message.id) if isinstance(message.id, int) else None
         if pending is not None and not pending.answered:
             return self._final_error(pending, _error(INTERNAL_ERROR, INVALID_RESULT_MESSAGE, message.problem.data))
