@@ -9,7 +9,7 @@ from .errors import (
     InterceptorRpcError,
     WireError,
 )
-from .events import KNOWN_EVENTS, WILDCARD, hooks_match, is_context_operation, pattern_matches
+from .events import KNOWN_EVENTS, SERVER_INFO_EVENT, WILDCARD, hooks_match, is_context_operation, pattern_matches
 from .outcomes import Mutation, Verdict
 from .priority import Priority
 from .registry import Invocation, RegisteredInterceptor, Registry
@@ -40,6 +40,7 @@ __all__ = [
     "KNOWN_EVENTS",
     "LIST_METHOD",
     "METHOD_NOT_FOUND",
+    "SERVER_INFO_EVENT",
     "WILDCARD",
     "Compat",
     "Direction",

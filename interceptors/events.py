@@ -12,6 +12,10 @@ WILDCARD = "*"
 _NOT_CONTEXT_OPERATIONS = frozenset({"initialize", "ping", "server/discover"})
 _RESERVED_PREFIXES = ("notifications/", "interceptors/", "interceptor/")
 
+SERVER_INFO_EVENT = "gateway/initialize"
+"""The event a gateway runs the initialize (or discover) result it relays under: SEP-2624 gives `initialize` no
+event, yet its `instructions` and `serverInfo` are text a model reads, written by the server behind the gateway."""
+
 # The operations SEP-2624 names; any other `namespace/operation` is allowed as well.
 KNOWN_EVENTS = (
     "tools/list",

@@ -134,7 +134,7 @@ def test_downstream_initialize_mirrors_the_upstream_and_runs_its_channel() -> No
         (run,) = router.receive_downstream("a", line(id=1, method="initialize", params=params))
         assert isinstance(run, RunChain)
         assert (run.event, run.phase, run.direction, run.channel, run.context) == (
-            "initialize",
+            "gateway/initialize",  # initialize itself has no event (SEP-2624): the relayed result has this one
             Phase.RESPONSE,
             Direction.SENDING,
             "initialize",

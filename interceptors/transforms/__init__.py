@@ -9,6 +9,7 @@ from .catalog import BUILTIN_DETECTORS
 from .channels import (
     CHANNEL_META_KEY,
     transform_completion_result,
+    transform_metadata,
     transform_payload,
     transform_prompt_result,
     transform_resource_result,
@@ -69,6 +70,7 @@ __all__ = [
     "secret_handle",
     "secretless_handler",
     "transform_completion_result",
+    "transform_metadata",
     "transform_payload",
     "transform_prompt_result",
     "transform_resource_result",

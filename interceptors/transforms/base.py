@@ -68,6 +68,12 @@ class Transform:
     def apply(self, value: Any, ctx: TransformContext, label: str = "$") -> Any:
         raise NotImplementedError
 
+    def for_metadata(self) -> Transform | None:
+        """This step as it applies to catalog and server metadata (list items, the initialize result, task
+        records, requests to the client), or None when it has no place there. Only scrubbing steps do:
+        fencing, projecting or annotating a tool description would change what a client relies on."""
+        return None
+
     def apply_all(self, values: Sequence[Any], ctx: TransformContext, labels: Sequence[str]) -> list[Any]:
         """Transform the parts of one result together (the default treats each part on its own)."""
         return [self.apply(value, ctx, label) for value, label in zip(values, labels, strict=True)]

@@ -1,17 +1,19 @@
 """An output pipeline applied to everything a model reads: tool results, resource contents, prompt
-messages, completion values, and result-shaped error/progress/log payloads.
+messages, completion values, result-shaped error/progress/log payloads, and metadata (list results, the
+initialize result, task records, requests to the client: scrubbed only, see `transform_metadata`).
 
 The parts of one result (structured content, each text block, links, embedded resources, `_meta`) go
 through the pipeline in a single run, so the same value gets the same replacement in all of them.
 `_meta` is scanned at every level (result, block, link, embedded resource), except our own keys. Images,
 audio and blobs whose decoded bytes are text (a base64 `.env` file served as a blob) are scanned as that text
-and re-encoded; binary data passes untouched, and so does a prompt's description.
+and re-encoded; binary data passes untouched.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -240,10 +242,41 @@ def _finish(
     return (out, True) if changed else (dict(result), False)
 
 
+@functools.lru_cache(maxsize=256)
+def metadata_pipeline(pipeline: Pipeline) -> Pipeline:
+    """The steps of `pipeline` that apply to metadata (`Transform.for_metadata`), in order."""
+    steps = tuple(step for step in (t.for_metadata() for t in pipeline.transforms) if step is not None)
+    return Pipeline(steps)
+
+
+def _add_fields(bundle: _Bundle, out: dict[str, Any], skip: frozenset[str] = frozenset({"_meta"})) -> None:
+    """Every member of `out` that holds text at any depth, as one part each."""
+    for key, value in out.items():
+        if key in skip or not isinstance(value, str | Mapping | list):
+            continue
+
+        def put(new: Any, key: str = key) -> None:
+            out[key] = new
+
+        bundle.add(value, key, put)
+
+
+def transform_metadata(
+    result: Mapping[str, Any], pipeline: Pipeline, ctx: TransformContext
+) -> tuple[dict[str, Any], bool]:
+    """Catalog and server metadata (list results whole, the initialize result, task records, the params of a
+    request to the client): every string at any depth through the pipeline's metadata steps, `_meta` too.
+    Names and URIs are scanned like the rest: one that is a credential is masked, and so unusable."""
+    out = dict(result)
+    bundle = _Bundle()
+    _add_fields(bundle, out)
+    return _finish(bundle, out, result, metadata_pipeline(pipeline), ctx)
+
+
 def transform_resource_result(
     result: Mapping[str, Any], pipeline: Pipeline, ctx: TransformContext
 ) -> tuple[dict[str, Any], bool]:
-    """`resources/read`: each text content is transformed; URIs stay as the server chose them, blobs pass."""
+    """`resources/read`: each text content (and blob that decodes to text) and each content's `_meta`; URIs stay."""
     out = dict(result)
     bundle = _Bundle()
     contents = out.get("contents")
@@ -263,14 +296,23 @@ def transform_resource_result(
                     items[index] = {**items[index], "blob": _encode_blob(new)}
 
                 bundle.add(decoded, f"contents[{index}].blob", set_blob)
+            if isinstance(item, Mapping) and isinstance(item.get("_meta"), Mapping) and item["_meta"]:
+
+                def set_item_meta(new: Any, index: int = index) -> None:
+                    items[index] = {**items[index], "_meta": new if isinstance(new, Mapping) else {}}
+
+                bundle.add(item["_meta"], f"contents[{index}]._meta", set_item_meta)
     return _finish(bundle, out, result, pipeline, ctx)
 
 
 def transform_prompt_result(
     result: Mapping[str, Any], pipeline: Pipeline, ctx: TransformContext
 ) -> tuple[dict[str, Any], bool]:
-    """`prompts/get`: every message's content (text, embedded resource, link); the description is ours to keep."""
+    """`prompts/get`: every message's content (text, embedded resource, link); the description as metadata."""
     out = dict(result)
+    if isinstance(out.get("description"), str):
+        described, _ = transform_metadata({"description": out["description"]}, pipeline, ctx)
+        out["description"] = described["description"]
     bundle = _Bundle()
     messages = out.get("messages")
     if isinstance(messages, list):
@@ -333,7 +375,12 @@ def is_channel_payload(payload: Any) -> bool:
     if not isinstance(payload, Mapping):
         return False
     meta = payload.get("_meta")
-    return isinstance(meta, Mapping) and meta.get(CHANNEL_META_KEY) in ("error", "progress", "log")
+    return isinstance(meta, Mapping) and meta.get(CHANNEL_META_KEY) in _SIDE_CHANNELS
+
+
+_SIDE_CHANNELS = frozenset({"error", "progress", "log", "resources/updated", "tasks/status"})
+CONTENT_EVENTS = frozenset({"tools/call", "tasks/result", "resources/read", "prompts/get", "completion/complete"})
+"""Events whose result is content a model reads (everything else a gateway relays is metadata)."""
 
 
 def transform_payload(
@@ -348,7 +395,9 @@ def transform_payload(
     """Dispatch on the event (and on the channel marker): the new payload and whether it changed."""
     if not isinstance(payload, Mapping):
         return payload, False
-    if is_channel_payload(payload) or event == "tools/call":
+    if "task" in payload and "content" not in payload:  # a task created in place of the result (SEP-1686)
+        return transform_metadata(payload, pipeline, ctx)
+    if is_channel_payload(payload) or event == "tools/call" or event == "tasks/result":
         return transform_tool_result(payload, pipeline, ctx, max_output_chars=max_output_chars)
     if event == "resources/read":
         return transform_resource_result(payload, pipeline, ctx)
@@ -356,4 +405,4 @@ def transform_payload(
         return transform_prompt_result(payload, pipeline, ctx)
     if event == "completion/complete":
         return transform_completion_result(payload, pipeline, ctx, argument)
-    return transform_tool_result(payload, pipeline, ctx, max_output_chars=max_output_chars)
+    return transform_metadata(payload, pipeline, ctx)

@@ -1,7 +1,9 @@
 """The transform stages as SEP-2624 interceptors.
 
 - `<prefix>output`: a response-phase mutator on tools/call, resources/read, prompts/get and
-  completion/complete (and on error/progress/log payloads the gateway presents as results).
+  completion/complete (and on error/progress/log payloads the gateway presents as results); on the
+  metadata events (`METADATA_EVENTS`: lists, the initialize result a gateway relays, tasks) it scrubs only.
+- `<prefix>outbound`: a request-phase mutator scrubbing the requests a server sends the client.
 - `<prefix>request`: a request-phase validator on the same events. It refuses tools/call arguments
   that carry secrets (`guard_secrets` with `action: reject`) and remembers what was asked for (tool
   name, completion argument), keyed by the invocation context's trace id, for the response phase.
@@ -18,16 +20,35 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import INVALID_PARAMS
+from ..events import SERVER_INFO_EVENT
 from ..outcomes import Mutation, Verdict
 from ..registry import Invocation, Registry
 from .assembly import assemble_input, assemble_output, check_transform_sections
 from .base import Pipeline, TransformContext, default_pseudonymizer
 from .cap import DEFAULT_MAX_OUTPUT_CHARS
-from .channels import CHANNEL_META_KEY, transform_payload
+from .channels import CHANNEL_META_KEY, transform_metadata, transform_payload
 from .guard import SecretGuard, SecretsRefused
 from .strategies import KeyedHasher, Pseudonymizer
 
 OUTPUT_EVENTS = ("tools/call", "resources/read", "prompts/get", "completion/complete")
+METADATA_EVENTS = (
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    SERVER_INFO_EVENT,
+    "tasks/get",
+    "tasks/result",
+    "tasks/list",
+    "tasks/cancel",
+    "logging/setLevel",
+    "resources/subscribe",
+)
+"""Response-phase events whose results are metadata (or a task's stored result), scrubbed by the output stage;
+the last two carry what a gateway relays outside any request (logs, resource updates)."""
+CLIENT_REQUEST_EVENTS = ("sampling/createMessage", "elicitation/create")
+"""Requests a server sends the client: their params are scrubbed on the way out (request phase)."""
+ALL_EVENTS = (*OUTPUT_EVENTS, *METADATA_EVENTS, *CLIENT_REQUEST_EVENTS)
 _KINDS = {
     "tools/call": "tool",
     "resources/read": "resource",
@@ -273,6 +294,20 @@ class TransformStages:
         )
         return Mutation(new, True) if changed else Mutation.unchanged()
 
+    def outbound(self, invocation: Invocation) -> Mutation:
+        """A request to the client (sampling, elicitation): its params scrubbed like metadata."""
+        params = _params(invocation.payload)
+        if not params:
+            return Mutation.unchanged()
+        principal, roles = _who(invocation)
+        facts = CallFacts(invocation.event, principal=principal, roles=roles)
+        selection = self._selection(facts)
+        pipeline, _ = self._pipelines(selection)
+        new, changed = transform_metadata(params, pipeline, self._context(facts, selection, "output"))
+        if not changed:
+            return Mutation.unchanged()
+        return Mutation({**invocation.payload, "params": new}, True)
+
 
 def _is_side_message(payload: Any) -> bool:
     """A progress or log message presented as a result (the gateway marks its channel in `_meta`)."""
@@ -315,7 +350,7 @@ def transforms_registry(
     pseudonymizer: Pseudonymizer | None = None,
     key: bytes | str | None = None,
     max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS,
-    events: Sequence[str] = OUTPUT_EVENTS,
+    events: Sequence[str] = ALL_EVENTS,
     output_priority: int | None = None,
     registry: Registry | None = None,
 ) -> Registry:
@@ -333,21 +368,25 @@ def transforms_registry(
     target = registry if registry is not None else Registry()
     # Pure CPU unless the pseudonymizer waits on I/O (a vault on Redis): then worker threads, never the loop.
     inline = not getattr(stages.pseudonymizer, "performs_io", False)
+    unknown = [e for e in events if e not in ALL_EVENTS]
+    if unknown or not events:
+        raise ValueError(f"events must be among {', '.join(ALL_EVENTS)}")
     chosen = tuple(e for e in events if e in OUTPUT_EVENTS)
-    if not chosen:
-        raise ValueError(f"events must be among {', '.join(OUTPUT_EVENTS)}")
+    responses = tuple(e for e in events if e in OUTPUT_EVENTS or e in METADATA_EVENTS)
+    outbound = tuple(e for e in events if e in CLIENT_REQUEST_EVENTS)
     work = stages.possible_work()
     if not (work.output or work.input or work.refuse):
         return target  # nothing configured anywhere in the policy: no interceptor, no cost (`open`)
-    target.register(
-        stages.request,
-        name=f"{name_prefix}request",
-        type="validation",
-        events=chosen,
-        phase="request",
-        inline=inline,
-        description="Refuses tool arguments that carry secrets; remembers each call for its response.",
-    )
+    if chosen:
+        target.register(
+            stages.request,
+            name=f"{name_prefix}request",
+            type="validation",
+            events=chosen,
+            phase="request",
+            inline=inline,
+            description="Refuses tool arguments that carry secrets; remembers each call for its response.",
+        )
     if "tools/call" in chosen and work.input:
         target.register(
             stages.input,
@@ -360,14 +399,27 @@ def transforms_registry(
         )
     if not work.output:
         return target
-    target.register(
-        stages.output,
-        name=f"{name_prefix}output",
-        type="mutation",
-        events=chosen,
-        phase="response",
-        priority=output_priority,
-        inline=inline,
-        description="Sanitises, redacts, substitutes, projects and annotates everything a model reads.",
-    )
+    if responses:
+        target.register(
+            stages.output,
+            name=f"{name_prefix}output",
+            type="mutation",
+            events=responses,
+            phase="response",
+            priority=output_priority,
+            inline=inline,
+            description="Sanitises, redacts, substitutes, projects and annotates everything a model reads; "
+            "scrubs catalog and server metadata.",
+        )
+    if outbound:
+        target.register(
+            stages.outbound,
+            name=f"{name_prefix}outbound",
+            type="mutation",
+            events=outbound,
+            phase="request",
+            priority=output_priority,
+            inline=inline,
+            description="Scrubs the requests a server sends the client (sampling, elicitation).",
+        )
     return target

@@ -6,6 +6,7 @@ replaced in one part is replaced the same way everywhere, including mentions of 
 
 from __future__ import annotations
 
+import copy
 import re
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
@@ -188,6 +189,18 @@ class Redactor(Transform):
 
     def apply(self, value: Any, ctx: TransformContext, label: str = "$") -> Any:
         return self.apply_all([value], ctx, [label])[0]
+
+    def for_metadata(self) -> Redactor:
+        """The same detectors without key-name rules: an input schema names its fields `token` or `password`
+        without holding one, so only values are judged there (a twin with its own cache, made once)."""
+        twin: Redactor | None = self.__dict__.get("_metadata_twin")
+        if twin is None:
+            twin = copy.copy(self)
+            twin.key_rules = ()
+            twin._rule_memo = {}
+            twin._cache = {}
+            self.__dict__["_metadata_twin"] = twin
+        return twin
 
     def apply_all(self, values: Sequence[Any], ctx: TransformContext, labels: Sequence[str]) -> list[Any]:
         scanner, walk_needed, decoding = self._narrow(values)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
+from interceptors.events import SERVER_INFO_EVENT
+
 CHANNEL_META_KEY: Final = "io.mcp-interceptors/channel"
 
 
@@ -76,7 +78,7 @@ _NOTIFICATION_CHANNELS: Final = {
 }
 
 CARRIER_EVENTS: Final = {
-    Channel.INITIALIZE: "initialize",
+    Channel.INITIALIZE: SERVER_INFO_EVENT,
     Channel.LOG: "logging/setLevel",
     Channel.RESOURCE_UPDATED: "resources/subscribe",
     Channel.TASK_STATUS: "tasks/get",
