@@ -28,6 +28,7 @@ from tests.router_helpers import (
     envelope,
     handshake_session,
     line,
+    passing,
     ready_router,
     settle,
     upstream_bodies,
@@ -548,6 +549,34 @@ def test_resource_subscriptions_are_shared_and_updates_reach_only_holders() -> N
     assert mine["result"] == {}  # b still holds it
     assert upstream_bodies(router.close_session("b")) == [
         {"jsonrpc": "2.0", "id": router._next_id, "method": "resources/unsubscribe", "params": {"uri": "file:///r"}}
+    ]
+
+
+def test_a_subscribe_whose_response_chain_blocks_holds_nothing_and_is_released_upstream() -> None:
+    """A hidden resource's updates must never arrive: the block is final, the upstream is told to stop."""
+    router = ready_router()
+    handshake_session(router, "a")
+    upstream_id = forward(router, "a", 1, "resources/subscribe", {"uri": "file:///hidden"})
+
+    def block_responses(run: RunChain) -> ChainOutcome:
+        return ChainBlocked(not_found=True) if run.phase is Phase.RESPONSE else ChainPassed(run.payload)
+
+    actions = settle(router, router.receive_upstream(line(id=upstream_id, result={})), block_responses)
+    assert [b["method"] for b in upstream_bodies(actions)] == ["resources/unsubscribe"]
+    assert "error" in downstream(actions, "a")[0]
+    update = line(method="notifications/resources/updated", params={"uri": "file:///hidden"})
+    assert not [a for a in settle(router, router.receive_upstream(update)) if isinstance(a, SendDownstream)]
+
+
+def test_an_unsubscribe_runs_its_request_chain() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    first = forward(router, "a", 1, "resources/subscribe", {"uri": "file:///r"})
+    settle(router, router.receive_upstream(line(id=first, result={})))
+    (run,) = router.receive_downstream("a", line(id=2, method="resources/unsubscribe", params={"uri": "file:///r"}))
+    assert isinstance(run, RunChain) and run.event == "resources/unsubscribe" and run.phase is Phase.REQUEST
+    assert [b["method"] for b in upstream_bodies(settle(router, router.chain_done(run.ticket, passing(run))))] == [
+        "resources/unsubscribe"
     ]
 
 

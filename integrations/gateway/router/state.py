@@ -633,8 +633,6 @@ class Router:
         key = -call  # negative until it has an upstream id
         self.pending[key] = pending
         self._by_client[(session.id, client_id)] = key
-        if method == "resources/unsubscribe":
-            return self._unsubscribe(session, pending, key)
         if not is_context_operation(method):
             return self._send_pending(key, pending, params)
 
@@ -652,7 +650,10 @@ class Router:
                     pending, _error(INTERNAL_ERROR, "interceptor chain failed", {"reason": str(exc)})
                 )
             pending.params = new_params
-            return self._send_pending(self._by_client[(pending.session, pending.client_id)], pending, new_params)
+            current = self._by_client[(pending.session, pending.client_id)]
+            if method == "resources/unsubscribe":  # after its chain, like every request
+                return self._unsubscribe(session, pending, current)
+            return self._send_pending(current, pending, new_params)
 
         payload = request_payload(method, params)
         return self._chain(method, Phase.REQUEST, Direction.RECEIVING, Channel.REQUEST, payload, session, pending, then)
@@ -824,10 +825,7 @@ class Router:
             self._tasks[task["taskId"]] = (pending.session, pending.method)
         if pending.method == "tasks/list" and isinstance(result.get("tasks"), list):
             result = {**result, "tasks": [t for t in result["tasks"] if self._task_of(t) == pending.session]}
-        if pending.method == "resources/subscribe":
-            uri = (pending.params or {}).get("uri")
-            if isinstance(uri, str):
-                self._hold(session, uri)
+        subscribed = (pending.params or {}).get("uri") if pending.method == "resources/subscribe" else None
         check = self.config.check_result
         if check is not None:
             problem = check(pending.method, result, self.upstream.version)
@@ -839,7 +837,13 @@ class Router:
 
         def then(outcome: ChainOutcome) -> list[Action]:
             if isinstance(outcome, ChainBlocked):
+                if isinstance(subscribed, str) and not self._holders.get(subscribed):
+                    # the client never learns of the subscription: release it upstream, and no update follows
+                    release = self._internal_request("resources/unsubscribe", {"uri": subscribed}, lambda _: [])
+                    return [release, *self._request_blocked(pending, outcome)]
                 return self._request_blocked(pending, outcome)
+            if isinstance(subscribed, str) and pending.session in self.sessions:
+                self._hold(session, subscribed)  # held only once the client is told it holds it
             return self._final_result(pending, outcome.payload, check=outcome.modified)
 
         if not is_context_operation(pending.method):
