@@ -295,3 +295,27 @@ _metadata = st.recursive(
 def test_metadata_without_credentials_comes_back_unchanged(result: dict[str, Any]) -> None:
     out, changed = transform_metadata(result, STANDARD, TransformContext())
     assert not changed and out == result
+
+
+def test_a_flood_of_calls_that_never_reach_their_response_evicts_only_that_principals_rules() -> None:
+    """Refused or hidden calls never end their memo entry; one principal's flood must not cost another principal
+    the per-tool rule its call chose (which would fall back to the weaker policy-wide transforms)."""
+    from interceptors import Invocation, Phase
+    from interceptors.transforms import TransformStages
+
+    rule = {"transforms": [{"type": "regex_replace", "rules": [{"pattern": "word", "replace": "[rule]"}]}]}
+
+    def select(facts: CallFacts) -> Selection:
+        return Selection(rules=(rule,)) if facts.name == "ruled" else Selection()
+
+    stages = TransformStages({}, select=select)
+    bob = InvocationContext(trace_id="call-bob", session_id="s-bob", principal=Principal("user", "bob"))
+    call = {"method": "tools/call", "params": {"name": "ruled", "arguments": {}}}
+    stages.request(Invocation("t/request", "tools/call", Phase.REQUEST, call, context=bob))
+    for n in range(5000):  # mallory's calls, each refused later in the chain: no response phase ever
+        mallory = InvocationContext(trace_id=f"flood-{n}", session_id="s-m", principal=Principal("user", "mallory"))
+        stages.request(Invocation("t/request", "tools/call", Phase.REQUEST, call, context=mallory))
+    assert len(stages.memo) <= 1024 + 1
+    result = {"content": [{"type": "text", "text": "done word"}]}
+    out = stages.output(Invocation("t/output", "tools/call", Phase.RESPONSE, result, context=bob))
+    assert out.payload["content"][0]["text"] == "done [rule]"

@@ -120,13 +120,15 @@ def _who(invocation: Invocation | None) -> tuple[str | None, tuple[str, ...]]:
     return principal.id, role_list
 
 
-def _call_key(invocation: Invocation) -> tuple[str, str, str] | None:
-    """One call's key. The span id is part of it: requests of one W3C trace share the trace id."""
+def _call_key(invocation: Invocation) -> tuple[str, str, str, str] | None:
+    """One call's key: its principal first (the memo's partition), then session, trace and event. The span id
+    is part of the trace: requests of one W3C trace share the trace id."""
     context = invocation.context
     if context is None or context.trace_id is None:
         return None
     trace = context.trace_id if context.span_id is None else f"{context.trace_id}/{context.span_id}"
-    return (context.session_id or "", trace, invocation.event)
+    principal = (context.principal.id or "") if context.principal is not None else ""
+    return (principal, context.session_id or "", trace, invocation.event)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,28 +139,51 @@ class _Call:
     selection: Selection
 
 
-class _Memo:
-    """Calls waiting for their response phase (bounded: abandoned calls age out)."""
+_MemoKey = tuple[str, str, str, str]
 
-    def __init__(self, size: int = 4096) -> None:
-        self.size = size
-        self.items: OrderedDict[tuple[str, str, str], _Call] = OrderedDict()
+
+class _Memo:
+    """Calls waiting for their response phase, bounded per principal: a call refused or hidden never reaches its
+    response and ages out, and a flood of those from one principal evicts only that principal's calls."""
+
+    def __init__(self, per_principal: int = 1024, principals: int = 4096) -> None:
+        self.per_principal = per_principal
+        self.principals = principals
+        self.parts: OrderedDict[str, OrderedDict[_MemoKey, _Call]] = OrderedDict()
         self.lock = threading.Lock()
 
-    def put(self, key: tuple[str, str, str], call: _Call) -> None:
+    def put(self, key: _MemoKey, call: _Call) -> None:
         with self.lock:
-            self.items[key] = call
-            self.items.move_to_end(key)
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
+            part = self.parts.get(key[0])
+            if part is None:
+                part = self.parts[key[0]] = OrderedDict()
+                while len(self.parts) > self.principals:
+                    self.parts.popitem(last=False)
+            else:
+                self.parts.move_to_end(key[0])
+            part[key] = call
+            part.move_to_end(key)
+            while len(part) > self.per_principal:
+                part.popitem(last=False)
 
-    def get(self, key: tuple[str, str, str]) -> _Call | None:
+    def get(self, key: _MemoKey) -> _Call | None:
         with self.lock:
-            return self.items.get(key)
+            part = self.parts.get(key[0])
+            return part.get(key) if part is not None else None
 
-    def pop(self, key: tuple[str, str, str]) -> _Call | None:
+    def pop(self, key: _MemoKey) -> _Call | None:
         with self.lock:
-            return self.items.pop(key, None)
+            part = self.parts.get(key[0])
+            if part is None:
+                return None
+            call = part.pop(key, None)
+            if not part:
+                del self.parts[key[0]]
+            return call
+
+    def __len__(self) -> int:
+        with self.lock:
+            return sum(len(part) for part in self.parts.values())
 
 
 class TransformStages:
