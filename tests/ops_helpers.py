@@ -64,9 +64,7 @@ def gateway_process(
     if listen:
         argv += ["--listen", "127.0.0.1:0"]
     with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [*argv, "--", *upstream], cwd=ROOT, stdin=stdin, stdout=stdout, stderr=log, env=env
-        )
+        process = subprocess.Popen([*argv, "--", *upstream], cwd=ROOT, stdin=stdin, stdout=stdout, stderr=log, env=env)
     gateway = GatewayProcess(process, log_path)
     try:
         if listen:

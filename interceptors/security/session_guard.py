@@ -44,7 +44,8 @@ def session_key(invocation: Invocation) -> str:
 def _label(payload: Any) -> str | None:
     if not isinstance(payload, Mapping):
         return None
-    params = payload.get("params") if isinstance(payload.get("params"), Mapping) else payload  # {method, params}
+    inner = payload.get("params")
+    params: Mapping[str, Any] = inner if isinstance(inner, Mapping) else payload  # {method, params} or params
     meta = params.get("_meta")
     label = meta.get(SESSION_META) if isinstance(meta, Mapping) else None
     if isinstance(label, str) and 0 < len(label) <= MAX_LABEL_CHARS:
