@@ -143,7 +143,9 @@ def proxy(args: argparse.Namespace) -> int:
             RouterOptions(
                 [params.command, *params.args] if params else [], params.env if params else None, chain_file,
                 registries, stages, listen, tokens, args.role or (), exposed, bool(getattr(args, "verbose", 0)),
-                extra={"metrics": args.metrics, "max_sessions_per_principal": quota, "session_idle_s": idle},
+                extra={"metrics": args.metrics, "max_sessions_per_principal": quota, "session_idle_s": idle,
+                       "reload": getattr(args, "reload", False), "policy": args.policy, "chain_path": args.chain,
+                       "audit_log": args.audit_log, "redis": args.vault_redis, "multi_principal": tokens is not None},
                 upstream_url=upstream_url, upstream_headers=headers,
                 upstream_timeout=(getattr(args, "upstream_timeout", None) or None), max_line_bytes=max_line_bytes,
             )
@@ -305,6 +307,12 @@ def add_proxy_command(sub: Any) -> None:
         metavar="SECONDS",
         help="how long a request may wait for the upstream's answer before the client gets an error and the "
         f"upstream a cancellation (with --router; default: {DEFAULT_UPSTREAM_TIMEOUT_S:g}; 0: no limit)",
+    )
+    # Operations (issue 18): hot reload.
+    parser.add_argument(
+        "--reload",
+        action="store_true",
+        help="with --router: reload the policy and chain files when they change (SIGHUP always reloads them)",
     )
     parser.add_argument("upstream", nargs=argparse.REMAINDER, help="-- then the upstream server command")
     parser.set_defaults(func=proxy)

@@ -35,6 +35,8 @@ class Stages:
     registries: list[Registry] = field(default_factory=list)
     vault: Any = None
     local_tools: list[LocalTool] = field(default_factory=list)
+    guard: Any = None
+    """The policy's cross-boundary guard (`SessionGuard`), when it enables one."""
 
     def authorize(self, principal: Principal | None, params: Mapping[str, Any]) -> None:
         """The policy's decision on a call to a gateway-local tool (audited by the engine, like any call)."""
@@ -97,27 +99,50 @@ def vault_section(document: Any, multi_principal: bool) -> dict[str, Any]:
 
 
 def build_stages(
-    policy: str | None, audit_log: str | None, vault_redis: str | None = None, *, multi_principal: bool = False
+    policy: str | None,
+    audit_log: str | None,
+    vault_redis: str | None = None,
+    *,
+    multi_principal: bool = False,
+    previous: Stages | None = None,
 ) -> Stages:
     """`policy`: a profile name or file; "none" for no built-in stages. `vault_redis`: a Redis URL to share
-    the vault's tokens between gateway processes (the default store is in memory). `multi_principal`: more than
-    one principal can call (HTTP with tokens), so the vault's scope defaults to `principal`."""
+    the vault's tokens, the rate limits, the guard's taints and the audit stream between gateway processes (the
+    default stores are in memory). `multi_principal`: more than one principal can call (HTTP with tokens), so
+    the vault's scope defaults to `principal`. `previous`: the stages a reload replaces; their vault, audit
+    sinks and guard state are kept (a pseudonym minted before the reload still reverses)."""
     if policy is not None and policy.lower() == "none":
-        return Stages()
-    from interceptors.policy import PolicyEngine, policy_registry, transforms_selector
+        return Stages(vault=previous.vault if previous is not None else None)
+    from interceptors.policy import PolicyEngine, load_policy, policy_registry, transforms_selector
     from interceptors.transforms import transforms_registry
 
+    loaded = load_policy(policy or "standard")  # validated first: an invalid document raises here
+    document = loaded.document
+    fail_open = bool((document.get("shared_state") or {}).get("fail_open", False))
+    sinks: list[Any]
+    if previous is not None and previous.engine is not None:
+        sinks = list(previous.engine.audit.sinks)
+    else:
+        sinks = [audit_log] if audit_log else []
+        if vault_redis:  # the audit stream in Redis, next to the file (the same records)
+            from interceptors.policy.audit_stream import RedisAuditStream
+
+            sinks.append(RedisAuditStream(vault_redis))
     engine = PolicyEngine(
-        policy or "standard", audit_sinks=[audit_log] if audit_log else (), rate_limit_redis=vault_redis or None
+        loaded, audit_sinks=sinks, rate_limit_redis=vault_redis or None, rate_limit_fail_open=fail_open
     )  # rate limits shared through the same Redis as the vault (--redis)
-    document = engine.policy.document
-    vault = None
-    if _uses_vault(document) or vault_redis:
+    vault = previous.vault if previous is not None else None
+    if vault is None and (_uses_vault(document) or vault_redis):
         from interceptors.vault import RedisStore, TokenVault
 
         store = RedisStore(vault_redis) if vault_redis else None
         vault = TokenVault.from_config(vault_section(document, multi_principal), store=store)
     registries = [policy_registry(engine)]
+    guard = _guard(document, loaded, vault_redis, fail_open, previous)
+    if guard is not None:
+        from interceptors.security.session_guard import guard_registry
+
+        registries.append(guard_registry(guard))
     if vault is not None:
         from interceptors.vault import vault_registry
 
@@ -125,7 +150,34 @@ def build_stages(
         registries.append(vault_registry(vault))
     registries.append(transforms_registry(document, select=transforms_selector(engine), pseudonymizer=vault))
     local_tools = [] if vault is None else [reveal_tool(vault)]
-    return Stages(engine, registries, vault, local_tools)
+    return Stages(engine, registries, vault, local_tools, guard)
+
+
+def _guard(document: Any, loaded: Any, redis_url: str | None, fail_open: bool, previous: Stages | None) -> Any:
+    """The policy's `cross_boundary_guard` (None when off); its taints are kept across a reload, and shared
+    through Redis with `--redis` (keyed hashes: the policy's vault key must be set in every process)."""
+    section = document.get("cross_boundary_guard")
+    if isinstance(section, bool):
+        section = {"enabled": section}
+    if not section or not section.get("enabled", True):
+        return None
+    from interceptors.security.server_of import DEFAULT_ROSTER
+    from interceptors.security.session_guard import SessionGuard
+
+    roster = {**DEFAULT_ROSTER, **(section.get("roster") or {})}
+    old = previous.guard if previous is not None else None
+    store = old.guard._store if old is not None else None
+    if store is None and redis_url:
+        from interceptors.security import RedisTaintStore
+
+        key = loaded.secret_key()
+        if key is None:
+            raise ValueError(
+                "cross_boundary_guard with --redis needs the policy's vault key (vault.key_env, default "
+                "MCP_INTERCEPTORS_VAULT_KEY) in every gateway process: secrets are stored as keyed hashes"
+            )
+        store = RedisTaintStore(redis_url, key=key)
+    return SessionGuard(roster, store=store, fail_open=fail_open)
 
 
 def reveal_tool(vault: Any) -> LocalTool:

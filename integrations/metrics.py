@@ -61,6 +61,10 @@ class Metrics:
         self.registry = CollectorRegistry()
         self.chain = chain
         self.upstream_connected: Callable[[], bool] | None = None
+        self.redis: Any = None
+        """A `RedisProbe` (`up`, `fail_open`) when the gateway shares state through `--redis`."""
+        self.generation: Callable[[], int] | None = None
+        """The configuration generation (1 at start, +1 per accepted reload)."""
         self._methods, self._outcomes = _Labels(), _Labels(32)
         self._interceptors, self._families = _Labels(), _Labels()
         self._started: dict[int, tuple[str, float]] = {}
@@ -149,9 +153,17 @@ class Metrics:
         servers = {name: {"up": up, "restarts": restarts} for name, up, restarts in self._servers()}
         upstream = None if self.upstream_connected is None else bool(self.upstream_connected())
         ok = upstream is not False and all(entry["up"] for entry in servers.values())
-        out: dict[str, Any] = {"status": "ok" if ok else "degraded", "interceptorServers": servers}
+        out: dict[str, Any] = {"status": "ok", "interceptorServers": servers}
         if upstream is not None:
             out["upstream"] = {"connected": upstream}
+        if self.redis is not None:  # unreachable and fail-closed: calls under a limit or the guard are refused
+            reachable = bool(self.redis.up)
+            out["redis"] = {"reachable": reachable, "failOpen": bool(self.redis.fail_open)}
+            ok = ok and (reachable or bool(self.redis.fail_open))
+        if self.generation is not None:
+            out["generation"] = self.generation()
+        if not ok:
+            out["status"] = "degraded"
         return out
 
     def _servers(self) -> Iterator[tuple[str, bool, int]]:
@@ -187,6 +199,14 @@ class _ServersCollector:
         if connected is not None:
             gauge = GaugeMetricFamily(f"{self.namespace}_upstream_connected", "1 when the upstream is connected.")
             gauge.add_metric([], 1.0 if connected() else 0.0)
+            yield gauge
+        if self.metrics.redis is not None:
+            gauge = GaugeMetricFamily(f"{self.namespace}_redis_up", "1 when the shared Redis answered its last ping.")
+            gauge.add_metric([], 1.0 if self.metrics.redis.up else 0.0)
+            yield gauge
+        if self.metrics.generation is not None:
+            gauge = GaugeMetricFamily(f"{self.namespace}_config_generation", "Policy and chain generation in use.")
+            gauge.add_metric([], float(self.metrics.generation()))
             yield gauge
 
 
@@ -283,7 +303,6 @@ def instrument(adapter: Any, upstream_connected: Callable[[], bool] | None = Non
     metrics = Metrics(adapter.chain)
     metrics.upstream_connected = upstream_connected
     run = adapter.run
-    execute = adapter.chain.execute
 
     async def observed(action: Any) -> Any:
         state = action.request
@@ -297,11 +316,19 @@ def instrument(adapter: Any, upstream_connected: Callable[[], bool] | None = Non
             metrics.request_finished(state.call)
         return outcome
 
+    adapter.run = observed
+    observe_chain(metrics, adapter.chain)
+    return metrics
+
+
+def observe_chain(metrics: Metrics, chain: Any) -> None:
+    """Observe every execution of `chain` (also a chain a reload swaps in: its servers are then the ones read)."""
+    execute = chain.execute
+
     async def execute_observed(event: str, phase: Any, payload: Any, **options: Any) -> Any:
         result = await execute(event, phase, payload, **options)
         metrics.observe_execution(result)
         return result
 
-    adapter.run = observed
-    adapter.chain.execute = execute_observed
-    return metrics
+    chain.execute = execute_observed
+    metrics.chain = chain

@@ -51,6 +51,13 @@ class ChainAdapter:
             work = self._work[key] = not self.chain.plan(event, phase, direction).empty
         return work
 
+    def use_chain(self, chain: Chain) -> None:
+        """Swap in another chain (a reload): the next `has_work` and `run` use it; no plan of the old one is kept
+        (a new chain may well have the old one's generation number)."""
+        self.chain = chain
+        self._work.clear()
+        self._generation = chain.generation
+
     def context_for(self, action: RunChain) -> InvocationContext | None:
         context = action.context if isinstance(action.context, InvocationContext) else None
         state = action.request

@@ -62,6 +62,7 @@ async def _main(options: RouterOptions) -> int:
     from .downstream_stdio import StdioDownstream
     from .framing import MAX_LINE_BYTES
     from .local import LocalAnswers
+    from .reload import ReloadRejected, reloader_for
     from .router import Router, RouterConfig
     from .runner import Runner
     from .spec_check import SpecCheck
@@ -69,21 +70,16 @@ async def _main(options: RouterOptions) -> int:
     from .upstream_stdio import StdioUpstream, UpstreamStartError
 
     async with AsyncExitStack() as stack:
-        chain: Chain
-        if options.chain_file is not None:
-            from ..chain_file import open_chain
-
-            chain = await stack.enter_async_context(open_chain(options.chain_file, options.registries))
-        elif options.registries:
-            from interceptors_server import LocalChain
-
-            chain = await stack.enter_async_context(LocalChain(*options.registries))
-        else:
-            chain = Chain()
         stages = options.stages
         if stages is not None:
             stack.callback(stages.close)  # the vault saves its mappings at shutdown (when it has a path)
-        adapter = ChainAdapter(chain)
+        reloader = await stack.enter_async_context(reloader_for(options))  # SIGHUP and --reload
+        try:
+            chain: Chain = await reloader.open(options.registries)
+        except ReloadRejected as exc:  # an interceptor server that cannot start, as an upstream that cannot
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        adapter = reloader.adapter = ChainAdapter(chain)
         # The handshake era first: the router relays list_changed, updates and server requests only there yet.
         local = LocalAnswers(
             options.exposed,
@@ -120,7 +116,8 @@ async def _main(options: RouterOptions) -> int:
         if options.extra.get("metrics") or (options.listen is not None and _metrics_installed()):
             from ..metrics import instrument
 
-            metrics = instrument(adapter, lambda: _upstream_alive(upstream))
+            metrics = reloader.metrics = instrument(adapter, lambda: _upstream_alive(upstream))
+            reloader.instrument(metrics, stack)
         if options.extra.get("metrics"):  # --metrics HOST:PORT: /metrics and /healthz beside the gateway
             from ..metrics import parse_address, serve_metrics
 
@@ -128,9 +125,9 @@ async def _main(options: RouterOptions) -> int:
             stack.callback(served.close)
         try:
             engine = getattr(stages, "engine", None)
-            catalog = Catalog(router, engine.learn) if engine is not None else None
+            catalog = Catalog(router, reloader.learn) if engine is not None else None
             if options.listen is not None:
-                return await _serve_http(options, router, adapter, upstream, catalog, metrics, local)
+                return await _serve_http(options, router, adapter, upstream, catalog, metrics, local, reloader.request)
             downstream = await StdioDownstream.open()
             principal = principal_for_stdio(list(options.roles))
             runner = Runner(
@@ -145,6 +142,7 @@ async def _main(options: RouterOptions) -> int:
                 timeout=options.upstream_timeout,
                 local=local,
             )
+            runner.on_reload = reloader.request
             code = await runner.run()
             await downstream.aclose()
         finally:
@@ -176,6 +174,7 @@ async def _serve_http(
     catalog: Any,
     metrics: Any = None,
     local: Any = None,
+    on_reload: Any = None,
 ) -> int:
     """`--listen`: Streamable HTTP clients, each session bound to its bearer token's principal (`--tokens`)."""
     from interceptors.policy import principal_for_stdio
@@ -212,6 +211,7 @@ async def _serve_http(
             timeout=options.upstream_timeout,
             local=local,
         )
+        runner.on_reload = on_reload
         if metrics is not None:
             from ..metrics import metrics_asgi
 

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import signal
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -286,9 +286,15 @@ class Runner:
             await self.upstream.drain()
             await self.downstream.drain()
 
+    on_reload: Callable[[], None] | None = None
+    """SIGHUP: reload the policy and chain files (`reload.Reloader.request`); without it SIGHUP stops, as SIGTERM."""
+
     async def _watch_signals(self) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-            async for _ in signals:
+            async for signum in signals:
+                if signum == signal.SIGHUP and self.on_reload is not None:
+                    self.on_reload()
+                    continue
                 self._finish(0)
                 return
 

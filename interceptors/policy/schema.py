@@ -252,6 +252,30 @@ CATALOG_ENTRY = _fields(
 )
 
 
+SHARED_STATE = _fields({"fail_open": _bool})
+"""What `--redis` shares: `fail_open: true` skips rate limits and the guard's check while Redis is down."""
+
+
+def _guard(value: Any, path: str, problems: list[str]) -> None:
+    """`cross_boundary_guard: true`, or a mapping `{enabled?, roster?: {tool: server}}`."""
+    if isinstance(value, bool):
+        return
+    if not _mapping(value, path, problems):
+        return
+    for key, item in value.items():
+        where = _at(path, key)
+        if key == "enabled":
+            _bool(item, where, problems)
+        elif key == "roster":
+            if not _mapping(item, where, problems):
+                continue
+            for tool, server in item.items():
+                if not isinstance(tool, str) or not isinstance(server, str) or not tool or not server:
+                    problems.append(f"{_at(where, tool)}: roster entries map a tool name to a server name")
+        else:
+            problems.append(f"{where}: unknown key")
+
+
 def _catalog(value: Any, path: str, problems: list[str]) -> None:
     if not _mapping(value, path, problems):
         return
@@ -284,6 +308,8 @@ POLICY = _fields(
         "rate_limits": _rate_limits,
         "vault": VAULT,
         "catalog": _catalog,
+        "shared_state": SHARED_STATE,
+        "cross_boundary_guard": _guard,
     }
 )
 
