@@ -462,9 +462,8 @@ def test_a_blocked_log_is_dropped_and_the_reply_still_goes() -> None:
 
 def test_logs_outside_any_request_reach_only_sessions_that_asked_for_logging() -> None:
     router = ready_router()
-    handshake_session(router, "quiet")
-    handshake_session(router, "loud")
-    handshake_session(router, "picky")
+    for name in ("quiet", "loud", "picky"):
+        handshake_session(router, name, principal="one user")  # several principals: see the next tests
     settle(router, router.receive_downstream("loud", line(id=1, method="logging/setLevel", params={"level": "debug"})))
     settle(router, router.receive_downstream("picky", line(id=1, method="logging/setLevel", params={"level": "error"})))
     actions = settle(
@@ -488,6 +487,33 @@ def test_a_log_with_several_principals_in_flight_is_not_guessed() -> None:
     forward(router, "b", 1, "tools/call", {"name": "y"})
     (dropped,) = router.receive_upstream(line(method="notifications/message", params={"level": "info", "data": "d"}))
     assert isinstance(dropped, Dropped)
+
+
+def test_an_untied_log_never_goes_to_the_only_principal_in_flight_while_another_is_connected() -> None:
+    """Alice's call is the only one in flight, but the log may be Bob's (or nobody's): dropped, never guessed."""
+    router = ready_router()
+    handshake_session(router, "a", principal="alice")
+    handshake_session(router, "b", principal="bob")
+    forward(router, "a", 1, "tools/call", {"name": "x"})
+    (dropped,) = router.receive_upstream(line(method="notifications/message", params={"level": "info", "data": "d"}))
+    assert isinstance(dropped, Dropped)
+
+
+def test_logs_outside_any_request_never_cross_principals() -> None:
+    router = ready_router()
+    handshake_session(router, "a", principal="alice")
+    handshake_session(router, "b", principal="bob")
+    for name in ("a", "b"):
+        settle(
+            router, router.receive_downstream(name, line(id=1, method="logging/setLevel", params={"level": "debug"}))
+        )
+    (dropped,) = router.receive_upstream(line(method="notifications/message", params={"level": "info", "data": "d"}))
+    assert isinstance(dropped, Dropped)
+    router.close_session("b")
+    actions = settle(
+        router, router.receive_upstream(line(method="notifications/message", params={"level": "info", "data": "d"}))
+    )
+    assert [a.session for a in actions if isinstance(a, SendDownstream)] == ["a"]
 
 
 def test_a_related_log_goes_to_its_request_even_with_several_principals() -> None:

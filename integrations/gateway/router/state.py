@@ -922,7 +922,8 @@ class Router:
         """The one session (and request) an upstream message without a request id of its own belongs to.
 
         With `related` (the upstream said which request), that request's. Otherwise the oldest request in
-        flight, but only when every request in flight belongs to one principal: a guess never crosses.
+        flight, but only when every open session belongs to one principal: a guess never crosses principals,
+        not even towards the only principal with a request in flight (the message may belong to no request).
         """
         if related is not None:
             pending = self.pending.get(related)
@@ -930,14 +931,19 @@ class Router:
                 return None
             return self.sessions[pending.session], pending
         in_flight = [p for p in self.pending.values() if p.upstream_id is not None and not p.cancelled]
-        principals = {self.sessions[p.session].principal for p in in_flight}
-        if len(principals) != 1:
+        if not in_flight or not self._one_principal():
             return None
         for pending in sorted(in_flight, key=lambda p: p.state.call):
             session = self.sessions[pending.session]
             if eligible(session):
                 return session, pending
         return None
+
+    def _one_principal(self) -> bool:
+        """Whether every open session belongs to one principal (so a message the upstream did not tie to a
+        request can only be that principal's)."""
+        principals = {session.principal for session in self.sessions.values()}
+        return len(principals) <= 1
 
     def _upstream_notification(self, message: Message, related: int | None) -> list[Action]:
         method = message.method
@@ -996,13 +1002,19 @@ class Router:
         if related is not None or in_flight:
             owner = self._owner(related, lambda s: True)
             if owner is None:
-                return [Dropped("a log with requests of several principals in flight has no owner", method)]
+                return [
+                    Dropped(
+                        "a log the upstream did not tie to a request, with several principals, has no owner", method
+                    )
+                ]
             session, pending = owner
             assert pending is not None
             wanted = pending.log_level if pending.era is Era.MODERN else session.log_level
             if (pending.era is Era.MODERN and wanted is None) or not level_at_least(level, wanted):
                 return [Dropped("a log below the level its request asked for", method)]
             return self._side(Channel.LOG, method, params, session, pending)
+        if not self._one_principal():
+            return [Dropped("a log outside any request with sessions of several principals has no owner", method)]
         actions: list[Action] = []
         for session in self.sessions.values():
             if (
