@@ -195,6 +195,26 @@ async def test_a_calls_progress_and_logs_arrive_on_its_own_response_stream_and_p
             assert quiet.json()["result"]["content"][0]["text"] == "done: x"
 
 
+async def test_a_request_to_a_json_only_client_is_refused_upstream_so_the_call_still_ends() -> None:
+    """The upstream asks the client to sample during a call whose client takes JSON only and has no GET stream:
+    nothing can carry the request, so the upstream gets an error at once instead of waiting for ever."""
+    planted = [sys.executable, "-m", "tests.servers.planted_upstream"]
+    with anyio.fail_after(TEST_S):
+        async with http_gateway(upstream=planted) as gateway, httpx2.AsyncClient(timeout=STEP_S) as http:
+            url = gateway.url
+            params = {"protocolVersion": "2025-11-25", "capabilities": {"sampling": {}},
+                      "clientInfo": {"name": "raw", "version": "1"}}  # fmt: skip
+            opened = await http.post(url, json=rpc(0, "initialize", params), headers=headers_for(None))
+            session = opened.headers["mcp-session-id"]
+            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            await http.post(url, json=note, headers=headers_for(session))
+            json_only = {**headers_for(session), "accept": "application/json"}
+            call = await http.post(
+                url, json=rpc(1, "tools/call", {"name": "sample", "arguments": {}}), headers=json_only
+            )
+            assert call.status_code == 200 and call.json()["result"]["content"][0]["text"] == "sampled"
+
+
 # Principals, sessions, quota, expiry -------------------------------------------------------------
 async def test_sessions_are_bound_to_the_principal_that_opened_them(tmp_path: Path) -> None:
     with anyio.fail_after(TEST_S):

@@ -627,6 +627,26 @@ def test_sampling_is_relayed_to_the_session_in_flight_and_its_answer_goes_back()
     assert body(back)["id"] == "up-7" and body(back)["result"]["role"] == "assistant"
 
 
+def test_a_request_to_the_client_is_answered_upstream_when_the_clients_answer_is_malformed_or_undeliverable() -> None:
+    for ending in ("malformed", "undeliverable"):
+        router = ready_router()
+        handshake_session(router, "a", sampling={})
+        forward(router, "a", 1, "tools/call", {"name": "x"})
+        (run,) = router.receive_upstream(line(id="up-7", method="sampling/createMessage", params={"messages": []}))
+        (relayed,) = router.chain_done(run.ticket, ChainPassed(run.payload))
+        assert isinstance(relayed, SendDownstream)
+        down_id = body(relayed)["id"]
+        assert relayed.outgoing == down_id  # the shell can tell the router it could not deliver it
+        if ending == "malformed":
+            actions = router.receive_downstream("a", f'{{"jsonrpc": "2.0", "id": "{down_id}", "result": 5}}')
+        else:
+            actions = router.undeliverable("a", down_id)
+        (answer,) = upstream_bodies(actions)
+        assert answer["id"] == "up-7" and answer["error"]["code"] == -32603, ending
+        assert downstream(actions) == []  # nothing for the client: its answer is not a request
+        assert router.undeliverable("a", down_id) == []  # answered once
+
+
 def test_server_requests_without_a_capable_client_are_refused() -> None:
     table = [({}, "sampling/createMessage"), ({"sampling": {}}, "elicitation/create"), ({"sampling": {}}, "roots/list")]
     for capabilities, method in table:

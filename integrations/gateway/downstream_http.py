@@ -80,9 +80,10 @@ Perform = Callable[[list[Any]], None]
 class _Exchange:
     """One response stream (a POSTed request's, or a session's GET): messages in order, then closed."""
 
-    __slots__ = ("closed", "disconnected", "items", "waiter")
+    __slots__ = ("closed", "disconnected", "items", "streams", "waiter")
 
-    def __init__(self) -> None:
+    def __init__(self, *, streams: bool = True) -> None:
+        self.streams = streams  # False: a JSON-only response, which carries the reply and nothing before it
         self.items: deque[tuple[bytes, bool]] = deque()
         self.waiter: asyncio.Future[None] | None = None
         self.closed = False
@@ -181,13 +182,16 @@ class HttpFront:
             return
         if action.related is not None:
             exchange = session.exchanges.get(action.related)
-            if exchange is not None:
+            if exchange is not None and (exchange.streams or action.outgoing is None):
                 exchange.put(action.data, action.final)
                 return
         if action.final:
             return  # its client went away: a reply has no other stream to go to
         if session.standalone is not None:
             session.standalone.put(action.data, False)
+        elif action.outgoing is not None:  # a request to the client nothing can carry: answer the upstream
+            logger.info("session %s has no stream for a request to its client; refused upstream", action.session[:8])
+            self.perform(self.router.undeliverable(action.session, action.outgoing))
         else:
             logger.debug("dropped a message for session %s: no GET stream is open", action.session[:8])
 
@@ -349,7 +353,7 @@ class HttpFront:
             reason = {"reason": "this id is already in use by a request in flight"}
             await _send_error(send, 400, message.id, INVALID_REQUEST, "Invalid Request", reason, extra=extra)
             return
-        exchange = session.exchanges[message.id] = _Exchange()
+        exchange = session.exchanges[message.id] = _Exchange(streams=has_sse)
         try:
             self._receive(session.id, message)
             await self.drain()
@@ -383,7 +387,7 @@ class HttpFront:
             return
         assert message.id is not None
         session = self._open(owner, principal, modern=True)
-        exchange = session.exchanges[message.id] = _Exchange()
+        exchange = session.exchanges[message.id] = _Exchange(streams=has_sse)
         try:
             self._receive(session.id, message)
             await self.drain()

@@ -28,12 +28,15 @@ class SendUpstream:
 
 @dataclass(frozen=True, slots=True)
 class SendDownstream:
-    """`final`: this is the reply that ends request `related` (an HTTP shell then ends that response)."""
+    """`final`: this is the reply that ends request `related` (an HTTP shell then ends that response).
+    `outgoing`: the id of the request to the client this message is (sampling, elicitation, roots): a shell
+    that cannot deliver it tells the router (`Router.undeliverable`), so the upstream gets an answer."""
 
     session: SessionId
     data: bytes
     related: RequestId | None = None
     final: bool = field(default=False, compare=False)
+    outgoing: RequestId | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -214,6 +214,7 @@ class _Slot:
     data: bytes | None = None  # None: its chain is still running
     done: bool = False
     final: bool = False  # the reply that ends its request
+    outgoing: RequestId | None = None  # the id of the request to the client it holds
 
 
 StreamKey = tuple[SessionId, RequestId | None]
@@ -417,6 +418,15 @@ class Router:
         self._backlog = [(sid, message) for sid, message in self._backlog if sid != session_id]
         return actions
 
+    def undeliverable(self, session_id: SessionId, down_id: RequestId) -> list[Action]:
+        """The shell could not deliver request `down_id` to the client (no stream can carry it: a JSON-only
+        response, no GET stream): the upstream's request is answered, never left waiting."""
+        outgoing = self._outgoing.pop((session_id, down_id), None) if isinstance(down_id, str) else None
+        if outgoing is None:
+            return []
+        reason = {"reason": "the client has no stream open that can carry this request"}
+        return [_upstream_error(outgoing.upstream_id, _error(INTERNAL_ERROR, "Internal error", reason))]
+
     # Downstream ---------------------------------------------------------------------------------
     def receive_downstream(self, session_id: SessionId, raw: bytes | str) -> list[Action]:
         session = self.sessions.get(session_id)
@@ -433,6 +443,13 @@ class Router:
 
     def _downstream(self, session: Session, message: Message) -> list[Action]:
         if message.kind is Kind.INVALID:
+            answered = message.id if message.method is None and isinstance(message.id, str) else None
+            if answered is not None and (session.id, answered) in self._outgoing:
+                # a malformed answer to a request of the upstream's: the upstream still gets an answer
+                outgoing = self._outgoing.pop((session.id, answered))
+                assert message.problem is not None
+                reason = {"reason": f"the client's answer was malformed: {_reason(message)}"}
+                return [_upstream_error(outgoing.upstream_id, _error(INTERNAL_ERROR, "Internal error", reason))]
             if not message.answer_id_known:
                 return [Dropped(_reason(message), message.method)]
             assert message.problem is not None
@@ -911,6 +928,7 @@ class Router:
             if new_params is not None:
                 body["params"] = new_params
             slot.data = dumps_exact(body)
+            slot.outgoing = down_id
             return self._flush(key)
 
         payload = request_payload(method, params)
@@ -1147,7 +1165,7 @@ class Router:
         while stream and stream[0].done:
             slot = stream.popleft()
             if slot.data is not None:
-                out.append(SendDownstream(key[0], slot.data, key[1], slot.final))
+                out.append(SendDownstream(key[0], slot.data, key[1], slot.final, slot.outgoing))
         if not stream:
             del self._streams[key]
         return out
