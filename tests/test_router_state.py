@@ -647,6 +647,46 @@ def test_a_request_to_the_client_is_answered_upstream_when_the_clients_answer_is
         assert router.undeliverable("a", down_id) == []  # answered once
 
 
+def test_a_session_closing_while_its_chains_run_ignores_their_late_outcomes() -> None:
+    router = ready_router()
+    handshake_session(router, "a", sampling={})
+    upstream_id = forward(router, "a", 1, "tools/call", {"name": "x"})
+    (log_run,) = router.receive_upstream(line(method="notifications/message", params={"level": "info", "data": "d"}))
+    (reply_run,) = router.receive_upstream(line(id=upstream_id, result={"content": []}))
+    (request_run,) = router.receive_downstream("a", line(id=2, method="tools/call", params={"name": "y"}))
+    router.close_session("a")
+    for run in (log_run, reply_run, request_run):
+        assert isinstance(run, RunChain)
+        (late,) = router.chain_done(run.ticket, ChainPassed(run.payload))
+        assert isinstance(late, Dropped)
+
+
+def test_mutator_values_with_no_json_form_are_errors_never_exceptions() -> None:
+    # a side message: dropped
+    router = ready_router()
+    handshake_session(router, "a")
+    forward(router, "a", 1, "tools/call", {"name": "x"})
+    (log_run,) = router.receive_upstream(line(method="notifications/message", params={"level": "info", "data": "d"}))
+    assert isinstance(log_run, RunChain)
+    out = router.chain_done(log_run.ticket, ChainPassed({**log_run.payload, "_meta": {"x": object()}}, modified=True))
+    assert downstream(out) == []
+    # a request: answered -32603
+    (run,) = router.receive_downstream("a", line(id=2, method="tools/call", params={"name": "y"}))
+    assert isinstance(run, RunChain)
+    bad_request = {"method": "tools/call", "params": {"name": "y", "arguments": {"v": object()}}}
+    (reply,) = downstream(router.chain_done(run.ticket, ChainPassed(bad_request, modified=True)))
+    assert reply["id"] == 2 and reply["error"]["code"] == -32603
+    # a request to the client: the upstream is answered
+    router = ready_router()
+    handshake_session(router, "a", sampling={})
+    forward(router, "a", 1, "tools/call", {"name": "x"})
+    (run,) = router.receive_upstream(line(id="up-1", method="sampling/createMessage", params={"messages": []}))
+    assert isinstance(run, RunChain)
+    bad = {"method": "sampling/createMessage", "params": {"messages": [], "x": object()}}
+    (answer,) = upstream_bodies(router.chain_done(run.ticket, ChainPassed(bad, modified=True)))
+    assert answer["id"] == "up-1" and answer["error"]["code"] == -32603
+
+
 def test_server_requests_without_a_capable_client_are_refused() -> None:
     table = [({}, "sampling/createMessage"), ({"sampling": {}}, "elicitation/create"), ({"sampling": {}}, "roots/list")]
     for capabilities, method in table:

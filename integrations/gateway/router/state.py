@@ -235,7 +235,7 @@ class Router:
         self._internal: dict[int, Callable[[Message], list[Action]]] = {}
         self._tasks: dict[str, tuple[SessionId, str]] = {}  # task id -> (owner, method that created it)
         self._holders: dict[str, set[SessionId]] = {}
-        self._tickets: dict[int, Continuation] = {}
+        self._tickets: dict[int, tuple[SessionId, Continuation]] = {}
         self._streams: dict[StreamKey, deque[_Slot]] = {}
         self._backlog: list[tuple[SessionId, Message]] = []
         self._next_id = 0
@@ -711,7 +711,12 @@ class Router:
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": upstream_id, "method": pending.method}
         if out is not None:
             body["params"] = out
-        return [SendUpstream(dumps_exact(body), upstream_id)]
+        try:
+            data = dumps_exact(body)
+        except (TypeError, ValueError, UnicodeEncodeError):  # a request mutator's value with no JSON form
+            reason = {"reason": "a request mutator produced a value with no JSON form"}
+            return self._final_error(pending, _error(INTERNAL_ERROR, "interceptor chain failed", reason))
+        return [SendUpstream(data, upstream_id)]
 
     def _hold(self, session: Session, uri: str) -> None:
         self._holders.setdefault(uri, set()).add(session.id)
@@ -927,7 +932,11 @@ class Router:
             body: dict[str, Any] = {"jsonrpc": "2.0", "id": down_id, "method": method}
             if new_params is not None:
                 body["params"] = new_params
-            slot.data = dumps_exact(body)
+            try:
+                slot.data = dumps_exact(body)
+            except (TypeError, ValueError, UnicodeEncodeError):  # a mutator's value with no JSON form
+                self._outgoing.pop((session.id, down_id), None)
+                return [_upstream_error(upstream_id, _error(INTERNAL_ERROR, BLOCKED_MESSAGE)), *self._flush(key)]
             slot.outgoing = down_id
             return self._flush(key)
 
@@ -1066,7 +1075,10 @@ class Router:
                 except MalformedPayload:
                     back = None
                 if back is not None:
-                    slot.data = dumps_exact({"jsonrpc": "2.0", "method": method, "params": back})
+                    try:
+                        slot.data = dumps_exact({"jsonrpc": "2.0", "method": method, "params": back})
+                    except (TypeError, ValueError, UnicodeEncodeError):  # a mutator's value with no JSON form
+                        slot.data = None  # dropped, like a blocked notification
             return self._flush(key, related=related)
 
         chain_event = pending.method if pending is not None else (event or CARRIER_EVENTS[channel])
@@ -1089,15 +1101,18 @@ class Router:
             return then(ChainPassed(payload))
         self._next_ticket += 1
         ticket = self._next_ticket
-        self._tickets[ticket] = then
+        self._tickets[ticket] = (session.id, then)
         state = pending.state if pending is not None else None
         return [RunChain(ticket, event, phase, direction, str(channel), payload, session.context, state)]
 
     def chain_done(self, ticket: int, outcome: ChainOutcome) -> list[Action]:
         """The shell finished a `RunChain`; an unknown or repeated ticket is refused (ValueError)."""
-        then = self._tickets.pop(ticket, None)
-        if then is None:
+        waiting = self._tickets.pop(ticket, None)
+        if waiting is None:
             raise ValueError(f"no chain run {ticket} is waiting")
+        session_id, then = waiting
+        if session_id not in self.sessions:  # the client left while its chain ran: close_session did the rest
+            return [Dropped("a chain outcome for a session that closed")]
         return then(outcome)
 
     def reply_local(
@@ -1210,7 +1225,11 @@ def _error(code: int, message: str, data: Any = None) -> dict[str, Any]:
 
 
 def _upstream_error(upstream_id: RequestId, error: dict[str, Any]) -> SendUpstream:
-    return SendUpstream(dumps_exact({"jsonrpc": "2.0", "id": upstream_id, "error": error}))
+    try:
+        return SendUpstream(dumps_exact({"jsonrpc": "2.0", "id": upstream_id, "error": error}))
+    except (TypeError, ValueError, UnicodeEncodeError):  # data a mutator left with no JSON form
+        bare = _error(INTERNAL_ERROR, "the error could not be serialised")
+        return SendUpstream(dumps_exact({"jsonrpc": "2.0", "id": upstream_id, "error": bare}))
 
 
 def _cancel_upstream(upstream_id: int, reason: Any = None) -> SendUpstream:
