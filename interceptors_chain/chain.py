@@ -396,27 +396,9 @@ class _Run:
         return await self.chain.invoke(entry, self, payload)
 
     async def _attempts(self, entries: tuple[PlanEntry, ...], payload: Any) -> list[_Attempt]:
-        """Every validator's attempt, in plan order: concurrently, except those an in-process host runs without
-        ever suspending, which run in turn first (a task each would cost more than they do, and change nothing:
-        they cannot yield to the others)."""
-        in_turn = [
-            index
-            for index, entry in enumerate(entries)
-            if entry.server.runs_inline is not None
-            and self.chain.execution_handler is None
-            and entry.server.runs_inline(entry.info.name)
-        ]
-        if not in_turn:
-            return await gather([functools.partial(self._attempt, entry, payload) for entry in entries])
-        attempts: list[_Attempt | None] = [None] * len(entries)
-        for index in in_turn:
-            attempts[index] = await self._attempt(entries[index], payload)
-        rest = [index for index in range(len(entries)) if attempts[index] is None]
-        if rest:
-            concurrent = await gather([functools.partial(self._attempt, entries[i], payload) for i in rest])
-            for index, attempt in zip(rest, concurrent, strict=True):
-                attempts[index] = attempt
-        return [attempt for attempt in attempts if attempt is not None]
+        """Every validator's attempt, in plan order, concurrently. Each starts on the caller's task (see `gather`):
+        one that completes without suspending, as an in-process validator usually does, costs no task."""
+        return await gather([functools.partial(self._attempt, entry, payload) for entry in entries])
 
     async def validate(self, entries: tuple[PlanEntry, ...], payload: Any, out: ExecutionResult) -> None:
         """Every validator runs to completion, concurrently; outcomes are judged in plan order."""
