@@ -208,9 +208,8 @@ class InterceptorHost:
 
     def runs_inline(self, name: str) -> bool:
         """Whether `name`'s handler runs on the caller's task without suspending (a sync handler registered
-        `inline`), so an in-process invoker may run it in turn instead of in a task of its own: it cannot
-        yield to the others anyway. (Above `INLINE_MAX_PAYLOAD_BYTES` it moves to a worker thread, still in
-        turn: such handlers are CPU-bound, and the GIL would serialise them.)"""
+        `inline`), below `INLINE_MAX_PAYLOAD_BYTES` (above it, a worker thread). The invoker no longer needs to
+        know: it starts every validator on the caller's task and makes a task only for one that suspends."""
         compiled = self._compiled.get(name)
         return compiled is not None and compiled.runs_inline
 
