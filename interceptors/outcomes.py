@@ -27,6 +27,8 @@ class Verdict:
 
     @classmethod
     def allow(cls, info: Mapping[str, Any] | None = None) -> Verdict:
+        if info is None and cls is Verdict:
+            return _ALLOW  # immutable, so one shared instance (the commonest answer, one per validator call)
         return cls(True, info=info)
 
     @classmethod
@@ -84,6 +86,8 @@ class Mutation:
 
     @classmethod
     def unchanged(cls, info: Mapping[str, Any] | None = None) -> Mutation:
+        if info is None and cls is Mutation:
+            return _NO_CHANGE  # immutable, so one shared instance
         return cls(_UNCHANGED, False, info)
 
 
@@ -95,6 +99,8 @@ class _Unchanged:
 
 
 _UNCHANGED: Any = _Unchanged()
+_ALLOW = Verdict(True)
+_NO_CHANGE = Mutation(_UNCHANGED, False)
 
 
 class MalformedHandlerResult(TypeError):

@@ -5,9 +5,10 @@ Readers raise `WireError` naming the field; writers produce plain JSON-ready dic
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .enums import InterceptorType, Mode, Phase, Severity
@@ -51,9 +52,21 @@ def _phase(value: Any, path: str, key: str | None = None) -> Phase:
     raise WireError(_where(path, key), "must be 'request' or 'response'")
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_last_timestamp: tuple[int, str] = (-1, "")
+
+
 def utc_timestamp() -> str:
-    """An ISO 8601 UTC timestamp with millisecond precision, as contexts carry it."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """An ISO 8601 UTC timestamp with millisecond precision, as contexts carry it (formatted once per
+    millisecond: a context per request made formatting a visible share of a small call)."""
+    global _last_timestamp
+    now = time.time_ns() // 1_000_000
+    last_ms, text = _last_timestamp
+    if now != last_ms:
+        moment = _EPOCH + timedelta(milliseconds=now)
+        text = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        _last_timestamp = (now, text)
+    return text
 
 
 @dataclass(frozen=True, slots=True)

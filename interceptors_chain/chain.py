@@ -38,7 +38,7 @@ from interceptors.outcomes import REQUESTER_ERROR_KEY, SUBSTITUTE_RESULT_KEY
 
 from . import tracing as _tracing
 from .concurrency import gather
-from .connection import Connection, LocalInvoke, SessionConnection, is_timeout_code
+from .connection import Connection, SessionConnection, is_timeout_code
 from .failures import InvokerFailure, describe
 from .plan import Plan, PlanEntry, ServerEntry, compile_plan
 from .policy import ExecutionHandler, HandlerOutcome, InterceptorOverride, InvokeCall
@@ -217,7 +217,7 @@ class Chain:
         phase = _phase_of(phase)
         if not isinstance(direction, Direction):
             direction = Direction(direction)
-        plan = self.plan(event, phase, direction)
+        plan = self._plans.get((event, phase, direction)) or self.plan(event, phase, direction)
         if plan.empty:
             return ExecutionResult(Status.SUCCESS, event, phase, direction)
         started = time.perf_counter()
@@ -252,19 +252,39 @@ class Chain:
 
     async def invoke(self, entry: PlanEntry, run: _Run, payload: Any) -> _Attempt:
         """One invoke with every failure turned into an `_Attempt` (never raised)."""
-        event, phase, deadline = run.event, run.phase, run.deadline
         started = time.perf_counter()
         mode = entry.mode
         timeout_ms = entry.timeout_ms or self.default_timeout_ms
         limit = None if timeout_ms is None else timeout_ms / 1000
+        deadline = run.deadline
         if deadline is not None:
             remaining = deadline - started
             if remaining <= 0:
                 return _Attempt(None, None, "deadline exceeded before invocation", AbortKind.TIMEOUT, mode, 0.0)
             limit = remaining if limit is None else min(limit, remaining)
         server = entry.server
-        if server.local is not None and self.execution_handler is None:
-            return await self._invoke_local(server.local, entry, run, payload, started, limit)
+        local = server.local
+        if local is not None and self.execution_handler is None:
+            # The connection's typed in-process path: the same outcomes, no wire dicts.
+            try:
+                if limit is None:
+                    result, wire = await local(entry.info.name, run.event, run.phase, payload, entry.config,
+                                               run.context)  # fmt: skip
+                else:
+                    with anyio.fail_after(limit):
+                        result, wire = await local(entry.info.name, run.event, run.phase, payload, entry.config,
+                                                   run.context)  # fmt: skip
+            except TimeoutError:
+                return _Attempt(None, None, "timeout", AbortKind.TIMEOUT, mode, _since(started))
+            except InterceptorRpcError as exc:
+                return _error_attempt(server.name, exc.code, exc.data, mode, started)
+            except Exception:  # a host bug: what the host's MCP binding answers (-32603), never the exception text
+                return _error_attempt(server.name, INTERNAL_ERROR, None, mode, started)
+            if isinstance(result, MutationResult) and not result.modified and result.payload != payload:
+                reason = "malformed result: result.payload: differs from the input although modified is false"
+                return _Attempt(None, None, reason, AbortKind.FAILED, mode, _since(started))
+            return _Attempt(result, wire, None, None, mode, _since(started))
+        event, phase = run.event, run.phase
         params: dict[str, Any] = {
             "name": entry.info.name,
             "event": event,
@@ -304,25 +324,6 @@ class Chain:
             reason = f"server {server.name!r} failed: {describe(exc)}"
             return _Attempt(None, None, reason, AbortKind.FAILED, mode, _since(started))
         return _checked(entry, phase, payload, wire, mode, _since(started))
-
-    async def _invoke_local(
-        self, local: LocalInvoke, entry: PlanEntry, run: _Run, payload: Any, started: float, limit: float | None,
-    ) -> _Attempt:  # fmt: skip
-        """`invoke` through the connection's typed in-process path: the same outcomes, no wire dicts."""
-        mode = entry.mode
-        try:
-            with anyio.fail_after(limit) if limit is not None else nullcontext():
-                result, wire = await local(entry.info.name, run.event, run.phase, payload, entry.config, run.context)
-        except TimeoutError:
-            return _Attempt(None, None, "timeout", AbortKind.TIMEOUT, mode, _since(started))
-        except InterceptorRpcError as exc:
-            return _error_attempt(entry.server.name, exc.code, exc.data, mode, started)
-        except Exception:  # a host bug: what the host's MCP binding answers (-32603), never the exception text
-            return _error_attempt(entry.server.name, INTERNAL_ERROR, None, mode, started)
-        if isinstance(result, MutationResult) and not result.modified and result.payload != payload:
-            reason = "malformed result: result.payload: differs from the input although modified is false"
-            return _Attempt(None, None, reason, AbortKind.FAILED, mode, _since(started))
-        return _Attempt(result, wire, None, None, mode, _since(started))
 
 
 def _check_overrides(
@@ -396,27 +397,9 @@ class _Run:
         return await self.chain.invoke(entry, self, payload)
 
     async def _attempts(self, entries: tuple[PlanEntry, ...], payload: Any) -> list[_Attempt]:
-        """Every validator's attempt, in plan order: concurrently, except those an in-process host runs without
-        ever suspending, which run in turn first (a task each would cost more than they do, and change nothing:
-        they cannot yield to the others)."""
-        in_turn = [
-            index
-            for index, entry in enumerate(entries)
-            if entry.server.runs_inline is not None
-            and self.chain.execution_handler is None
-            and entry.server.runs_inline(entry.info.name)
-        ]
-        if not in_turn:
-            return await gather([functools.partial(self._attempt, entry, payload) for entry in entries])
-        attempts: list[_Attempt | None] = [None] * len(entries)
-        for index in in_turn:
-            attempts[index] = await self._attempt(entries[index], payload)
-        rest = [index for index in range(len(entries)) if attempts[index] is None]
-        if rest:
-            concurrent = await gather([functools.partial(self._attempt, entries[i], payload) for i in rest])
-            for index, attempt in zip(rest, concurrent, strict=True):
-                attempts[index] = attempt
-        return [attempt for attempt in attempts if attempt is not None]
+        """Every validator's attempt, in plan order, concurrently. Each starts on the caller's task (see `gather`):
+        one that completes without suspending, as an in-process validator usually does, costs no task."""
+        return await gather([functools.partial(self._attempt, entry, payload) for entry in entries])
 
     async def validate(self, entries: tuple[PlanEntry, ...], payload: Any, out: ExecutionResult) -> None:
         """Every validator runs to completion, concurrently; outcomes are judged in plan order."""

@@ -4,35 +4,93 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+import contextvars
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import anyio
 
 T = TypeVar("T")
 
 
-async def gather(factories: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
-    """Results in input order. The first runs in the calling task; the rest in their own tasks.
+async def gather(factories: Sequence[Callable[[], Coroutine[Any, Any, T]]]) -> list[T]:
+    """Results in input order, each coroutine started in turn on the calling task (an eager start).
 
-    On asyncio, plain tasks cost a fraction of an anyio task group; if the caller is cancelled, every
-    task is cancelled and awaited before the cancellation propagates, so nothing outlives the call.
-    The callables must not raise (they report failures as values).
+    On asyncio a coroutine that completes without suspending costs no task at all (Python 3.11 has no eager
+    tasks; a task and the loop turns to await it cost more than a cheap validator). The first coroutine that
+    suspends keeps the calling task and is driven there to the end, as if awaited; every coroutine after it
+    runs in its own task, started before that first one resumes, so they still run concurrently. Each
+    coroutine but the first runs in its own copy of the caller's context, as a task would. If the caller is
+    cancelled, every task is cancelled and awaited before the cancellation propagates, so nothing outlives
+    the call. The coroutines must not raise (they report failures as values).
     """
     if len(factories) == 1:
         return [await factories[0]()]
     if not _on_asyncio():
         return await _gather_anyio(factories)
-    tasks = [asyncio.ensure_future(factory()) for factory in factories[1:]]
+    results: list[Any] = [None] * len(factories)
+    base = contextvars.copy_context()  # what a task created now would copy
+    loop = asyncio.get_running_loop()
+    held: _Held | None = None
+    tasks: list[tuple[int, asyncio.Task[T]]] = []
     try:
-        first = await factories[0]()
-        rest = [await task for task in tasks]
+        for index, factory in enumerate(factories):
+            if held is not None:
+                tasks.append((index, loop.create_task(factory(), context=base.copy())))
+                continue
+            context = None if index == 0 else base.copy()
+            coro = factory()
+            try:
+                pending = coro.send(None) if context is None else context.run(coro.send, None)
+            except StopIteration as done:
+                results[index] = done.value
+                continue
+            held = _Held(index, coro, pending, context)
+        if held is not None:
+            started, held.coro = held.coro, None
+            assert started is not None
+            results[held.index] = await _resume(started, held.pending, held.context)
+        for index, task in tasks:
+            results[index] = await task
     except BaseException:
-        for task in tasks:
+        if held is not None and held.coro is not None:
+            held.coro.close()
+        for _, task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*(task for _, task in tasks), return_exceptions=True)
         raise
-    return [first, *rest]
+    return results
+
+
+@dataclass(slots=True)
+class _Held:
+    """A coroutine that suspended on its first step: what it waits on, and the context it runs in."""
+
+    index: int
+    coro: Coroutine[Any, Any, Any] | None
+    pending: Any
+    context: contextvars.Context | None
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, T], pending: Any, context: contextvars.Context | None) -> Generator[Any, Any, T]:
+    """Finish a coroutine already started by hand: hand what it waits on to the running task, then deliver every
+    resumption (or a thrown cancellation) to it where it suspended, in its own context."""
+    while True:
+        try:
+            value = yield pending
+        except BaseException as exc:  # thrown into the task (cancellation, close): the coroutine's to handle
+            step: Callable[[Any], Any] = coro.throw
+            argument: Any = exc
+        else:
+            step, argument = coro.send, value
+        try:
+            pending = step(argument) if context is None else context.run(step, argument)
+        except StopIteration as done:
+            result: T = done.value
+            return result
 
 
 def _on_asyncio() -> bool:

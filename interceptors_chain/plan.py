@@ -24,7 +24,8 @@ class ServerEntry:
     local: LocalInvoke | None = None
     """The connection's typed in-process path, when it has one (see `LocalInvoke`)."""
     runs_inline: Callable[[str], bool] | None = None
-    """With `local`: which interceptors never suspend (validators the invoker may run in turn)."""
+    """With `local`: which interceptors never suspend (informative: every validator now starts eagerly on the
+    caller's task, see `concurrency.gather`, so one that never suspends costs no task whatever it declares)."""
 
     def __post_init__(self) -> None:
         if self.local is None:

@@ -58,11 +58,14 @@ worker thread above it: cheap CPU-bound stages skip the thread hop (~100 µs) on
 class _Compiled:
     """Per-interceptor data derived once: the config validator and the hooks as wire JSON."""
 
-    __slots__ = ("_covers", "advertised_hooks", "config_validator", "entry")
+    __slots__ = ("_covers", "admitted", "advertised_hooks", "config_validator", "entry", "runs_inline")
 
     def __init__(self, entry: RegisteredInterceptor) -> None:
         self.entry = entry
         self._covers: dict[tuple[str, str], bool] = {}
+        self.admitted: set[tuple[str, Phase]] = set()
+        """(event, phase) pairs `_admit` accepted without a config: the same checks would pass again."""
+        self.runs_inline = entry.inline and not entry.is_async
         self.advertised_hooks = [hook.to_wire() for hook in entry.info.hooks]
         self.config_validator: Any = None
         if entry.info.config_schema is not None:
@@ -172,8 +175,8 @@ class InterceptorHost:
             ) from None
         return invoke, _admit(entries[invoke.name], invoke.event, invoke.phase, invoke.config)
 
-    def _isolated_payload(self, payload: Any) -> tuple[Any, int]:
-        """A private copy of the payload and its size as JSON, refused if oversized, before any handler runs.
+    def _isolated_payload(self, payload: Any) -> tuple[Any, bytes]:
+        """A private copy of the payload and its JSON, refused if oversized, before any handler runs.
 
         In-memory transports hand over the caller's objects; a handler must never be able to change the
         invoker's payload (or another concurrent validator's), so it gets its own copy.
@@ -193,23 +196,22 @@ class InterceptorHost:
                 "payload exceeds the host's maximum size",
                 {"field": "payload", "size": size, "maxBytes": self.max_payload_bytes},
             )
-        return loads(encoded), size
+        return loads(encoded), encoded
 
     async def invoke(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
         """Run one interceptor. Every failure is an InterceptorRpcError, never a "successful" result."""
         invoke, compiled = self._parse_invoke(params)
-        result = await self._run(
+        result, _ = await self._run(
             compiled, invoke.event, invoke.phase, invoke.payload, invoke.config, invoke.context, invoke.timeout_ms
         )
         return result.to_wire()
 
     def runs_inline(self, name: str) -> bool:
         """Whether `name`'s handler runs on the caller's task without suspending (a sync handler registered
-        `inline`), so an in-process invoker may run it in turn instead of in a task of its own: it cannot
-        yield to the others anyway. (Above `INLINE_MAX_PAYLOAD_BYTES` it moves to a worker thread, still in
-        turn: such handlers are CPU-bound, and the GIL would serialise them.)"""
+        `inline`), below `INLINE_MAX_PAYLOAD_BYTES` (above it, a worker thread). The invoker no longer needs to
+        know: it starts every validator on the caller's task and makes a task only for one that suspends."""
         compiled = self._compiled.get(name)
-        return compiled is not None and compiled.entry.inline and not compiled.entry.is_async
+        return compiled is not None and compiled.runs_inline
 
     async def invoke_local(
         self,
@@ -228,7 +230,10 @@ class InterceptorHost:
         compiled = self._entries().get(name)
         if compiled is None:
             raise InterceptorRpcError(INVALID_PARAMS, f"unknown interceptor {name!r}", {"name": name})
-        _admit(compiled, event, phase, config)
+        if config is not None or (event, phase) not in compiled.admitted:
+            _admit(compiled, event, phase, config)
+            if config is None and len(compiled.admitted) < 256:  # events come from callers: bounded
+                compiled.admitted.add((event, phase))
         if context is not None and context.principal is not None:
             # As over the wire: the principal's claims are the caller's objects (see `_parse_invoke`).
             try:
@@ -238,7 +243,10 @@ class InterceptorHost:
                 raise InterceptorRpcError(
                     INVALID_PARAMS, "invalid interceptor/invoke params: context cannot be sent", {"field": field}
                 ) from None
-        result = await self._run(compiled, event, phase, payload, config, context, None)
+        result, encoded = await self._run(compiled, event, phase, payload, config, context, None)
+        reply = _plain_reply(result, encoded)
+        if reply is not None:
+            return reply
         try:
             wire: dict[str, Any] = loads(dumps(result.to_wire()))
         except TypeError:  # a handler returned something JSON cannot carry: no wire could deliver it either
@@ -258,17 +266,22 @@ class InterceptorHost:
         config: Mapping[str, Any] | None,
         context: InvocationContext | None,
         timeout_ms: int | None,
-    ) -> InvokeResult:
-        payload, size = self._isolated_payload(payload)
+    ) -> tuple[InvokeResult, bytes]:
+        """The handler's result, and the payload's JSON as it was before the handler ran."""
+        payload, encoded = self._isolated_payload(payload)
+        size = len(encoded)
         if config is not None:  # the caller's config objects stay the caller's, as over the wire
             config = loads(dumps(config))
         entry = compiled.entry
-        invocation = Invocation(entry.name, event, phase, payload, config, context)
+        invocation = Invocation.build(entry.name, event, phase, payload, config, context)
         started = time.perf_counter()
         raw: Any = None
         try:
             if timeout_ms is None:
-                raw = await _call(entry, invocation, size)
+                if compiled.runs_inline and size <= INLINE_MAX_PAYLOAD_BYTES:
+                    raw = entry.handler(invocation)  # what `_call` does, without a coroutine of its own
+                else:
+                    raw = await _call(entry, invocation, size)
             else:
                 # A cancel scope, not fail_after: a TimeoutError the handler raises itself is a failure.
                 with anyio.move_on_after(timeout_ms / 1000) as scope:
@@ -304,7 +317,7 @@ class InterceptorHost:
                 {"interceptor": entry.name, "reason": f"malformed result: {exc}"},
             ) from None
         result.duration_ms = round((time.perf_counter() - started) * 1000, 3)
-        return result
+        return result, encoded
 
 
 def _admit(compiled: _Compiled, event: str, phase: Phase, config: Mapping[str, Any] | None) -> _Compiled:
@@ -330,6 +343,29 @@ def _admit(compiled: _Compiled, event: str, phase: Phase, config: Mapping[str, A
                 {"name": name, "field": f"config/{where}", "rule": error.validator},
             )
     return compiled
+
+
+def _plain_reply(built: InvokeResult, encoded: bytes) -> tuple[InvokeResult, dict[str, Any]] | None:
+    """The reply of the two commonest results without a JSON round trip, when nothing in it can be the handler's:
+    a validation result that is only its verdict, or an unchanged mutation whose payload the handler left as it
+    got it (the echo is then a fresh decoding of the payload's JSON, equal to what the round trip would give).
+    None for any other result: `invoke_local` copies those through JSON."""
+    if built.info is not None:
+        return None
+    if isinstance(built, ValidationResult):
+        if built.messages is not None or built.suggestions is not None or built.valid.__class__ is not bool:
+            return None
+        if built.severity is not None and built.severity.__class__ is not str:
+            return None
+        return built, built.to_wire()
+    if built.modified or not built.echoed:
+        return None
+    pristine = loads(encoded)
+    if built.payload != pristine:  # edited in place although unchanged: the round trip reports it as it is
+        return None
+    wire: dict[str, Any] = {"interceptor": built.interceptor, "type": "mutation", "phase": built.phase.value,
+                            "modified": False, "payload": pristine, "durationMs": built.duration_ms}  # fmt: skip
+    return MutationResult(built.interceptor, built.phase, False, pristine, built.duration_ms), wire
 
 
 def _from_fresh_wire(built: InvokeResult, wire: dict[str, Any]) -> InvokeResult:

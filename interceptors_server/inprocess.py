@@ -30,7 +30,7 @@ class HostConnection:
         self.invoke_local = host.invoke_local
         """The typed path the invoker takes (`interceptors_chain.connection.LocalInvoke`): no wire dicts."""
         self.runs_inline = host.runs_inline
-        """Which interceptors never suspend: the invoker runs those validators in turn, without a task each."""
+        """Which interceptors never suspend (sync handlers registered `inline`, below the payload threshold)."""
 
     async def request(self, method: str, params: dict[str, Any], timeout_s: float | None) -> dict[str, Any]:
         """One request, answered as the host's MCP binding would answer it (the invoker enforces `timeout_s`)."""

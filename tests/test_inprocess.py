@@ -271,3 +271,56 @@ async def test_a_handler_editing_the_principals_claims_grants_nothing(transport:
             assert not result.blocked
     assert principal.claims == {"roles": ["reader"]}
     assert seen == [["reader"]] * 4
+
+
+def test_invocation_build_is_the_constructor() -> None:
+    """`Invocation.build` (the host's per-invoke constructor) sets every field the dataclass declares."""
+    import dataclasses
+
+    from interceptors import Phase
+
+    values = ("name", "tools/call", Phase.REQUEST, {"a": [1]}, {"k": 1}, InvocationContext(trace_id="t"))
+    built = Invocation.build(*values)
+    assert built == Invocation(*values)
+    assert [field.name for field in dataclasses.fields(Invocation)] == [
+        "interceptor", "event", "phase", "payload", "config", "context",
+    ]  # fmt: skip
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.payload = {}  # type: ignore[misc]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("transport", ["inprocess", "mcp"])
+async def test_plain_replies_are_fresh_and_in_place_edits_still_fail(transport: Any) -> None:
+    """The in-process host's shortcut for plain verdicts and unchanged mutations gives what the wire gives: an
+    echo the handler cannot reach later, and a failure for a mutator that edits its copy but claims no change."""
+    kept: list[Any] = []
+    reg = Registry()
+
+    @reg.validator("look", events=EVENT)
+    def look(inv: Invocation) -> Verdict:
+        return Verdict.allow()
+
+    @reg.mutator("keep", events=EVENT, priority=0)
+    def keep(inv: Invocation) -> Mutation:
+        kept.append(inv.payload)
+        return Mutation.unchanged()
+
+    @reg.mutator("sneak", events=EVENT, priority=1)
+    def sneak(inv: Invocation) -> Mutation:
+        if inv.payload.get("sneak"):
+            inv.payload["sneaked"] = True
+        return Mutation.unchanged()
+
+    payload: dict[str, Any] = {"params": {"name": "echo"}, "sneak": False}
+    async with LocalChain(reg, transport=transport) as chain:
+        result = await chain.execute(EVENT, "request", payload, direction="receiving")
+        assert result.status.value == "success"
+        echoed = result.results[1].result
+        assert echoed is not None and echoed["payload"] == payload
+        if transport == "inprocess":  # (the SDK's in-memory dispatch hands the host's reply over uncopied)
+            kept[0]["params"]["name"] = "changed later"  # the handler's copy, edited after it answered
+            assert echoed["payload"] == payload and payload["params"]["name"] == "echo"
+        failed = await chain.execute(EVENT, "request", {**payload, "sneak": True}, direction="receiving")
+    assert failed.status.value == "mutation_failed"
+    assert failed.results[2].error is not None and "modified is false" in failed.results[2].error
