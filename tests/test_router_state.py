@@ -594,6 +594,18 @@ def test_a_subscribe_whose_response_chain_blocks_holds_nothing_and_is_released_u
     assert not [a for a in settle(router, router.receive_upstream(update)) if isinstance(a, SendDownstream)]
 
 
+def test_an_update_that_overtakes_its_subscribes_response_chain_follows_the_reply() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    upstream_id = forward(router, "a", 1, "resources/subscribe", {"uri": "file:///r"})
+    (reply_run,) = router.receive_upstream(line(id=upstream_id, result={}))
+    update = line(method="notifications/resources/updated", params={"uri": "file:///r"})
+    assert router.receive_upstream(update) == []  # waits for the subscribe's outcome
+    assert isinstance(reply_run, RunChain)
+    actions = settle(router, router.chain_done(reply_run.ticket, ChainPassed(reply_run.payload)))
+    assert [m.get("method", "reply") for m in downstream(actions, "a")] == ["reply", "notifications/resources/updated"]
+
+
 def test_an_unsubscribe_runs_its_request_chain() -> None:
     router = ready_router()
     handshake_session(router, "a")

@@ -176,6 +176,8 @@ class Session:
     `initialize` (the 2026-07-28 era's own rule), and then the session is a handshake one."""
     log_level: str | None = None
     subscriptions: set[str] = field(default_factory=set)
+    held_back: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Updates of a resource whose subscribe's response chain is still running, released if it passes."""
     next_outgoing: int = 0
 
 
@@ -848,6 +850,8 @@ class Router:
         if pending.method == "tasks/list" and isinstance(result.get("tasks"), list):
             result = {**result, "tasks": [t for t in result["tasks"] if self._task_of(t) == pending.session]}
         subscribed = (pending.params or {}).get("uri") if pending.method == "resources/subscribe" else None
+        if isinstance(subscribed, str):  # updates that come while its response chain runs wait for its outcome
+            session.held_back.setdefault(subscribed, [])
         check = self.config.check_result
         if check is not None:
             problem = check(pending.method, result, self.upstream.version)
@@ -858,15 +862,22 @@ class Router:
         channel = result_channel(pending.method)
 
         def then(outcome: ChainOutcome) -> list[Action]:
+            early = session.held_back.pop(subscribed, []) if isinstance(subscribed, str) else []
             if isinstance(outcome, ChainBlocked):
                 if isinstance(subscribed, str) and not self._holders.get(subscribed):
                     # the client never learns of the subscription: release it upstream, and no update follows
                     release = self._internal_request("resources/unsubscribe", {"uri": subscribed}, lambda _: [])
                     return [release, *self._request_blocked(pending, outcome)]
                 return self._request_blocked(pending, outcome)
-            if isinstance(subscribed, str) and pending.session in self.sessions:
-                self._hold(session, subscribed)  # held only once the client is told it holds it
-            return self._final_result(pending, outcome.payload, check=outcome.modified)
+            if not isinstance(subscribed, str):
+                return self._final_result(pending, outcome.payload, check=outcome.modified)
+            self._hold(session, subscribed)  # held only once the client is told it holds it
+            actions = self._final_result(pending, outcome.payload, check=outcome.modified)
+            for update in early:
+                actions += self._side(
+                    Channel.RESOURCE_UPDATED, "notifications/resources/updated", update, session, None
+                )
+            return actions
 
         if not is_context_operation(pending.method):
             return then(ChainPassed(result))
@@ -1020,7 +1031,13 @@ class Router:
             actions: list[Action] = []
             for session_id in sorted(holders):
                 actions += self._side(channel, method, params, self.sessions[session_id], None)
-            return actions or [Dropped("an update for a resource no session holds", method)]
+            waiting = [s for s in self.sessions.values() if isinstance(uri, str) and uri in s.held_back]
+            for waiter in waiting:
+                if waiter.id not in holders and isinstance(uri, str):
+                    waiter.held_back[uri].append(params)  # its subscribe's response chain is still deciding
+            if actions or waiting:
+                return actions
+            return [Dropped("an update for a resource no session holds", method)]
         return self._log(method, params, related)
 
     def _log(self, method: str, params: dict[str, Any], related: int | None) -> list[Action]:
