@@ -1,6 +1,6 @@
-"""`mcp-interceptors proxy --router`: the router gateway started from the options `proxy` already parsed.
+"""`mcp-interceptors proxy`: the router gateway started from the options `proxy` (`cli.py`) already parsed.
 
-Exit status as for the old gateway: 1 when the upstream cannot be started or goes away, 0 when the client
+Exit status: 1 when the upstream cannot be started or goes away, 0 when the client
 leaves or a signal stops the gateway, 2 for what this gateway cannot do yet (one `error:` line). With
 `--listen` it serves Streamable HTTP (`downstream_http.py`) until a signal stops it or the upstream leaves.
 """
@@ -62,44 +62,35 @@ async def _main(options: RouterOptions) -> int:
     from .downstream_stdio import StdioDownstream
     from .framing import MAX_LINE_BYTES
     from .local import LocalAnswers
-    from .router import Router, RouterConfig
     from .runner import Runner
-    from .spec_check import SpecCheck
     from .upstream_http import HttpUpstream, UpstreamUrlError
     from .upstream_stdio import StdioUpstream, UpstreamStartError
 
+    max_payload = options.max_line_bytes or MAX_LINE_BYTES  # in-process hosts take whatever a line may carry
     async with AsyncExitStack() as stack:
         chain: Chain
         if options.chain_file is not None:
             from ..chain_file import open_chain
 
-            chain = await stack.enter_async_context(open_chain(options.chain_file, options.registries))
+            chain = await stack.enter_async_context(
+                open_chain(options.chain_file, options.registries, max_payload_bytes=max_payload)
+            )
         elif options.registries:
             from interceptors_server import LocalChain
 
-            chain = await stack.enter_async_context(LocalChain(*options.registries))
+            chain = await stack.enter_async_context(LocalChain(*options.registries, max_payload_bytes=max_payload))
         else:
             chain = Chain()
         stages = options.stages
         if stages is not None:
             stack.callback(stages.close)  # the vault saves its mappings at shutdown (when it has a path)
         adapter = ChainAdapter(chain)
-        # The handshake era first: the router relays list_changed, updates and server requests only there yet.
         local = LocalAnswers(
             options.exposed,
             getattr(stages, "local_tools", ()),
             getattr(stages, "authorize", None),
         )
-        router = Router(
-            RouterConfig(
-                has_work=adapter.has_work,
-                prefer_handshake=True,
-                check_result=SpecCheck(),
-                local_methods=local.methods,
-                local_tools=local.tool_descriptors,
-                extra_capabilities=local.capabilities(),
-            )
-        )
+        router = router_for(adapter, local)
         upstream: StdioUpstream | HttpUpstream
         try:
             if options.upstream_url is not None:
@@ -151,6 +142,24 @@ async def _main(options: RouterOptions) -> int:
             with anyio.CancelScope(shield=True):
                 await upstream.aclose()
         return code
+
+
+def router_for(adapter: Any, local: Any) -> Any:
+    """The gateway's `Router`: the chain's plans, the spec check, what the gateway answers itself."""
+    from .router import Router, RouterConfig
+    from .spec_check import SpecCheck
+
+    # The handshake era first: the router relays list_changed, updates and server requests only there yet.
+    return Router(
+        RouterConfig(
+            has_work=adapter.has_work,
+            prefer_handshake=True,
+            check_result=SpecCheck(),
+            local_methods=local.methods,
+            local_tools=local.tool_descriptors,
+            extra_capabilities=local.capabilities(),
+        )
+    )
 
 
 def _upstream_alive(upstream: Any) -> bool:

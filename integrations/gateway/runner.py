@@ -70,6 +70,20 @@ class UpstreamShell(Protocol):
     def lines(self) -> Any: ...
 
 
+class NoDownstream:
+    """The downstream slot of a `Runner` whose clients are served elsewhere (HTTP, memory): its `perform`
+    delivers every `SendDownstream` itself, so nothing reaches this."""
+
+    def send(self, data: bytes) -> None:  # pragma: no cover - SendDownstream never reaches it
+        raise AssertionError("this runner's clients are served by its own front")
+
+    async def drain(self) -> None:
+        return None
+
+    def lines(self) -> Any:  # pragma: no cover
+        raise AssertionError("this runner's clients are served by its own front")
+
+
 class Runner:
     """One upstream, one downstream stdio session. `await run()` returns the exit status."""
 
