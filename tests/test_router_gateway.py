@@ -298,15 +298,18 @@ async def test_a_request_the_upstream_never_answers_times_out_and_is_cancelled_u
             assert text_of(await client.call_tool("echo", {"text": "still here"})) == "still here"
 
 
-async def test_an_oversized_upstream_reply_is_dropped_and_its_request_times_out() -> None:
+async def test_an_oversized_upstream_reply_is_answered_at_once_and_the_next_call_fits() -> None:
+    """The reply's first bytes name its request: -32603 saying why, not the timeout (no limit here)."""
     big = [sys.executable, "-m", "tests.servers.big_upstream"]
-    params = router_params("--max-line-mib", "1", "--upstream-timeout", "2", upstream=big)
+    params = router_params("--max-line-mib", "1", "--upstream-timeout", "0", upstream=big)
     with anyio.fail_after(TEST_S):
         async with Client(params, mode="legacy", read_timeout_seconds=STEP_S) as client:
-            with pytest.raises(MCPError) as timed_out:
+            with pytest.raises(MCPError) as refused:
                 await client.call_tool("big", {"mib": 2})
-            assert timed_out.value.error.code == -32001
-            assert timed_out.value.error.data == {"reason": "upstream timeout", "timeoutSeconds": 2.0}
+            assert (refused.value.error.code, refused.value.error.message) == (
+                INTERNAL_ERROR,
+                "the upstream server sent a malformed reply: it is larger than the 1 MiB line limit",
+            )
             fits = await client.call_tool("big", {"mib": 0.25})
             assert len(text_of(fits)) == 1 << 18
 

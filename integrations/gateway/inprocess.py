@@ -111,13 +111,14 @@ class InProcessGateway:
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    ) -> bool | None:
         runner, tasks, self._runner, self._tasks = self._runner, self._tasks, None, None
         if runner is not None:
-            runner._finish(0)
+            runner.stop()
         try:
             if tasks is not None:
-                await tasks.__aexit__(None, None, None)
+                return await tasks.__aexit__(exc_type, exc, tb)
+            return None
         finally:
             if self.upstream is not None:
                 with anyio.CancelScope(shield=True):
@@ -198,6 +199,10 @@ class _MemoryRunner(Runner):
                     self.sessions.pop(action.session, None)
             else:
                 super().perform([action])
+
+    def stop(self) -> None:
+        """End the gateway (the owner leaves its `async with`): status 0 unless the upstream went away first."""
+        self._finish(0)
 
     async def serve(self, *, task_status: anyio.abc.TaskStatus[bool] = anyio.TASK_STATUS_IGNORED) -> None:
         """Start the upstream's handshake and catalog; report whether clients may come; run until finished."""
