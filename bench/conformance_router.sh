@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The official MCP conformance suite's server scenarios (@modelcontextprotocol/conformance, from npm)
-# against its own example server directly, then through `mcp-interceptors proxy --router --listen`, and
+# against its own example server directly, then through `mcp-interceptors proxy --listen` (the router gateway), and
 # prints each score (the suite's `Total: N passed, M failed` line).
 #
 #   bench/conformance_router.sh CHECKOUT     # CHECKOUT: a clone of the conformance repository, whose
@@ -82,28 +82,21 @@ run_suite "direct" "$example_url"
 
 upstream=(-- "$work/example/node_modules/.bin/tsx" "$work/example/stdio-server.ts")
 
-port=$(free_port)  # the old gateway, for comparison
-(cd "$here" && exec "$python" -m integrations.cli proxy --policy none --listen "127.0.0.1:$port" \
-    "${upstream[@]}" >"$work/old-none.log" 2>&1) &
-pids+=($!)
-wait_port "$port"
-run_suite "proxy (old gateway) --policy none" "http://127.0.0.1:$port/mcp"
-
 for policy in $policies; do
     port=$(free_port)
-    (cd "$here" && exec "$python" -m integrations.cli proxy --router --policy "$policy" \
+    (cd "$here" && exec "$python" -m integrations.cli proxy --policy "$policy" \
         --listen "127.0.0.1:$port" "${upstream[@]}" >"$work/router-$policy.log" 2>&1) &
     pids+=($!)
     wait_port "$port"
-    run_suite "proxy --router --policy $policy" "http://127.0.0.1:$port/mcp"
+    run_suite "proxy --policy $policy" "http://127.0.0.1:$port/mcp"
 done
 
 # With an HTTP upstream (`proxy --upstream URL`, when this build has it): the example's endpoint itself.
 if "$python" -m integrations.cli proxy --help 2>/dev/null | grep -q -- '--upstream'; then
     port=$(free_port)
-    (cd "$here" && exec "$python" -m integrations.cli proxy --router --policy none \
+    (cd "$here" && exec "$python" -m integrations.cli proxy --policy none \
         --listen "127.0.0.1:$port" --upstream "$example_url" >"$work/router-http-upstream.log" 2>&1) &
     pids+=($!)
     wait_port "$port"
-    run_suite "proxy --router --upstream URL" "http://127.0.0.1:$port/mcp"
+    run_suite "proxy --upstream URL" "http://127.0.0.1:$port/mcp"
 fi

@@ -5,8 +5,9 @@ the upstream is a low-level SDK echo server on the SDK's own stdio transport (wh
 and the gateway runs it with an empty chain, so the ratio is the cost of the extra hop alone.
 
 `python -m bench.gateway_bench` prints the numbers; `python -m bench.gateway_bench upstream` is the upstream.
-`--router`: the stdio targets of issue 14; `--http`: its Streamable HTTP targets (`proxy --router --listen`
-against the same echo server served by the SDK over HTTP; `upstream-http` is that server).
+`--router`: the stdio targets of issue 14 (an upstream that declares `logging`, with a do-nothing line
+forwarder as the floor); `--http`: its Streamable HTTP targets (`proxy --listen` against the same echo
+server served by the SDK over HTTP; `upstream-http` is that server).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 UPSTREAM = [sys.executable, "-m", "bench.gateway_bench", "upstream"]
 PROXY = [sys.executable, "-m", "integrations.cli", "proxy", "--policy", "none", "--", *UPSTREAM]
 PROXY_STANDARD = [sys.executable, "-m", "integrations.cli", "proxy", "--policy", "standard", "--", *UPSTREAM]
+FLOOR = [sys.executable, "-m", "bench.line_forwarder", "--", *UPSTREAM]
 ARGUMENTS = {"text": "hello", "count": 3}
 UPSTREAM_HTTP = [sys.executable, "-m", "bench.gateway_bench", "upstream-http"]
 LOGGING_UPSTREAM = [sys.executable, "-m", "bench.gateway_bench", "upstream-logging"]
@@ -39,15 +41,17 @@ def _client(argv: list[str], mode: str) -> Client:
 
 
 async def gateway_benchmarks(iterations: int, rounds: int) -> tuple[dict[str, Measurement], dict[str, float]]:
-    """calls/s direct vs through the proxy, for 2026-07-28 (the default) and 2025-11-25 clients."""
+    """calls/s direct vs through the proxy (the router gateway), for 2026-07-28 (the default) and 2025-11-25
+    clients, and through a do-nothing line forwarder: the floor any gateway process hop costs."""
     names = {
         ("direct", "auto"): "tools/call direct to upstream (stdio)",
         ("proxy", "auto"): "tools/call through proxy (stdio, empty chain)",
         ("direct", "legacy"): "tools/call direct to upstream (stdio, 2025-11-25)",
         ("proxy", "legacy"): "tools/call through proxy (stdio, empty chain, 2025-11-25)",
         ("standard", "auto"): "tools/call through proxy (stdio, standard policy + transforms)",
+        ("floor", "auto"): "tools/call through a do-nothing line forwarder (stdio, the floor)",
     }
-    argv = {"direct": UPSTREAM, "proxy": PROXY, "standard": PROXY_STANDARD}
+    argv = {"direct": UPSTREAM, "proxy": PROXY, "standard": PROXY_STANDARD, "floor": FLOOR}
     async with AsyncExitStack() as stack:
         scenarios: dict[str, Call] = {}
         for (path, mode), name in names.items():
@@ -60,21 +64,22 @@ async def gateway_benchmarks(iterations: int, rounds: int) -> tuple[dict[str, Me
         "gateway with the standard policy (x direct stdio)": _ratio(
             results, names[("standard", "auto")], names[("direct", "auto")]
         ),
+        "line forwarder, the floor (x direct stdio)": _ratio(
+            results, names[("floor", "auto")], names[("direct", "auto")]
+        ),
     }
     return results, ratios
 
 
 async def router_benchmarks(iterations: int, rounds: int) -> tuple[dict[str, Measurement], dict[str, float]]:
-    """The issue-14 targets: stdio, an upstream that declares `logging`, 2025-11-25 clients; the old gateway,
-    the router gateway (`--router`) and a do-nothing line forwarder (the floor), all against direct."""
+    """The issue-14 targets: stdio, an upstream that declares `logging`, 2025-11-25 clients; the gateway with
+    `--policy none` and `standard`, and a do-nothing line forwarder (the floor), all against direct."""
     proxy = [sys.executable, "-m", "integrations.cli", "proxy"]
     argv = {
         "direct": LOGGING_UPSTREAM,
         "floor": [sys.executable, "-m", "bench.line_forwarder", "--", *LOGGING_UPSTREAM],
-        "old none": [*proxy, "--policy", "none", "--", *LOGGING_UPSTREAM],
-        "router none": [*proxy, "--router", "--policy", "none", "--", *LOGGING_UPSTREAM],
-        "old standard": [*proxy, "--policy", "standard", "--", *LOGGING_UPSTREAM],
-        "router standard": [*proxy, "--router", "--policy", "standard", "--", *LOGGING_UPSTREAM],
+        "gateway none": [*proxy, "--policy", "none", "--", *LOGGING_UPSTREAM],
+        "gateway standard": [*proxy, "--policy", "standard", "--", *LOGGING_UPSTREAM],
     }
     names = {key: f"tools/call, logging upstream, 2025-11-25: {key}" for key in argv}
     async with AsyncExitStack() as stack:
@@ -119,14 +124,13 @@ async def _listening(argv: list[str]) -> AsyncIterator[str]:
 
 async def http_benchmarks(iterations: int, rounds: int) -> tuple[dict[str, Measurement], dict[str, float]]:
     """The issue-14 HTTP targets: the echo upstream served directly over Streamable HTTP by the SDK vs the same
-    server (on stdio) behind `proxy --router --policy none --listen` (and the old gateway, for comparison)."""
+    server (on stdio) behind `proxy --policy none --listen`."""
     proxy = [sys.executable, "-m", "integrations.cli", "proxy"]
     listen = ["--listen", "127.0.0.1:0"]
     argv = {
         "direct": [*UPSTREAM_HTTP],
         "direct nodelay": [*UPSTREAM_HTTP, "--nodelay"],
-        "router none": [*proxy, "--router", "--policy", "none", *listen, "--", *UPSTREAM],
-        "old none": [*proxy, "--policy", "none", *listen, "--", *UPSTREAM],
+        "gateway none": [*proxy, "--policy", "none", *listen, "--", *UPSTREAM],
     }
     modes = {"legacy": "2025-11-25", "auto": "2026-07-28"}
     names = {(key, mode): f"tools/call over HTTP, {label}: {key}" for key in argv for mode, label in modes.items()}
@@ -136,18 +140,17 @@ async def http_benchmarks(iterations: int, rounds: int) -> tuple[dict[str, Measu
         for (key, mode), name in names.items():
             client = await stack.enter_async_context(Client(urls[key], mode=mode, cache=None))
             scenarios[name] = _call(client)
-            if mode == "legacy":  # the request the issue timed at ~42 ms through the old gateway
+            if mode == "legacy":  # the request the issue timed at ~42 ms through the old SDK-based gateway
                 scenarios[f"ping over HTTP, 2025-11-25: {key}"] = client.session.send_ping
         results = await measure(scenarios, iterations, rounds)
     ratios: dict[str, float] = {}
     for mode, label in modes.items():
         for base in ("direct", "direct nodelay"):
             direct = results[names[(base, mode)]]
-            for key in ("router none", "old none"):
-                proxied = results[names[(key, mode)]]
-                ratios[f"{key} (x {base}, {label})"] = _ratio(results, proxied.name, direct.name)
-                added = round((proxied.per_call_us - direct.per_call_us) / 1000, 3)
-                ratios[f"{key}: ms added per call vs {base} ({label})"] = added
+            proxied = results[names[("gateway none", mode)]]
+            ratios[f"gateway none (x {base}, {label})"] = _ratio(results, proxied.name, direct.name)
+            added = round((proxied.per_call_us - direct.per_call_us) / 1000, 3)
+            ratios[f"gateway none: ms added per call vs {base} ({label})"] = added
     return results, ratios
 
 

@@ -1,7 +1,7 @@
 """The router gateway's HTTP upstream hop: sequential tools/call, a 2025-11-25 client, in one run.
 
 Scenarios, interleaved in rounds (`bench.runner.measure`): the SDK client straight to an SDK echo server
-over Streamable HTTP; the same client on stdio to `proxy --router --policy none --upstream URL` in front
+over Streamable HTTP; the same client on stdio to `proxy --policy none --upstream URL` in front
 of that server (SSE replies, and a second server answering plain JSON); and the gateway in front of the
 same echo server on stdio, for the hop's cost. The servers bind 127.0.0.1 with TCP_NODELAY.
 
@@ -27,7 +27,7 @@ from .runner import Call, echo_tool_server, measure, print_table
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVE = [sys.executable, "-m", "bench.http_upstream_bench", "serve"]
-GATEWAY = [sys.executable, "-m", "integrations.cli", "proxy", "--router", "--policy", "none"]
+GATEWAY = [sys.executable, "-m", "integrations.cli", "proxy", "--policy", "none"]
 
 
 async def _serve(json_response: bool) -> None:

@@ -195,7 +195,7 @@ async def chain_benchmarks(iterations: int, rounds: int) -> tuple[dict[str, Meas
 
 def standard_stages() -> list[Registry]:
     """The policy and transform stages of the `standard` profile, as `proxy --policy standard` builds them."""
-    from integrations.gateway_policy import build_stages
+    from integrations.gateway.stages import build_stages
 
     return list(build_stages("standard", None).registries)
 

@@ -105,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.set_defaults(func=_bench)
 
-    from .gateway_legacy import add_proxy_command
+    from .gateway.cli import add_proxy_command
     from .inspect_cli import add_commands
 
     add_commands(sub)

@@ -6,15 +6,15 @@ import re
 import sys
 from typing import TextIO
 
-from mcp import Client, StdioServerParameters, types
+from mcp import Client, types
 from mcp.shared.exceptions import MCPError
 
 from interceptors import Invocation, Mutation, Registry, Verdict
 from interceptors_server import LocalChain
 
 from .demo_server import DEMO_KEY_ID, DEMO_TOKEN, demo_tool_server
-from .gateway_legacy import Gateway
-from .gateway_policy import build_stages, context_from, stdio_principal
+from .gateway.inprocess import InProcessGateway
+from .gateway.stages import build_stages
 from .middleware import InterceptorMiddleware
 
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
@@ -77,8 +77,8 @@ async def run_demo(out: TextIO) -> int:
             in_process_blocked = await _calls(client, out)
 
         print("2. gateway: the same tool server as a separate process, wrapped by `mcp-interceptors proxy`", file=out)
-        upstream = StdioServerParameters(command=sys.executable, args=["-m", "integrations.demo_server"])
-        async with Gateway(upstream, chain) as gateway, Client(gateway.server, mode="legacy") as client:
+        upstream = [sys.executable, "-m", "integrations.demo_server"]
+        async with InProcessGateway(upstream, chain) as gateway, Client(gateway.server, mode="legacy") as client:
             names = [tool.name for tool in (await client.list_tools()).tools]
             print(f"  tools the client sees: {', '.join(names)}", file=out)
             gateway_blocked = await _calls(client, out)
@@ -87,13 +87,12 @@ async def run_demo(out: TextIO) -> int:
     stages = build_stages("standard", None)
     async with (
         LocalChain(*stages.registries) as chain,
-        Gateway(upstream, chain, context_provider=context_from(stdio_principal(()))) as gateway,
+        InProcessGateway(upstream, chain, stages=stages) as gateway,
+        Client(gateway.server, mode="legacy") as client,
     ):
-        await stages.prime(gateway.upstream.request, gateway.upstream.capabilities)
-        async with Client(gateway.server, mode="legacy") as client:
-            result = await client.call_tool("deploy_config", {"text": "acme/widgets"})
-            text = result.content[0].text if isinstance(result.content[0], types.TextContent) else ""
-            print(f"  upstream sent: acme/widgets: DEPLOY_TOKEN={DEMO_TOKEN} ... key_id={DEMO_KEY_ID}", file=out)
-            print(f"  client saw:    {text.strip()}", file=out)
-            leaked = DEMO_TOKEN in text or DEMO_KEY_ID in text
+        result = await client.call_tool("deploy_config", {"text": "acme/widgets"})
+        text = result.content[0].text if isinstance(result.content[0], types.TextContent) else ""
+        print(f"  upstream sent: acme/widgets: DEPLOY_TOKEN={DEMO_TOKEN} ... key_id={DEMO_KEY_ID}", file=out)
+        print(f"  client saw:    {text.strip()}", file=out)
+        leaked = DEMO_TOKEN in text or DEMO_KEY_ID in text
     return 0 if in_process_blocked and gateway_blocked and not leaked else 1

@@ -45,7 +45,7 @@ def serve(args: argparse.Namespace) -> int:
         serve_stdio,
     )
 
-    from .gateway_policy import build_stages
+    from .gateway.stages import build_stages
 
     try:
         registries = [load_registry(spec) for spec in args.registry or ()]

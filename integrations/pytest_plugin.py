@@ -66,8 +66,10 @@ else:
         """`async with interceptor_gateway([cmd, *args], registry_or_policy, ...) as gateway:` the gateway in front
         of an upstream started from `cmd` (stdio), with a chain of the given sources (none: a pass-through).
 
-        Talk to it with `mcp.Client(gateway.server)`. Keyword arguments: `cwd`, `env` (for the upstream), `expose`
-        (registries the mirror also serves), `context_provider`."""
+        It is the router gateway in this process (`InProcessGateway`); each `mcp.Client(gateway.server)` is a new
+        client session. Keyword arguments: `cwd`, `env` (for the upstream), `exposed` (registries that answer
+        `interceptors/list` and `interceptor/invoke`; `expose` is the old name), `roles` (the local user's),
+        `upstream_timeout`."""
         from integrations.testing import gateway_for
 
         base = directory_of_test(request)

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp import StdioServerParameters
 from mcp.server.lowlevel.server import Server
 from mcp.server.mcpserver import MCPServer
 
@@ -113,18 +112,25 @@ async def gateway_for(
     env: dict[str, str] | None = None,
     **options: Any,
 ) -> AsyncIterator[Any]:
-    """The gateway in front of an upstream started from `command` (stdio), with a chain of `sources`."""
-    from integrations.gateway_legacy import Gateway
+    """The router gateway (as `mcp-interceptors proxy` runs it) in this process, in front of an upstream started
+    from `command` (stdio), with a chain of `sources`. It yields an `InProcessGateway`: each
+    `Client(gateway.server)` is a new client session; `options` are its keywords (`exposed`, `roles`,
+    `upstream_timeout`; `expose` is the old name of `exposed`)."""
+    from integrations.gateway.inprocess import InProcessGateway
+
+    if "expose" in options:
+        options["exposed"] = options.pop("expose")
 
     if not command:
         raise ValueError("the upstream command is empty")
-    params = StdioServerParameters(
-        command=str(command[0]), args=[str(a) for a in command[1:]], cwd=None if cwd is None else str(cwd), env=env
-    )
+    argv = [str(part) for part in command]
+    where = None if cwd is None else str(cwd)
     registries = _sources(sources, base)
-    if registries:
-        async with LocalChain(*registries) as chain, Gateway(params, chain, **options) as gateway:
-            yield gateway
-    else:
-        async with Gateway(params, Chain(), **options) as gateway:
-            yield gateway
+    chain = LocalChain(*registries) if registries else _empty_chain()
+    async with chain as connected, InProcessGateway(argv, connected, env=env, cwd=where, **options) as gateway:
+        yield gateway
+
+
+@asynccontextmanager
+async def _empty_chain() -> AsyncIterator[Chain]:
+    yield Chain()

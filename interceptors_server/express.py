@@ -2,9 +2,8 @@
 
 Why: for a small request the SDK's dispatch (a request model, a task, a runner and a connection per
 request, the result sieve) costs about three times the work of an interceptor invoke, and a remote
-interceptor server answers little else; a gateway with nothing to run only forwards. A lane takes, for
-its route (`InvokeRoute` here, the gateway's in `integrations.gateway_express`), only what the SDK
-would answer the same way:
+interceptor server answers little else. A lane takes, for its route (`InvokeRoute`: `interceptor/invoke`
+on a `serve_stdio` server), only what the SDK would answer the same way:
 
 - no middleware would be skipped (none, or only the SDK's tracing with no tracer configured), and no
   cache hint applies to the method;

@@ -1,4 +1,5 @@
-"""`mcp-interceptors proxy`: the gateway as a real subprocess in front of a real upstream server.
+"""`mcp-interceptors proxy`: the gateway (the message router) as a real subprocess, its command line, and the
+in-process gateway of the testing kit; with the helpers the other gateway tests share (tests/test_router_*.py).
 
 The upstream is tests/servers/upstream_server.py; the interceptors are tests/servers/gateway_registry.py
 (a request validator, a redacting response mutator on every operation, a response validator). Every
@@ -7,6 +8,7 @@ wait is bounded and every process is waited for.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -25,18 +27,7 @@ from mcp.client.subscriptions import PromptsListChanged, ResourcesListChanged, R
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from integrations.gateway_channels import (
-    CHANNEL_META_KEY,
-    error_from_payload,
-    error_payload,
-    filter_error,
-    filter_log,
-    filter_progress,
-    log_data_from_payload,
-    log_payload,
-    progress_payload,
-)
-from interceptors import CAPABILITY, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
+from interceptors import INTERNAL_ERROR, INVALID_PARAMS
 from interceptors_chain import SessionConnection
 from interceptors_server import LocalChain
 from tests.processes import children
@@ -224,46 +215,6 @@ async def stats(client: Client) -> dict[str, Any]:
     return result.structured_content
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
-@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # subscribe, setLevel: 2025 only
-async def test_every_feature_round_trips_through_the_gateway(mode: str) -> None:
-    recorder = Recorder()
-    params = gateway_params("--registry", REGISTRY, *(["--expose-interceptors"] if mode == "legacy" else []))
-    client = Client(
-        params,
-        mode=mode,
-        logging_callback=recorder.on_log,
-        message_handler=recorder.on_message,
-        log_level="debug",
-        read_timeout_seconds=STEP_S,
-    )
-    with anyio.fail_after(TEST_S):
-        async with client:
-            gateway = gateway_pids()
-            assert len(gateway) == 1
-            upstream = list(children(gateway[0]))
-            assert len(upstream) == 1
-            await check_mirror(client, mode)
-            await check_tools(client, recorder)
-            await check_resources_prompts_completions(client)
-            await check_blocked_channels(client, recorder)
-            await check_changes(client, recorder, mode)
-            await check_cancellation(client)
-            if mode == "legacy":
-                await client.set_logging_level("warning")
-                assert (await stats(client))["level"] == "warning"
-                listed = await SessionConnection(client.session).request("interceptors/list", {}, STEP_S)
-                assert [i["name"] for i in listed["interceptors"]] == ["gw/deny", "gw/shout", "gw/redact", "gw/block"]
-                assert CAPABILITY in (client.server_capabilities.experimental or {})
-            else:
-                with pytest.raises(MCPError) as missing:  # not exposed unless asked
-                    await SessionConnection(client.session).request("interceptors/list", {}, STEP_S)
-                assert missing.value.error.code == METHOD_NOT_FOUND
-    await wait_gone([*gateway, *upstream])
-    assert_no_zombies()
-
-
 async def check_mirror(client: Client, mode: str) -> None:
     info = client.server_info
     assert info is not None
@@ -408,7 +359,8 @@ async def test_upstream_crash_mid_call_is_a_clean_error_and_the_gateway_exits(tm
             with pytest.raises(MCPError) as denied:  # the chain file's interceptors are in force
                 await client.call_tool("echo", {"text": DENY_WORD})
             assert denied.value.error.code == INVALID_PARAMS
-            # A log outside any operation has no chain to judge it: with response interceptors, it is dropped.
+            assert text_of(await client.call_tool("echo", {"text": MARKER})) == REDACTED
+            # A log outside any call goes only to sessions that asked for logs (logging/setLevel): none here.
             await client.call_tool("later", {"text": MARKER})
             await anyio.sleep(0.3)
             assert recorder.logs == []
@@ -421,13 +373,14 @@ async def test_upstream_crash_mid_call_is_a_clean_error_and_the_gateway_exits(tm
                 INTERNAL_ERROR,
                 "upstream server closed the connection",
             )
-            assert await gateway.wait() != 0
+            assert await gateway.wait() == 1
         await wait_gone(upstream)
         assert any("upstream server closed the connection" in line for line in gateway.stderr)
         assert_no_zombies()
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # setLevel: 2025 only
 async def test_upstream_exit_while_idle_stops_the_gateway() -> None:
     with anyio.fail_after(TEST_S):
         gateway = GatewayProcess(proxy_argv())
@@ -438,8 +391,9 @@ async def test_upstream_exit_while_idle_stops_the_gateway() -> None:
                 gateway.transport(), mode="legacy", logging_callback=recorder.on_log, read_timeout_seconds=STEP_S
             ) as client,
         ):
+            await client.set_logging_level("debug")
             assert text_of(await client.call_tool("echo", {"text": MARKER})) == MARKER  # empty chain: untouched
-            await client.call_tool("later", {"text": MARKER})  # a log outside any operation passes an empty chain
+            await client.call_tool("later", {"text": MARKER})  # a log outside any call: to who asked for logs
             with anyio.fail_after(30):  # a wait, never a claim
                 while not recorder.logs:
                     await anyio.sleep(0.02)
@@ -447,81 +401,6 @@ async def test_upstream_exit_while_idle_stops_the_gateway() -> None:
             upstream = list(children(gateway.proc.pid))
             assert len(upstream) == 1
             os.kill(upstream[0], signal.SIGKILL)
-            assert await gateway.wait() != 0
-        await wait_gone(upstream)
-        assert_no_zombies()
-
-
-# HTTP ----------------------------------------------------------------------------------------------------
-@pytest.mark.slow
-async def test_listen_serves_streamable_http_on_loopback() -> None:
-    with anyio.fail_after(TEST_S):
-        gateway = GatewayProcess(proxy_argv("--listen", "127.0.0.1:0"))
-        async with gateway.running():
-            line = await gateway.stderr_line("listening on http://127.0.0.1:")
-            url = line.split("listening on ", 1)[1].strip()
-            assert url.endswith("/mcp")
-            for mode in ("auto", "legacy"):
-                recorder = Recorder()
-                async with Client(url, mode=mode, read_timeout_seconds=STEP_S) as client:
-                    assert client.server_info is not None and client.server_info.name == "upstream-test"
-                    echoed = await client.call_tool("echo", {"text": MARKER})
-                    assert text_of(echoed) == MARKER
-                    await client.call_tool(
-                        "progress", {"text": "x", "steps": 3}, progress_callback=recorder.on_progress
-                    )
-                    assert [p[0] for p in recorder.progress] == [1.0, 2.0, 3.0]
-            upstream = list(children(gateway.proc.pid))
-            gateway.proc.send_signal(signal.SIGTERM)  # a graceful stop, not an error
-            assert await gateway.wait() == 0
-        await wait_gone(upstream)
-        assert_no_zombies()
-
-
-@pytest.mark.slow
-async def test_over_http_a_crashed_upstream_is_restarted_and_later_calls_succeed() -> None:
-    """Calls in flight get -32603; the gateway lives on, restarts the upstream and serves new calls from it."""
-    with anyio.fail_after(TEST_S * 2):
-        gateway = GatewayProcess(proxy_argv("--listen", "127.0.0.1:0"))
-        async with gateway.running():
-            line = await gateway.stderr_line("listening on http://127.0.0.1:")
-            url = line.split("listening on ", 1)[1].strip()
-            async with Client(url, mode="legacy", read_timeout_seconds=STEP_S) as client:
-                assert text_of(await client.call_tool("echo", {"text": MARKER})) == MARKER
-                first = list(children(gateway.proc.pid))
-                assert len(first) == 1
-                with pytest.raises(MCPError) as crashed:
-                    await client.call_tool("crash", {})
-                assert crashed.value.error.code == INTERNAL_ERROR
-                await wait_gone(first)
-                # A new call waits for the restart (bounded) and is answered by the new upstream.
-                assert text_of(await client.call_tool("echo", {"text": "again"})) == "again"
-                second = list(children(gateway.proc.pid))
-                assert len(second) == 1 and second != first
-                for _ in range(2):  # and again: every crash is survived
-                    with pytest.raises(MCPError):
-                        await client.call_tool("crash", {})
-                    assert text_of(await client.call_tool("echo", {"text": "more"})) == "more"
-            restarted = [line for line in gateway.stderr if "the upstream server restarted" in line]
-            assert len(restarted) == 3 and all("WARNING" in line for line in restarted)
-            upstream = list(children(gateway.proc.pid))
-            gateway.proc.send_signal(signal.SIGTERM)
-            assert await gateway.wait() == 0
-        await wait_gone(upstream)
-        assert_no_zombies()
-
-
-@pytest.mark.slow
-async def test_over_http_without_restarts_the_gateway_exits_when_the_upstream_dies() -> None:
-    with anyio.fail_after(TEST_S):
-        gateway = GatewayProcess(proxy_argv("--listen", "127.0.0.1:0", "--no-restart-upstream"))
-        async with gateway.running():
-            line = await gateway.stderr_line("listening on http://127.0.0.1:")
-            url = line.split("listening on ", 1)[1].strip()
-            upstream = list(children(gateway.proc.pid))
-            async with Client(url, mode="legacy", read_timeout_seconds=STEP_S) as client:
-                with pytest.raises(MCPError):
-                    await client.call_tool("crash", {})
             assert await gateway.wait() == 1
         await wait_gone(upstream)
         assert_no_zombies()
@@ -575,77 +454,45 @@ def test_bad_command_lines_exit_2_with_a_message(tmp_path: Path) -> None:
     assert missing.stdout == b""
 
 
-# In process ------------------------------------------------------------------------------------------------
-@pytest.mark.slow
-async def test_gateway_class_in_process() -> None:
-    with anyio.fail_after(TEST_S):
-        from integrations.gateway_legacy import Gateway
-
-        params = StdioServerParameters(command=UPSTREAM[0], args=UPSTREAM[1:], cwd=str(ROOT))
-        async with LocalChain(build()) as chain, Gateway(params, chain) as gateway:
-            recorder = Recorder()
-            # Legacy: the in-memory stream carries the progress token; the direct (auto) path passes progress
-            # callbacks out of band, so a gateway cannot ask the upstream for progress on its behalf.
-            async with Client(gateway.server, mode="legacy", logging_callback=recorder.on_log) as client:
-                done = await client.call_tool("progress", {"text": MARKER}, progress_callback=recorder.on_progress)
-                assert text_of(done) == f"done: {REDACTED}"
-                assert [p[2] for p in recorder.progress] == [f"step 1: {REDACTED}", f"step 2: {REDACTED}"]
-                assert [log.data for log in recorder.logs] == [f"log line: {REDACTED}", {"note": REDACTED}]
-
-
-# The channel mapping ---------------------------------------------------------------------------------------
-def test_channel_payloads_are_result_shaped() -> None:
-    assert error_payload("boom", {"a": 1}) == {
-        "content": [{"type": "text", "text": "boom"}],
-        "structuredContent": {"data": {"a": 1}},
-        "isError": True,
-        "_meta": {CHANNEL_META_KEY: "error"},
+def test_old_switches_are_accepted_and_change_nothing() -> None:
+    """`--router`, `MCP_INTERCEPTORS_ROUTER=1` and `--no-restart-upstream` from old command lines still start the
+    gateway; `--restart-upstream` (the old SDK gateway's) starts it too, with a warning that it is not supported."""
+    hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+    echo = {"name": "echo", "arguments": {"text": "ok"}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": echo},
+    ]
+    stdin = "".join(json.dumps(line) + "\n" for line in lines)
+    cases = {
+        "--router": (proxy_argv("--router"), None),
+        "environment": (proxy_argv(), {**os.environ, "MCP_INTERCEPTORS_ROUTER": "1"}),
+        "--no-restart-upstream": (proxy_argv("--no-restart-upstream"), None),
+        "--restart-upstream": (proxy_argv("--restart-upstream"), None),
     }
-    assert "structuredContent" not in error_payload("boom", None)
-    assert progress_payload("half") == {
-        "content": [{"type": "text", "text": "half"}],
-        "_meta": {CHANNEL_META_KEY: "progress"},
-    }
-    assert progress_payload(None)["content"] == []
-    assert log_payload("line")["content"] == [{"type": "text", "text": "line"}]
-    assert log_payload({"k": 1}) == {
-        "content": [],
-        "structuredContent": {"data": {"k": 1}},
-        "_meta": {CHANNEL_META_KEY: "log"},
-    }
-
-    error = error_from_payload(error_payload("boom", [1]), -32050)
-    assert (error.error.code, error.error.message, error.error.data) == (-32050, "boom", [1])
-    assert log_data_from_payload(log_payload("x"), "x") == "x"
-    assert log_data_from_payload(log_payload({"k": 1}), {"k": 1}) == {"k": 1}
-
-
-async def test_channel_filters_mutate_block_and_fail_closed() -> None:
-    async with LocalChain(build()) as chain:
-        upstream_error = MCPError(FAIL_CODE, f"bad {MARKER}", {"why": MARKER})
-        redacted = await filter_error(chain, "tools/call", upstream_error, None)
-        assert (redacted.error.code, redacted.error.message, redacted.error.data) == (
-            FAIL_CODE,
-            f"bad {REDACTED}",
-            {"why": REDACTED},
-        )
-        blocked = await filter_error(chain, "tools/call", MCPError(FAIL_CODE, BLOCK_WORD), None)
-        assert (blocked.error.code, blocked.error.message, blocked.error.data) == (
-            INTERNAL_ERROR,
-            "blocked by interceptor",
-            None,
-        )
-        assert await filter_progress(chain, "tools/call", f"at {MARKER}", None) == (True, f"at {REDACTED}")
-        assert await filter_progress(chain, "tools/call", BLOCK_WORD, None) == (False, None)
-        assert await filter_log(chain, ("tools/call",), {"m": MARKER}, None) == (True, {"m": REDACTED})
-        assert await filter_log(chain, ("resources/read", "tools/call"), BLOCK_WORD, None) == (False, None)
-        # No response hooks for this event: the channel passes untouched, without a chain run.
-        assert await filter_log(chain, ("interceptors/list",), MARKER, None) == (True, MARKER)
+    for name, (argv, env) in cases.items():
+        process = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)  # fmt: skip
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(stdin)
+        process.stdin.flush()
+        replies: dict[Any, Any] = {}
+        while 2 not in replies:  # the gateway answers both requests, then the client leaves
+            line = process.stdout.readline()
+            assert line, name
+            message = json.loads(line)
+            replies[message.get("id")] = message
+        process.stdin.close()
+        assert process.wait(timeout=STEP_S) == 0, name
+        assert process.stderr is not None
+        err = process.stderr.read()
+        assert replies[2]["result"]["content"] == [{"type": "text", "text": "ok"}], name
+        assert ("--restart-upstream is not supported" in err) == (name == "--restart-upstream"), (name, err)
 
 
-def test_listen_addresses_and_hop_keys() -> None:
-    from integrations.gateway_cli import parse_listen, upstream_params
-    from integrations.gateway_upstream import upstream_params as forwarded
+def test_listen_addresses_and_the_upstream_command() -> None:
+    from integrations.gateway.cli import parse_listen, upstream_command
 
     assert parse_listen("127.0.0.1:0") == ("127.0.0.1", 0)
     assert parse_listen("localhost:8080") == ("127.0.0.1", 8080)
@@ -653,15 +500,34 @@ def test_listen_addresses_and_hop_keys() -> None:
     for bad in ("8080", "127.0.0.1:", "127.0.0.1:99999", "example.com:80", "10.0.0.1:80"):
         with pytest.raises(ValueError):
             parse_listen(bad)
-    params = upstream_params(["--", "python", "-m", "server", "--flag"])
-    assert (params.command, params.args) == ("python", ["-m", "server", "--flag"])
+    assert upstream_command(["--", "python", "-m", "server", "--flag"]) == ["python", "-m", "server", "--flag"]
+    for empty in ([], ["--"]):
+        with pytest.raises(ValueError):
+            upstream_command(empty)
 
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "progressToken": 7,
-        "traceparent": "00-abc",
-    }
-    assert forwarded({"name": "echo", "_meta": meta}) == {"name": "echo", "_meta": {"traceparent": "00-abc"}}
-    assert forwarded({"name": "echo", "_meta": {"progressToken": 1}}) == {"name": "echo"}
-    assert forwarded(None) is None
+
+# In process ------------------------------------------------------------------------------------------------
+@pytest.mark.slow
+async def test_the_gateway_in_process_serves_several_clients_with_progress_and_logs() -> None:
+    """`InProcessGateway` (behind the testing kit's `gateway_for` and the demo): the router with in-memory SDK
+    clients, each its own session: progress and logs of a call reach only the client that made it."""
+    from integrations.gateway.inprocess import InProcessGateway
+
+    with anyio.fail_after(TEST_S):
+        async with LocalChain(build()) as chain, InProcessGateway(UPSTREAM, chain, cwd=str(ROOT)) as gateway:
+            recorder, other = Recorder(), Recorder()
+            async with (
+                Client(gateway.server, mode="legacy", logging_callback=recorder.on_log) as client,
+                Client(gateway.server, mode="legacy", logging_callback=other.on_log) as bystander,
+            ):
+                done = await client.call_tool("progress", {"text": MARKER}, progress_callback=recorder.on_progress)
+                assert text_of(done) == f"done: {REDACTED}"
+                assert [p[2] for p in recorder.progress] == [f"step 1: {REDACTED}", f"step 2: {REDACTED}"]
+                assert [log.data for log in recorder.logs] == [f"log line: {REDACTED}", {"note": REDACTED}]
+                assert text_of(await bystander.call_tool("echo", {"text": MARKER})) == REDACTED
+                assert other.logs == []
+            upstream = gateway.upstream
+            assert upstream is not None
+            async with Client(gateway.server) as modern:  # 2026-07-28 too; a client that left is forgotten
+                assert text_of(await modern.call_tool("echo", {"text": "hi"})) == "hi"
+        assert upstream.process.returncode is not None  # the gateway reaped its upstream

@@ -218,7 +218,7 @@ def test_redis_stopped_means_refusal_not_a_crash(own_redis: tuple[str, subproces
 def test_redis_flag_and_its_old_name_set_the_same_option() -> None:
     import argparse
 
-    from integrations.gateway_cli import add_proxy_command
+    from integrations.gateway.cli import add_proxy_command
 
     parser = argparse.ArgumentParser()
     add_proxy_command(parser.add_subparsers())

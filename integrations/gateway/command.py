@@ -1,6 +1,6 @@
-"""`mcp-interceptors proxy --router`: the router gateway started from the options `proxy` already parsed.
+"""`mcp-interceptors proxy`: the router gateway started from the options `proxy` (`cli.py`) already parsed.
 
-Exit status as for the old gateway: 1 when the upstream cannot be started or goes away, 0 when the client
+Exit status: 1 when the upstream cannot be started or goes away, 0 when the client
 leaves or a signal stops the gateway, 2 for what this gateway cannot do yet (one `error:` line). With
 `--listen` it serves Streamable HTTP (`downstream_http.py`) until a signal stops it or the upstream leaves.
 """
@@ -63,39 +63,28 @@ async def _main(options: RouterOptions) -> int:
     from .framing import MAX_LINE_BYTES
     from .local import LocalAnswers
     from .reload import ReloadRejected, reloader_for
-    from .router import Router, RouterConfig
     from .runner import Runner
-    from .spec_check import SpecCheck
     from .upstream_http import HttpUpstream, UpstreamUrlError
     from .upstream_stdio import StdioUpstream, UpstreamStartError
 
+    max_payload = options.max_line_bytes or MAX_LINE_BYTES  # in-process hosts take whatever a line may carry
     async with AsyncExitStack() as stack:
         stages = options.stages
         if stages is not None:
             stack.callback(stages.close)  # the vault saves its mappings at shutdown (when it has a path)
-        reloader = await stack.enter_async_context(reloader_for(options))  # SIGHUP and --reload
+        reloader = await stack.enter_async_context(reloader_for(options, max_payload))  # SIGHUP and --reload
         try:
             chain: Chain = await reloader.open(options.registries)
         except ReloadRejected as exc:  # an interceptor server that cannot start, as an upstream that cannot
             print(f"error: {exc}", file=sys.stderr)
             return 1
         adapter = reloader.adapter = ChainAdapter(chain)
-        # The handshake era first: the router relays list_changed, updates and server requests only there yet.
         local = LocalAnswers(
             options.exposed,
             getattr(stages, "local_tools", ()),
             getattr(stages, "authorize", None),
         )
-        router = Router(
-            RouterConfig(
-                has_work=adapter.has_work,
-                prefer_handshake=True,
-                check_result=SpecCheck(),
-                local_methods=local.methods,
-                local_tools=local.tool_descriptors,
-                extra_capabilities=local.capabilities(),
-            )
-        )
+        router = router_for(adapter, local)
         upstream: StdioUpstream | HttpUpstream
         try:
             if options.upstream_url is not None:
@@ -149,6 +138,24 @@ async def _main(options: RouterOptions) -> int:
             with anyio.CancelScope(shield=True):
                 await upstream.aclose()
         return code
+
+
+def router_for(adapter: Any, local: Any) -> Any:
+    """The gateway's `Router`: the chain's plans, the spec check, what the gateway answers itself."""
+    from .router import Router, RouterConfig
+    from .spec_check import SpecCheck
+
+    # The handshake era first: the router relays list_changed, updates and server requests only there yet.
+    return Router(
+        RouterConfig(
+            has_work=adapter.has_work,
+            prefer_handshake=True,
+            check_result=SpecCheck(),
+            local_methods=local.methods,
+            local_tools=local.tool_descriptors,
+            extra_capabilities=local.capabilities(),
+        )
+    )
 
 
 def _upstream_alive(upstream: Any) -> bool:

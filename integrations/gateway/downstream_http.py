@@ -49,7 +49,7 @@ from .framing import MAX_LINE_BYTES
 from .router import Router, SendDownstream
 from .router.eras import HANDSHAKE_VERSIONS
 from .router.messages import INTERNAL_ERROR, INVALID_REQUEST, Kind, Message, RequestId, parse
-from .runner import Runner, UpstreamShell
+from .runner import NoDownstream, Runner, UpstreamShell
 
 logger = logging.getLogger("interceptors.gateway")
 
@@ -720,7 +720,7 @@ class HttpRunner(Runner):
         local: Any = None,
     ) -> None:
         super().__init__(
-            router, adapter, upstream, _NoStdio(), catalog=catalog, handle_signals=handle_signals, timeout=timeout,
+            router, adapter, upstream, NoDownstream(), catalog=catalog, handle_signals=handle_signals, timeout=timeout,
             local=local,
         )  # fmt: skip
         self.sock = sock
@@ -766,16 +766,3 @@ class HttpRunner(Runner):
                 run.cancel()
             tasks.cancel_scope.cancel()
         return self.exit_code or 0
-
-
-class _NoStdio:
-    """The `Runner`'s downstream slot when clients are on HTTP: every message goes through `HttpFront`."""
-
-    def send(self, data: bytes) -> None:  # pragma: no cover - SendDownstream never reaches it
-        raise AssertionError("HTTP clients are served by HttpFront")
-
-    async def drain(self) -> None:
-        return None
-
-    def lines(self) -> Any:  # pragma: no cover
-        raise AssertionError("HTTP clients are served by HttpFront")

@@ -13,10 +13,23 @@ MAX_LINE_BYTES: Final = 64 * 1024 * 1024
 """The largest message accepted on a stdio pipe (a big resource blob fits; an endless line does not)."""
 
 
-class Oversized:
-    """A line that exceeded the bound (its bytes are gone)."""
+HEAD_BYTES: Final = 512
+"""How much of an oversized line is kept: enough to read the id of a reply, so its request can be answered."""
 
-    __slots__ = ()
+
+class Oversized:
+    """A line that exceeded the bound: only its first `HEAD_BYTES` are kept (all oversized lines are equal)."""
+
+    __slots__ = ("head",)
+
+    def __init__(self, head: bytes = b"") -> None:
+        self.head = head
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Oversized)
+
+    def __hash__(self) -> int:
+        return hash(Oversized)
 
 
 OVERSIZED: Final = Oversized()
@@ -48,7 +61,7 @@ class LineSplitter:
                 else:
                     line = chunk[start:end]
                 if len(line) > self.max_line:
-                    out.append(OVERSIZED)
+                    out.append(Oversized(line[:HEAD_BYTES]))
                 else:
                     line = line.rstrip(b"\r")
                     if line.strip():
@@ -57,9 +70,9 @@ class LineSplitter:
         if not self._skipping and start < len(chunk):
             buffer += chunk[start:]
             if len(buffer) > self.max_line:
+                out.append(Oversized(bytes(buffer[:HEAD_BYTES])))
                 buffer.clear()
                 self._skipping = True
-                out.append(OVERSIZED)
         return out
 
     def rest(self) -> bytes | None:

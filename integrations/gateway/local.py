@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from mcp.shared.exceptions import MCPError
@@ -25,16 +26,42 @@ from interceptors import (
     LIST_METHOD,
     InterceptorRpcError,
     InvocationContext,
+    Principal,
     Registry,
 )
 
-from ..gateway_tools import Authorize, LocalTool
 from .router import AnswerLocally
 
 logger = logging.getLogger("interceptors.gateway")
 
 Answer = tuple[dict[str, Any] | None, dict[str, Any] | None]
 """(result, error): exactly one is set."""
+Authorize = Callable[[Principal | None, Mapping[str, Any]], None]
+"""Raise MCPError to refuse a local tool call (the policy's decision); return to allow it."""
+
+
+@dataclass(frozen=True)
+class LocalTool:
+    """A tool of the gateway's own: `run(arguments, principal)` returns its structured answer."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    run: Callable[[Mapping[str, Any], Principal | None], Mapping[str, Any]]
+    meta: Mapping[str, Any] | None = None
+    read_only: bool = True
+
+    def descriptor(self) -> dict[str, Any]:
+        """Its `tools/list` entry."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": dict(self.input_schema),
+            "annotations": {"readOnlyHint": self.read_only, "openWorldHint": False},
+        }
+        if self.meta:
+            out["_meta"] = dict(self.meta)
+        return out
 
 
 class LocalAnswers:

@@ -92,6 +92,7 @@ class Reloader:
         registries: Sequence[Registry] = (),
         watch: bool = False,
         interval_s: float = DEFAULT_INTERVAL_S,
+        max_payload_bytes: int | None = None,
     ) -> None:
         """`policy`: the `--policy` given (None: the chain file's, else standard), reloaded only when known.
         `registries`: the in-process registries after the policy stages (`--registry`)."""
@@ -106,6 +107,7 @@ class Reloader:
         self.user_registries = list(registries)
         self.watch = watch
         self.interval_s = interval_s
+        self.max_payload_bytes = max_payload_bytes  # in-process hosts take whatever a line may carry
         self.adapter: Any = None
         self.metrics: Any = None
         self.generation = 1
@@ -208,7 +210,7 @@ class Reloader:
 
     async def _reload(self) -> None:
         from ..chain_file import load_chain_file
-        from ..gateway_policy import build_stages
+        from .stages import build_stages
 
         try:
             chain_file = load_chain_file(self.chain_path) if self.chain_path else self.chain_file
@@ -278,7 +280,7 @@ class Reloader:
 
                     registry = load_registry(server.registry)
                     await chain.add_connection(
-                        HostConnection(InterceptorHost(registry)), server.name, timeout_ms=server.timeout_ms
+                        HostConnection(self._host(registry)), server.name, timeout_ms=server.timeout_ms
                     )
                     continue
                 remote = self._remotes.get(server.name)
@@ -288,7 +290,7 @@ class Reloader:
                     remote = started[server.name] = await self._start_remote(server)
                 await chain.add_remote(remote.server, timeout_ms=server.timeout_ms)
             for index, registry in enumerate(registries):
-                await chain.add_connection(HostConnection(InterceptorHost(registry)), f"local-{index}")
+                await chain.add_connection(HostConnection(self._host(registry)), f"local-{index}")
         except Exception as exc:
             for remote in started.values():
                 remote.stop.set()
@@ -296,6 +298,11 @@ class Reloader:
         stale = [remote for name, remote in self._remotes.items() if kept.get(name) is not remote]
         self._remotes = {**kept, **started}
         return chain, stale
+
+    def _host(self, registry: Registry) -> InterceptorHost:
+        if self.max_payload_bytes is None:
+            return InterceptorHost(registry)
+        return InterceptorHost(registry, max_payload_bytes=self.max_payload_bytes)
 
     async def _start_remote(self, server: Any) -> _Remote:
         remote = RemoteServer(
@@ -320,8 +327,8 @@ class Reloader:
         return _Remote(server, remote, stop)
 
 
-def reloader_for(options: Any) -> Reloader:
-    """The reloader of `proxy --router` (its options in `RouterOptions.extra`, set by `gateway_cli`)."""
+def reloader_for(options: Any, max_payload_bytes: int | None = None) -> Reloader:
+    """The reloader of `proxy --router` (its options in `RouterOptions.extra`, set by `cli.py`)."""
     extra = options.extra
     stages = options.stages
     own = [id(registry) for registry in getattr(stages, "registries", ())]
@@ -336,6 +343,7 @@ def reloader_for(options: Any) -> Reloader:
         stages=stages,
         registries=[registry for registry in options.registries if id(registry) not in own],
         watch=bool(extra.get("reload")),
+        max_payload_bytes=max_payload_bytes,
     )
 
 

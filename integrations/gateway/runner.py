@@ -70,6 +70,20 @@ class UpstreamShell(Protocol):
     def lines(self) -> Any: ...
 
 
+class NoDownstream:
+    """The downstream slot of a `Runner` whose clients are served elsewhere (HTTP, memory): its `perform`
+    delivers every `SendDownstream` itself, so nothing reaches this."""
+
+    def send(self, data: bytes) -> None:  # pragma: no cover - SendDownstream never reaches it
+        raise AssertionError("this runner's clients are served by its own front")
+
+    async def drain(self) -> None:
+        return None
+
+    def lines(self) -> Any:  # pragma: no cover
+        raise AssertionError("this runner's clients are served by its own front")
+
+
 class Runner:
     """One upstream, one downstream stdio session. `await run()` returns the exit status."""
 
@@ -214,8 +228,12 @@ class Runner:
         router = self.router
         async for item in self.upstream.lines():
             if isinstance(item, Oversized):
-                logger.warning("dropped an oversized upstream message (its request ends at the timeout)")
-                continue
+                reply = _oversized_reply(item, router, getattr(self.upstream, "max_line", MAX_LINE_BYTES))
+                if reply is None:
+                    logger.warning("dropped an oversized upstream message (its request ends at the timeout)")
+                    continue
+                logger.warning("dropped an oversized upstream reply: its request is answered with an error")
+                item = reply
             line, related = item if isinstance(item, tuple) else (item, None)
             try:
                 actions = router.receive_upstream(line, related=related)
@@ -304,6 +322,19 @@ class _Deadline:
     at: float
     limit: float  # progress never extends past this
     progress: int  # the request's progress count when this period started
+
+
+def _oversized_reply(item: Oversized, router: Router, limit: int) -> bytes | None:
+    """An upstream reply over the line limit, as the error reply its request gets at once (not at the timeout):
+    when its first bytes name a request the router awaits and no method (an upstream request is no reply)."""
+    if b'"method"' in item.head:
+        return None
+    upstream_id = parse(item.head).id
+    if not isinstance(upstream_id, int) or isinstance(upstream_id, bool) or not router.awaiting(upstream_id):
+        return None
+    size = f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else f"{limit} bytes"
+    message = f"the upstream server sent a malformed reply: it is larger than the {size} line limit"
+    return _error_line(upstream_id, INTERNAL_ERROR, message)
 
 
 def _error_line(request_id: Any, code: int, message: str, data: Any = None) -> bytes:

@@ -38,7 +38,12 @@ class StdioUpstream:
 
     @classmethod
     async def start(
-        cls, argv: Sequence[str], env: Mapping[str, str] | None = None, *, max_line: int = MAX_LINE_BYTES
+        cls,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        *,
+        max_line: int = MAX_LINE_BYTES,
+        cwd: str | None = None,
     ) -> StdioUpstream:
         try:
             process = await asyncio.create_subprocess_exec(
@@ -47,6 +52,7 @@ class StdioUpstream:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=None,
                 env=dict(env) if env is not None else None,
+                cwd=cwd,
                 start_new_session=True,
             )
         except OSError as exc:

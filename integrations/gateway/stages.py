@@ -1,30 +1,20 @@
-"""The built-in policy and transform stages in the gateway: chain registries, principals, priming, 401s."""
+"""The built-in policy and transform stages of `proxy --policy`: the chain registries, the vault and the
+gateway's own `reveal_token`. The upstream's catalog is taught to the engine by `catalog.py`."""
 
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from interceptors import InvocationContext, Principal, Registry
-from interceptors_chain.failures import describe
+from interceptors import Principal, Registry
 
-from .gateway_tools import LocalTool, with_local_tools
+from .local import LocalTool
 
 logger = logging.getLogger("interceptors.gateway")
-
-PrincipalProvider = Callable[[ServerRequestContext[Any, Any]], Principal | None]
-_LISTS = (
-    ("tools/list", "tools"),
-    ("prompts/list", "prompts"),
-    ("resources/list", "resources"),
-    ("resources/templates/list", "resources"),
-)
 
 
 @dataclass
@@ -51,31 +41,6 @@ class Stages:
         """Save the vault's unsaved mappings (when it has a path); safe to call more than once."""
         if self.vault is not None:
             self.vault.close()
-
-    async def prime(
-        self, request: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]], capabilities: Any
-    ) -> None:
-        """Teach the engine the upstream's primitives before the first call: a hidden tool must already look
-        missing, and a tool nobody listed yet must not be judged on default metadata."""
-        if self.engine is None:
-            return
-        for method, capability in _LISTS:
-            if getattr(capabilities, capability, None) is None:
-                continue
-            cursor: str | None = None
-            for _ in range(100):  # a bounded walk over the pages
-                params: dict[str, Any] = {} if cursor is None else {"cursor": cursor}
-                try:
-                    result = await request(method, params)
-                except Exception as exc:
-                    logger.warning("could not list %s upstream: %s", method, describe(exc))
-                    break
-                cursor = result.get("nextCursor")
-                if method == "tools/list" and not params:  # our own tools are listed on the first page
-                    result = with_local_tools(result, {t.name: t for t in self.local_tools}, True)
-                self.engine.learn(method, result)
-                if not cursor:
-                    break
 
 
 def _uses_vault(document: Any) -> bool:
@@ -201,56 +166,3 @@ def reveal_tool(vault: Any) -> LocalTool:
         run,
         meta={"io.mcp-interceptors/capabilities": ["reveal"], "io.mcp-interceptors/sensitivity": "restricted"},
     )
-
-
-def stdio_principal(roles: Sequence[str]) -> PrincipalProvider:
-    """On stdio the only party is whoever started the gateway: the local OS user, with the given roles."""
-    from interceptors.policy import principal_for_stdio
-
-    principal = principal_for_stdio(list(roles))
-
-    def provide(ctx: ServerRequestContext[Any, Any]) -> Principal | None:
-        return principal
-
-    return provide
-
-
-def bearer_principal(tokens: Any) -> PrincipalProvider:
-    """Over HTTP: the principal of the request's bearer token (requests without one never get this far)."""
-
-    def provide(ctx: ServerRequestContext[Any, Any]) -> Principal | None:
-        request = ctx.request
-        headers = getattr(request, "headers", None)
-        principal: Principal | None = tokens.authenticate(headers.get("authorization") if headers else None)
-        return principal
-
-    return provide
-
-
-def context_from(provider: PrincipalProvider | None) -> Callable[[ServerRequestContext[Any, Any]], InvocationContext]:
-    def provide(ctx: ServerRequestContext[Any, Any]) -> InvocationContext:
-        principal = None if provider is None else provider(ctx)
-        return InvocationContext(principal=principal, trace_id=os.urandom(16).hex())  # 32 hex digits, as uuid4
-
-    return provide
-
-
-def require_bearer(app: Any, tokens: Any) -> Any:
-    """ASGI wrapper: a request without a valid bearer token is answered 401 before any MCP processing."""
-    body = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Unauthorized"}}'
-
-    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope.get("type") != "http":
-            await app(scope, receive, send)
-            return
-        header = next((v for k, v in scope.get("headers", []) if k == b"authorization"), None)
-        if tokens.authenticate(header.decode("latin-1") if header else None) is None:
-            await send({
-                "type": "http.response.start", "status": 401,
-                "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
-            })  # fmt: skip
-            await send({"type": "http.response.body", "body": body})
-            return
-        await app(scope, receive, send)
-
-    return guarded
