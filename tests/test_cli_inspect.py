@@ -97,7 +97,14 @@ def test_serve_over_http_and_inspect_it(http_server: str) -> None:
 
 
 CLASS_NAME = re.compile(r"\b[A-Z][a-z]+(?:[A-Z][a-z]+)*(?:Error|Exception|Group)\b")
-STAGES = {"policy", "policy-lists", "transforms/request", "transforms/input", "transforms/output"}
+STAGES = {
+    "policy",
+    "policy-lists",
+    "transforms/request",
+    "transforms/input",
+    "transforms/output",
+    "transforms/outbound",
+}
 SERVE_STAGES = f"{sys.executable} -m integrations.cli serve"
 
 

@@ -24,7 +24,8 @@ from .regexgen import uniform
 
 TOOL_PLACES = ("text", "structured", "both", "meta", "resource_link", "embedded_resource")
 KINDS = ("tool", "resource", "prompt", "completion", "error", "progress", "log", "list")
-"""Every payload kind. The transform stages run on all but `list` (list results are the policy's business)."""
+"""Every payload kind. The full output pipeline runs on all but `list`, which is metadata: only its redaction
+steps run there (`transforms.channels.transform_metadata`), so `list` is not in `TRANSFORMED_KINDS`."""
 TRANSFORMED_KINDS = ("tool", "resource", "prompt", "completion", "error", "progress", "log")
 EVENTS = {
     "tool": "tools/call",
