@@ -90,8 +90,7 @@ async def test_every_feature_round_trips_through_the_router_gateway(mode: str) -
             await check_tools(client, recorder)  # progress and logs tied to their call, errors verbatim
             await check_resources_prompts_completions(client)
             await check_blocked_channels(client, recorder)
-            if mode == "legacy":  # 2026-07-28 sessions get no subscriptions/listen stream from the router yet
-                await check_changes(client, recorder, mode)
+            await check_changes(client, recorder, mode)  # 2026-07-28: a subscriptions/listen stream
             await check_cancellation(client)
             if mode == "legacy":  # the level reaches the upstream (2025-11-25 only)
                 await client.set_logging_level("warning")

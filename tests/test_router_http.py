@@ -27,7 +27,17 @@ from tests.conftest import ROOT
 from tests.processes import children, listening_url
 from tests.servers.leaky_server import SECRETS
 from tests.servers.upstream_server import MARKER
-from tests.test_gateway import STEP_S, TEST_S, UPSTREAM, assert_no_zombies, text_of, wait_gone
+from tests.test_gateway import (
+    REGISTRY,
+    STEP_S,
+    TEST_S,
+    UPSTREAM,
+    Recorder,
+    assert_no_zombies,
+    check_changes,
+    text_of,
+    wait_gone,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -162,6 +172,27 @@ async def test_standard_policy_over_http_masks_a_planted_credential_on_every_cha
                         await anyio.sleep(0.02)
             assert_clean(logs)
             assert "[REDACTED" in json.dumps(logs)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+async def test_runtime_changes_reach_both_eras_over_http_and_a_listen_stream_needs_sse(mode: str) -> None:
+    """2025-11-25: list_changed and resources/updated on the session's GET stream; 2026-07-28: each on a
+    `subscriptions/listen` stream, itself one self-contained exchange."""
+    recorder = Recorder()
+    with anyio.fail_after(TEST_S):
+        async with http_gateway("--registry", REGISTRY) as gateway:
+            http, client = sdk_client(gateway.url, mode, message_handler=recorder.on_message)
+            async with http, client:
+                await check_changes(client, recorder, mode)
+            if mode == "auto":
+                listen = {**rpc(1, "subscriptions/listen", {"notifications": {"toolsListChanged": True},
+                                                            "_meta": ENVELOPE})}  # fmt: skip
+                headers = {"accept": "application/json", "content-type": "application/json",
+                           "mcp-protocol-version": "2026-07-28", "mcp-method": "subscriptions/listen"}  # fmt: skip
+                async with httpx2.AsyncClient(timeout=STEP_S) as raw:
+                    refused = await raw.post(gateway.url, json=listen, headers=headers)
+                assert refused.status_code == 406
 
 
 async def test_a_calls_progress_and_logs_arrive_on_its_own_response_stream_and_plain_replies_are_json() -> None:

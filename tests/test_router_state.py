@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from integrations.gateway.router import (
+    Action,
     AnswerLocally,
     CatalogChanged,
     ChainBlocked,
@@ -952,3 +953,79 @@ def test_progress_of_a_request_is_counted_for_the_shells_clock() -> None:
         settle(router, router.receive_upstream(progress))
     assert router.progress_seen(sent["id"]) == 2
     assert router.progress_seen(10_000) == 0  # no such request
+
+
+# subscriptions/listen (2026-07-28) ---------------------------------------------------------------
+
+LISTEN_ID = "listen-1"
+STAMP = {"io.modelcontextprotocol/subscriptionId": LISTEN_ID}
+
+
+def modern_listener(
+    notifications: dict[str, Any], capabilities: dict[str, Any] | None = None
+) -> tuple[Router, list[Action]]:
+    caps = capabilities or {"tools": {"listChanged": True}, "resources": {"subscribe": True, "listChanged": True}}
+    router = ready_router(capabilities=caps)
+    router.open_session("m")
+    settle(router, router.receive_downstream("m", line(id=0, method="server/discover", params={"_meta": envelope()})))
+    params = {"notifications": notifications, "_meta": envelope()}
+    return router, settle(
+        router, router.receive_downstream("m", line(id=LISTEN_ID, method="subscriptions/listen", params=params))
+    )
+
+
+def test_a_listen_stream_is_acknowledged_with_what_the_upstream_can_honor_and_subscribes_upstream_once() -> None:
+    wanted = {"toolsListChanged": True, "promptsListChanged": True, "resourceSubscriptions": ["file:///r", "file:///r"]}
+    router, actions = modern_listener(wanted)
+    (ack,) = downstream(actions, "m")
+    assert ack == {
+        "jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {"notifications": {"toolsListChanged": True, "resourceSubscriptions": ["file:///r"]}, "_meta": STAMP},
+    }  # no prompts: the upstream has none to change
+    assert [a.related for a in actions if isinstance(a, SendDownstream)] == [LISTEN_ID]  # on the listen's own stream
+    assert not any(a.final for a in actions if isinstance(a, SendDownstream))
+    assert upstream_bodies(actions) == [
+        {"jsonrpc": "2.0", "id": router._next_id, "method": "resources/subscribe", "params": {"uri": "file:///r"}}
+    ]
+
+
+def test_a_listen_stream_carries_the_changes_it_asked_for_stamped_and_nothing_else() -> None:
+    router, _ = modern_listener({"toolsListChanged": True, "resourceSubscriptions": ["file:///r"]})
+    tools = settle(router, router.receive_upstream(line(method="notifications/tools/list_changed")))
+    assert tools[0] == CatalogChanged("tools")
+    assert downstream(tools, "m") == [
+        {"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": STAMP}}
+    ]
+    resources = settle(router, router.receive_upstream(line(method="notifications/resources/list_changed")))
+    assert downstream(resources, "m") == []  # not asked for
+    updated = settle(
+        router, router.receive_upstream(line(method="notifications/resources/updated", params={"uri": "file:///r"}))
+    )
+    (frame,) = downstream(updated, "m")
+    assert frame["params"]["uri"] == "file:///r" and frame["params"]["_meta"] == STAMP
+    other = router.receive_upstream(line(method="notifications/resources/updated", params={"uri": "file:///other"}))
+    assert downstream(settle(router, other), "m") == []
+
+
+def test_cancelling_a_listen_stream_ends_it_and_releases_its_subscriptions_upstream() -> None:
+    router, _ = modern_listener({"resourceSubscriptions": ["file:///r"]})
+    cancel = line(method="notifications/cancelled", params={"requestId": LISTEN_ID, "_meta": envelope()})
+    actions = router.receive_downstream("m", cancel)
+    assert [b["method"] for b in upstream_bodies(actions)] == ["resources/unsubscribe"]
+    updated = router.receive_upstream(line(method="notifications/resources/updated", params={"uri": "file:///r"}))
+    assert downstream(settle(router, updated), "m") == []
+
+
+def test_listen_needs_a_modern_session_and_ends_gracefully_when_the_upstream_goes() -> None:
+    router = ready_router()
+    handshake_session(router, "h")
+    (refused,) = downstream(
+        router.receive_downstream("h", line(id=5, method="subscriptions/listen", params={"notifications": {}}))
+    )
+    assert refused["error"]["code"] == -32601
+    router, _ = modern_listener({"toolsListChanged": True})
+    ends = [a for a in router.upstream_closed() if isinstance(a, SendDownstream)]
+    assert [(body(a), a.final) for a in ends] == [
+        ({"jsonrpc": "2.0", "id": LISTEN_ID, "result": {"_meta": STAMP}}, True)
+    ]

@@ -380,6 +380,9 @@ class HttpFront:
             reason = {"reason": "a 2026-07-28 server sends the client no requests, so there is nothing to answer"}
             await _send_error(send, 400, None, INVALID_REQUEST, "Invalid Request", reason)
             return
+        if message.method == "subscriptions/listen" and not has_sse:  # its response is a stream, never JSON
+            await _send_error(send, 406, message.id, INVALID_REQUEST, "Not Acceptable: a listen stream needs SSE")
+            return
         rejection = _header_rejection(message, headers)
         if rejection is not None:
             code, text, data = rejection

@@ -101,7 +101,7 @@ class LocalAnswers:
             if action.method == LIST_METHOD and self.host is not None:
                 return self.host.list(action.params or {}), None
             if action.method == INVOKE_METHOD and self.host is not None:
-                return await self.host.invoke(action.params or {}), None
+                return await self.host.invoke(_with_session_context(action.params, context)), None
             if action.method == "tools/call":
                 return self._call_tool(action.params or {}, context), None
         except InterceptorRpcError as exc:
@@ -129,6 +129,15 @@ class LocalAnswers:
         except ValueError as exc:  # the tool's own argument errors never quote the argument
             raise MCPError(INVALID_PARAMS, str(exc)) from None
         return {"content": [{"type": "text", "text": json.dumps(answer)}], "structuredContent": dict(answer)}
+
+
+def _with_session_context(params: Mapping[str, Any] | None, context: Any) -> dict[str, Any]:
+    """An exposed invoke runs as the session that sent it: the `context` a client writes (a principal it
+    claims, a session id it names) is replaced by the one the gateway established for that session."""
+    out = {key: value for key, value in (params or {}).items() if key != "context"}
+    if isinstance(context, InvocationContext):
+        out["context"] = context.to_wire()
+    return out
 
 
 def _error(code: int, message: str, data: Any = None) -> dict[str, Any]:

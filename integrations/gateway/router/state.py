@@ -115,6 +115,9 @@ DEFAULT_MISSING: Final = {
 }
 """What SDK servers answer; the catalog replaces an entry once it has seen its upstream answer one."""
 
+LISTEN_METHOD: Final = "subscriptions/listen"
+LISTEN_ACK: Final = "notifications/subscriptions/acknowledged"
+SUBSCRIPTION_ID_META_KEY: Final = "io.modelcontextprotocol/subscriptionId"
 _TARGET_KEYS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 _TASK_METHODS: Final = frozenset({"tasks/get", "tasks/result", "tasks/cancel"})
 
@@ -162,6 +165,14 @@ class Upstream:
     log_level: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Listen:
+    """One `subscriptions/listen` stream: what the client asked for that the router honors."""
+
+    kinds: frozenset[str]  # "tools", "prompts", "resources": their list_changed
+    uris: frozenset[str]  # resources/updated for these
+
+
 @dataclass(slots=True)
 class Session:
     id: SessionId
@@ -176,6 +187,8 @@ class Session:
     `initialize` (the 2026-07-28 era's own rule), and then the session is a handshake one."""
     log_level: str | None = None
     subscriptions: set[str] = field(default_factory=set)
+    listens: dict[RequestId, Listen] = field(default_factory=dict)
+    """Open `subscriptions/listen` streams (2026-07-28), by the listen request's id."""
     held_back: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """Updates of a resource whose subscribe's response chain is still running, released if it passes."""
     next_outgoing: int = 0
@@ -353,6 +366,12 @@ class Router:
         actions: list[Action] = []
         for pending in list(self.pending.values()):
             actions += self._final_error(pending, _error(INTERNAL_ERROR, UPSTREAM_CLOSED_MESSAGE))
+        for session in self.sessions.values():  # listen streams end gracefully: their result, stamped
+            for listen_id in list(session.listens):
+                del session.listens[listen_id]
+                result = {"_meta": {SUBSCRIPTION_ID_META_KEY: listen_id}}
+                data = self._encode_result(listen_id, result)
+                actions.append(SendDownstream(session.id, data, listen_id, True))
         backlog, self._backlog = self._backlog, []
         for session_id, message in backlog:
             if message.kind is Kind.REQUEST and message.id is not None:
@@ -471,7 +490,7 @@ class Router:
         assert method is not None and client_id is not None
         if self.upstream.phase is UpstreamPhase.CLOSED:
             return [self._reply_error(session.id, client_id, _error(INTERNAL_ERROR, UPSTREAM_CLOSED_MESSAGE))]
-        if (session.id, client_id) in self._by_client:
+        if (session.id, client_id) in self._by_client or client_id in session.listens:
             return [
                 self._reply_error(
                     session.id,
@@ -494,6 +513,8 @@ class Router:
             return [self._reply(session, client_id, {})]
         if method == "logging/setLevel":
             return self._set_level(session, message)
+        if method == LISTEN_METHOD:
+            return self._listen(session, message)
         if method in self.config.local_methods or (
             method == "tools/call" and self._local_tools and self._target(method, message.params) in self._local_tools
         ):
@@ -596,6 +617,57 @@ class Router:
 
         event = CARRIER_EVENTS[Channel.INITIALIZE] if method in ("initialize", "server/discover") else method
         return self._chain(event, Phase.RESPONSE, Direction.SENDING, Channel.INITIALIZE, result, session, None, then)
+
+    def _listen(self, session: Session, message: Message) -> list[Action]:
+        """`subscriptions/listen` (2026-07-28): the router serves the stream itself — acknowledged first with
+        the honored filter, then the upstream's list_changed and resources/updated it asked for, each stamped
+        with the stream's id, until the client cancels or leaves (or the upstream goes: the graceful end)."""
+        assert message.id is not None
+        if session.era is not Era.MODERN:
+            return [self._reply_error(session.id, message.id, _error(METHOD_NOT_FOUND, "Method not found"))]
+        wanted = (message.params or {}).get("notifications")
+        if not isinstance(wanted, dict):
+            reason = {"reason": "params.notifications must be an object"}
+            return [self._reply_error(session.id, message.id, _error(INVALID_PARAMS, "Invalid params", reason))]
+        offered = self.upstream.capabilities
+        honored: dict[str, Any] = {}
+        kinds: set[str] = set()
+        for kind in ("tools", "prompts", "resources"):
+            if wanted.get(f"{kind}ListChanged") is True and isinstance(offered.get(kind), dict):
+                honored[f"{kind}ListChanged"] = True
+                kinds.add(kind)
+        uris = wanted.get("resourceSubscriptions")
+        resources = offered.get("resources")
+        can_subscribe = isinstance(resources, dict) and resources.get("subscribe") is True
+        chosen = [u for u in uris if isinstance(u, str)] if isinstance(uris, list) and can_subscribe else []
+        if chosen:
+            honored["resourceSubscriptions"] = list(dict.fromkeys(chosen))
+        session.listens[message.id] = Listen(frozenset(kinds), frozenset(chosen))
+        meta = {SUBSCRIPTION_ID_META_KEY: message.id}
+        ack = {"method": LISTEN_ACK, "params": {"notifications": honored, "_meta": meta}}
+        actions: list[Action] = [self._stamped(session, message.id, ack)]
+        for uri in dict.fromkeys(chosen):
+            if uri in session.subscriptions:
+                continue
+            first = not self._holders.get(uri)
+            self._hold(session, uri)
+            if first:
+                actions.append(self._internal_request("resources/subscribe", {"uri": uri}, lambda _: []))
+        return actions
+
+    def _stamped(self, session: Session, listen_id: RequestId, body: dict[str, Any]) -> SendDownstream:
+        """A frame of listen stream `listen_id` (on that request's own stream, never its end)."""
+        return SendDownstream(session.id, dumps_exact({"jsonrpc": "2.0", **body}), listen_id)
+
+    def _end_listen(self, session: Session, listen_id: RequestId) -> list[Action]:
+        listen = session.listens.pop(listen_id, None)
+        if listen is None:
+            return []
+        still = {uri for other in session.listens.values() for uri in other.uris}
+        actions: list[Action] = []
+        for uri in listen.uris - still:
+            actions += self._release_subscription(session, uri)
+        return actions
 
     def _set_level(self, session: Session, message: Message) -> list[Action]:
         assert message.id is not None
@@ -755,6 +827,8 @@ class Router:
             return []
         if method == "notifications/cancelled":
             request_id = params.get("requestId")
+            if isinstance(request_id, int | str) and request_id in session.listens:
+                return self._end_listen(session, request_id)  # the stream just ends (no result after a cancel)
             key = self._by_client.get((session.id, request_id)) if isinstance(request_id, int | str) else None
             if key is None:
                 return [Dropped("a cancellation for no request in flight", method)]
@@ -1004,6 +1078,12 @@ class Router:
             relay += [
                 SendDownstream(s.id, changed) for s in self.sessions.values() if s.era is Era.HANDSHAKE and s.version
             ]
+            kind = LIST_CHANGED[method]
+            for session in self.sessions.values():
+                for listen_id, listen in session.listens.items():
+                    if kind in listen.kinds:
+                        frame = {"method": method, "params": {"_meta": {SUBSCRIPTION_ID_META_KEY: listen_id}}}
+                        relay.append(self._stamped(session, listen_id, frame))
             return relay
         if channel is Channel.PROGRESS:
             token = params.get("progressToken")
@@ -1030,7 +1110,15 @@ class Router:
             holders = self._holders.get(uri, set()) if isinstance(uri, str) else set()
             actions: list[Action] = []
             for session_id in sorted(holders):
-                actions += self._side(channel, method, params, self.sessions[session_id], None)
+                holder = self.sessions[session_id]
+                if holder.era is Era.MODERN:  # a 2026-07-28 session holds it through its listen streams
+                    for listen_id, listen in holder.listens.items():
+                        if uri in listen.uris:
+                            stamped = {**params, "_meta": {**(params.get("_meta") or {}),
+                                                          SUBSCRIPTION_ID_META_KEY: listen_id}}  # fmt: skip
+                            actions += self._side(channel, method, stamped, holder, None, stream=listen_id)
+                    continue
+                actions += self._side(channel, method, params, holder, None)
             waiting = [s for s in self.sessions.values() if isinstance(uri, str) and uri in s.held_back]
             for waiter in waiting:
                 if waiter.id not in holders and isinstance(uri, str):
@@ -1078,11 +1166,13 @@ class Router:
         pending: Pending | None,
         *,
         event: str | None = None,
+        stream: RequestId | None = None,
     ) -> list[Action]:
-        """One notification for one session, after its chain, in order on its request's stream."""
-        key: StreamKey = (session.id, pending.client_id if pending is not None else None)
+        """One notification for one session, after its chain, in order on its request's stream (`stream`: a
+        listen stream's id, for what rides one)."""
+        related = pending.client_id if pending is not None else stream
+        key: StreamKey = (session.id, related)
         slot = self._open_slot(key)
-        related = pending.client_id if pending is not None else None
 
         def then(outcome: ChainOutcome) -> list[Action]:
             slot.done = True
