@@ -404,6 +404,11 @@ async def test_the_http_front_serves_metrics_and_health_beside_mcp() -> None:
             assert sum(calls) >= 2, sorted(name for name, _ in samples)
             health = await http.get(f"{base}/healthz")
             assert health.status_code == 200 and health.json()["upstream"] == {"connected": True}, health.text
+            for path in ("/metrics", "/healthz"):  # the same Host/Origin checks as /mcp (DNS rebinding)
+                rebound = await http.get(f"{base}{path}", headers={"host": "attacker.example"})
+                assert rebound.status_code == 421 and "mcp_interceptors" not in rebound.text
+                foreign = await http.get(f"{base}{path}", headers={"origin": "http://attacker.example"})
+                assert foreign.status_code == 403 and "upstream" not in foreign.text
 
 
 async def test_accepted_connections_have_tcp_nodelay() -> None:

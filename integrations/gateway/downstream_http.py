@@ -247,20 +247,21 @@ class HttpFront:
         if scope["type"] != "http":
             return
         path = scope.get("path", "").rstrip("/")
+        headers = _headers(scope)
+        # Every path (`/metrics` and `/healthz` too) is behind the Host/Origin checks: against DNS rebinding
+        if not _loopback_name(headers.get("host", ""), with_scheme=False):
+            await _send_error(send, 421, None, INVALID_REQUEST, "Invalid Host header")
+            return
+        origin = headers.get("origin")
+        if origin is not None and not _loopback_name(origin, with_scheme=True):
+            await _send_error(send, 403, None, INVALID_REQUEST, "Invalid Origin header")
+            return
         if path != MCP_PATH:
             side = self.side_apps.get(path)
             if side is not None:
                 await side(scope, receive, send)
                 return
             await _send_error(send, 404, None, INVALID_REQUEST, "Not Found")
-            return
-        headers = _headers(scope)
-        if not _loopback_name(headers.get("host", ""), with_scheme=False):
-            await _send_error(send, 421, None, INVALID_REQUEST, "Invalid Host header")  # DNS rebinding
-            return
-        origin = headers.get("origin")
-        if origin is not None and not _loopback_name(origin, with_scheme=True):
-            await _send_error(send, 403, None, INVALID_REQUEST, "Invalid Origin header")
             return
         principal = self.default_principal
         if self.tokens is not None:
