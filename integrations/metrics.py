@@ -252,7 +252,53 @@ def metrics_asgi(metrics: Metrics) -> Callable[[Any, Any, Any], Awaitable[None]]
     return app
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 503: "Service Unavailable"}
+_REASONS = {
+    200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+    421: "Misdirected Request", 503: "Service Unavailable",
+}  # fmt: skip
+_LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+_WILDCARDS = frozenset({"", "0.0.0.0", "::"})
+
+
+def _names_this_server(value: str, bound: str, *, with_scheme: bool) -> bool:
+    """Whether a Host (`name[:port]`) or Origin (`scheme://name[:port]`) names this server: a loopback name, or
+    the address it is bound to. Any other name is a page that rebound its DNS name to us (DNS rebinding)."""
+    if with_scheme:
+        scheme, sep, value = value.partition("://")
+        if not sep or scheme.lower() not in ("http", "https"):
+            return False
+    name = value.strip().lower()
+    if name.startswith("["):
+        end = name.find("]")
+        if end < 0 or (name[end + 1 :] and not (name[end + 1] == ":" and name[end + 2 :].isdigit())):
+            return False
+        name = name[1:end]
+    else:
+        name, _, port = name.partition(":")
+        if port and not port.isdigit():
+            return False
+    if not name:
+        return False
+    return name in _LOOPBACK_NAMES or (bound.lower() not in _WILDCARDS and name == bound.lower())
+
+
+def refusal(headers: Mapping[str, str], bound: str) -> tuple[int, str, bytes] | None:
+    """(status, content type, body) refusing a request whose Host or Origin does not name this server, else None."""
+    if not _names_this_server(headers.get("host", ""), bound, with_scheme=False):
+        return 421, "text/plain; charset=utf-8", b"invalid Host header\n"
+    origin = headers.get("origin")
+    if origin is not None and not _names_this_server(origin, bound, with_scheme=True):
+        return 403, "text/plain; charset=utf-8", b"invalid Origin header\n"
+    return None
+
+
+def _head_headers(head: bytes) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for line in head.split(b"\r\n")[1:]:
+        name, colon, value = line.decode("latin-1").partition(":")
+        if colon:
+            headers[name.strip().lower()] = value.strip()
+    return headers
 
 
 async def serve_metrics(metrics: Metrics, host: str, port: int) -> asyncio.Server:
@@ -262,8 +308,11 @@ async def serve_metrics(metrics: Metrics, host: str, port: int) -> asyncio.Serve
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=10)
             parts = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
+            refused = refusal(_head_headers(head), host)
             if len(parts) != 3:
                 status, content_type, body = 400, "text/plain; charset=utf-8", b"bad request\n"
+            elif refused is not None:
+                status, content_type, body = refused
             else:
                 status, content_type, body = answer(metrics, parts[0], parts[1])
             reply = (

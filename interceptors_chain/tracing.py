@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from interceptors import InvocationContext
@@ -38,6 +39,9 @@ PREFIX = "mcp.interceptors."
 
 _TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 _ZERO_TRACE, _ZERO_SPAN = "0" * 32, "0" * 16
+_TRACESTATE_MEMBER = re.compile(
+    r"^[a-z0-9][_0-9a-z\-*/@]{0,255}=[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]$"
+)
 
 
 def enable(provider: Any = None) -> bool:
@@ -70,6 +74,23 @@ def parse_traceparent(value: Any) -> tuple[str, str, bool] | None:
     return trace_id, span_id, bool(int(flags, 16) & 1)
 
 
+def parse_tracestate(value: Any) -> str | None:
+    """A W3C `tracestate` header value when it is well formed (at most 32 members, 512 characters), else None."""
+    if not isinstance(value, str) or not value or len(value) > 512:
+        return None
+    members = [member.strip(" \t") for member in value.split(",")]
+    members = [member for member in members if member]
+    if not members or len(members) > 32 or not all(_TRACESTATE_MEMBER.match(member) for member in members):
+        return None
+    return ",".join(members)
+
+
+def tracestate_of(params: Any) -> str | None:
+    """The `_meta.tracestate` of request params when it is well formed, else None."""
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    return parse_tracestate(meta.get("tracestate")) if isinstance(meta, Mapping) else None
+
+
 def traceparent_of(params: Any) -> str | None:
     """The `_meta.traceparent` of request params when it is valid, else None."""
     meta = params.get("_meta") if isinstance(params, Mapping) else None
@@ -91,6 +112,34 @@ def context_from_meta(context: InvocationContext | None, params: Any) -> Invocat
     from dataclasses import replace
 
     return replace(context, trace_id=trace_id, span_id=span_id)
+
+
+@contextmanager
+def remote_parent(trace_id: str, span_id: str, sampled: bool, tracestate: str | None = None) -> Iterator[None]:
+    """Make the remote span (a client's `traceparent`, with its `tracestate`) current while tracing is on and
+    no span is current, so chain spans started inside are its children; does nothing otherwise."""
+    if TRACER is None:
+        yield
+        return
+    from opentelemetry import context as otel_context
+    from opentelemetry import trace
+
+    if trace.get_current_span().get_span_context().is_valid:
+        yield
+        return
+    state = trace.TraceState.from_header([tracestate]) if tracestate else None
+    remote = trace.SpanContext(
+        int(trace_id, 16),
+        int(span_id, 16),
+        is_remote=True,
+        trace_flags=trace.TraceFlags(1 if sampled else 0),
+        trace_state=state,
+    )
+    token = otel_context.attach(trace.set_span_in_context(trace.NonRecordingSpan(remote)))
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
 
 
 def _w3c_parent(context: Mapping[str, Any] | None) -> Any:
@@ -195,7 +244,12 @@ def inject(params: dict[str, Any]) -> None:
     flags = int(span_context.trace_flags) & 0xFF
     value = f"00-{span_context.trace_id:032x}-{span_context.span_id:016x}-{flags:02x}"
     meta = params.get("_meta")
-    params["_meta"] = {**meta, "traceparent": value} if isinstance(meta, Mapping) else {"traceparent": value}
+    carried: dict[str, Any] = {**meta} if isinstance(meta, Mapping) else {}
+    carried["traceparent"] = value
+    state = span_context.trace_state.to_header() if span_context.trace_state else ""
+    if state:
+        carried["tracestate"] = state
+    params["_meta"] = carried
 
 
 async def serve_invoke(

@@ -27,9 +27,9 @@ SECRET = "AKIAQ3EGUJZN5XKW7P2L"
 CONTEXT = InvocationContext(principal=Principal("user", "alice", {"roles": []}), trace_id="t-1", session_id="s")
 
 
-async def http_get(port: int, path: str) -> tuple[int, str, bytes]:
+async def http_get(port: int, path: str, head: str = "host: 127.0.0.1\r\n") -> tuple[int, str, bytes]:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(f"GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n".encode())
+    writer.write(f"GET {path} HTTP/1.1\r\n{head}\r\n".encode())
     await writer.drain()
     raw = await asyncio.wait_for(reader.read(), timeout=30)
     writer.close()
@@ -198,3 +198,30 @@ async def test_router_gateway_serves_metrics_and_health_with_metrics_flag() -> N
     assert report["interceptorServers"] and all(
         s == {"up": True, "restarts": 0} for s in report["interceptorServers"].values()
     )
+
+
+@pytest.mark.parametrize(
+    ("head", "status"),
+    [
+        ("host: 127.0.0.1\r\n", 200),
+        ("Host: localhost:9464\r\n", 200),
+        ("host: 127.0.0.1\r\norigin: http://localhost:3000\r\n", 200),
+        ("host: attacker.example\r\n", 421),  # a page that rebound its DNS name to 127.0.0.1
+        ("", 421),
+        ("host: 127.0.0.1:x\r\n", 421),
+        ("host: 127.0.0.1\r\norigin: http://attacker.example\r\n", 403),
+        ("host: 127.0.0.1\r\norigin: null\r\n", 403),
+    ],
+)
+async def test_the_metrics_server_checks_host_and_origin_like_mcp(head: str, status: int) -> None:
+    server = await serve_metrics(Metrics(), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        for path in ("/metrics", "/healthz"):
+            got, _, body = await http_get(port, path, head)
+            assert got == status or (status == 200 and path == "/healthz" and got == 503), (path, got, body)
+            if status != 200:
+                assert b"mcp_interceptors" not in body and b"status" not in body
+    finally:
+        server.close()
+        await server.wait_closed()

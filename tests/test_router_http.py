@@ -401,6 +401,61 @@ async def test_every_malformed_body_gets_a_json_rpc_error_never_silence_and_rebo
             assert ok.json()["result"]["content"][0]["text"] == "still"  # the session goes on
 
 
+async def test_a_principal_beyond_its_2026_07_28_exchange_bound_is_refused_and_others_are_not(
+    tmp_path: Path,
+) -> None:
+    """Session-less (2026-07-28) POSTs are bounded per principal like sessions: with a quota of 2, alice's
+    third request while two sleep upstream gets 429; bob's goes through; once hers end, alice's does too."""
+    flags = ("--tokens", tokens_file(tmp_path), "--max-sessions-per-principal", "2")
+    headers = {
+        "accept": ACCEPT_BOTH, "content-type": "application/json", "mcp-protocol-version": MODERN,
+        "mcp-method": "tools/call",
+    }  # fmt: skip
+
+    def call(request_id: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return rpc(request_id, "tools/call", {"name": tool, "arguments": arguments, "_meta": ENVELOPE})
+
+    def as_(bearer: str, tool: str) -> dict[str, str]:
+        return {**headers, "mcp-name": tool, "authorization": f"Bearer {bearer}"}
+
+    async def until(status: int, bearer: str) -> httpx2.Response:
+        """Ask `stats` until the answer has `status` (polling, no timing claim: the test's bound ends a hang)."""
+        while True:
+            answer = await http.post(gateway.url, json=call("s", "stats", {}), headers=as_(bearer, "stats"))
+            if answer.status_code == status:
+                return answer
+            await anyio.sleep(0.05)
+
+    with anyio.fail_after(TEST_S):
+        async with http_gateway(*flags) as gateway, httpx2.AsyncClient(timeout=STEP_S * 10) as http:
+
+            async def hold(n: int, ready: anyio.Event) -> None:
+                """A call in flight for good: its first progress event says it is (the second comes in 600 s)."""
+                arguments = {"text": "x", "steps": 2, "interval": 600}
+                body = rpc(f"z{n}", "tools/call", {"name": "progress", "arguments": arguments,
+                                                   "_meta": {**ENVELOPE, "progressToken": f"p{n}"}})  # fmt: skip
+                async with http.stream("POST", gateway.url, json=body, headers=as_("alice-token", "progress")) as held:
+                    assert held.status_code == 200
+                    async for line in held.aiter_lines():
+                        if line.startswith("data: "):
+                            ready.set()
+
+            async with anyio.create_task_group() as group:
+                for n in (1, 2):
+                    ready = anyio.Event()
+                    group.start_soon(hold, n, ready)
+                    await ready.wait()
+                refused = await http.post(gateway.url, json=call("s", "stats", {}), headers=as_("alice-token", "stats"))
+                other = await until(200, "bob-token")  # bob is unaffected meanwhile
+                group.cancel_scope.cancel()  # the client leaves: both exchanges end, upstream cancelled
+            assert refused.status_code == 429, refused.text
+            error = refused.json()["error"]
+            assert error["message"] == "Too many requests in flight" and error["data"]["limit"] == 2
+            assert "result" in other.json()
+            again = await until(200, "alice-token")  # her slots are free again
+            assert "result" in again.json()
+
+
 async def test_a_2026_07_28_request_is_one_self_contained_exchange() -> None:
     with anyio.fail_after(TEST_S):
         async with http_gateway() as gateway, httpx2.AsyncClient(timeout=STEP_S) as http:
@@ -455,6 +510,11 @@ async def test_the_http_front_serves_metrics_and_health_beside_mcp() -> None:
             assert sum(calls) >= 2, sorted(name for name, _ in samples)
             health = await http.get(f"{base}/healthz")
             assert health.status_code == 200 and health.json()["upstream"] == {"connected": True}, health.text
+            for path in ("/metrics", "/healthz"):  # the same Host/Origin checks as /mcp (DNS rebinding)
+                rebound = await http.get(f"{base}{path}", headers={"host": "attacker.example"})
+                assert rebound.status_code == 421 and "mcp_interceptors" not in rebound.text
+                foreign = await http.get(f"{base}{path}", headers={"origin": "http://attacker.example"})
+                assert foreign.status_code == 403 and "upstream" not in foreign.text
 
 
 async def test_accepted_connections_have_tcp_nodelay() -> None:

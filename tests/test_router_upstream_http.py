@@ -136,7 +136,7 @@ async def test_upstream_headers_reach_the_remote_upstream() -> None:
         bad = subprocess.run(
             gateway_argv(url, "--upstream-header", "no colon"), cwd=ROOT, capture_output=True, timeout=STEP_S
         )
-        assert bad.returncode == 2 and b"--upstream-header takes 'Name: value'" in bad.stderr
+        assert bad.returncode == 2 and b"--upstream-header number 1 is not of the form 'Name: value'" in bad.stderr
 
 
 async def test_the_remote_upstream_going_away_answers_the_call_and_the_gateway_exits_1() -> None:
@@ -178,11 +178,54 @@ def test_an_unreachable_or_invalid_upstream_url_is_a_clean_exit() -> None:
         timeout=STEP_S,
     )  # fmt: skip
     assert invalid.returncode == 2 and b"--upstream takes an http:// or https:// URL" in invalid.stderr
+    assert b"its scheme is 'ftp'" in invalid.stderr and b"example.invalid" not in invalid.stderr
     both = subprocess.run(
         [*gateway_argv("http://127.0.0.1:9/mcp"), "--", sys.executable, "-c", "pass"], cwd=ROOT,
         stdin=subprocess.DEVNULL, capture_output=True, timeout=STEP_S,
     )  # fmt: skip
     assert both.returncode == 2 and b"not both" in both.stderr
+
+
+PLANTED = "PLANTEDcredential42"
+
+
+def with_credentials(url: str) -> str:
+    """The URL with a password in its userinfo and a token in its query, as an operator might give it."""
+    scheme, rest = url.split("://", 1)
+    return f"{scheme}://operator:{PLANTED}@{rest}?api_key={PLANTED}"
+
+
+async def test_the_upstream_url_and_headers_are_never_echoed_to_stderr() -> None:
+    with http_upstream() as (url, upstream), anyio.fail_after(TEST_S):
+        secret_url = with_credentials(url)
+        gateway = GatewayProcess([*gateway_argv(secret_url), "-vv"])  # DEBUG: the HTTP client's own lines too
+        async with (
+            gateway.running(),
+            Client(gateway.transport(), mode="legacy", read_timeout_seconds=STEP_S) as client,
+        ):
+            assert text_of(await client.call_tool("echo", {"text": "up"})) == "up"
+        stop(upstream)
+        unreachable = subprocess.run(
+            [*gateway_argv(secret_url), "-v"], cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True,
+            timeout=STEP_S,
+        )  # fmt: skip
+    logged = "".join(gateway.stderr)
+    assert "HTTP Request: POST http://REDACTED@127.0.0.1" in logged and "?REDACTED" in logged  # redacted, not gone
+    assert unreachable.returncode == 1 and b"unreachable" in unreachable.stderr
+    print("unreachable:", unreachable.stderr.decode().strip().splitlines()[-1])
+    assert b"REDACTED@127.0.0.1" in unreachable.stderr
+    invalid = subprocess.run(
+        gateway_argv(f"ftp://{PLANTED}@example.invalid/mcp?k={PLANTED}"), cwd=ROOT, stdin=subprocess.DEVNULL,
+        capture_output=True, timeout=STEP_S,
+    )  # fmt: skip
+    malformed = subprocess.run(
+        gateway_argv(url, "--upstream-header", "X-Ok: 1", "--upstream-header", f"Authorization Bearer {PLANTED}"),
+        cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, timeout=STEP_S,
+    )  # fmt: skip
+    assert invalid.returncode == 2 and malformed.returncode == 2
+    assert b"--upstream-header number 2 is not of the form" in malformed.stderr
+    for stderr in (logged.encode(), unreachable.stderr, invalid.stderr, malformed.stderr):
+        assert PLANTED.encode() not in stderr
 
 
 async def test_a_remote_request_that_is_never_answered_times_out_and_is_cancelled_upstream() -> None:

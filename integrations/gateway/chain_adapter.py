@@ -7,16 +7,26 @@ result and its error, and its progress and logs too, so a per-tool rule holds on
 transforms read the memo for a progress or log payload (marked with its channel) without consuming it;
 only the final reply ends it. A server-to-client request of the request (sampling, elicitation) and what
 belongs to no request run with a trace id of their own.
+
+A client's W3C trace context (`_meta.traceparent`, and `tracestate`, of the request) is carried instead:
+every pass of that request runs with the client's trace id and a span id of the request's own (derived
+from its call number with a per-gateway key), so two concurrent requests of one trace never share what
+the stages remember, and remote interceptor servers see the client's trace. With tracing on, the chain
+spans are children of the client's span. A malformed traceparent is ignored (the request keeps its
+`gateway-call-N`), never logged.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
+import os
+from contextlib import nullcontext
 from typing import Any, Final
 
 from interceptors import INTERNAL_ERROR, Direction, InvocationContext, Phase
-from interceptors_chain import Chain, ExecutionResult, abort_to_error
+from interceptors_chain import Chain, ExecutionResult, abort_to_error, tracing
 
 from .router import ChainBlocked, ChainOutcome, ChainPassed, RunChain
 from .router.channels import Channel
@@ -26,6 +36,25 @@ logger = logging.getLogger("interceptors.gateway")
 SIDE_CHANNELS: Final = frozenset({Channel.SERVER_REQUEST, Channel.CLIENT_RESULT, Channel.TASK_STATUS})
 """Passes of a request that run under a trace id of their own (progress and logs share the request's)."""
 NOT_FOUND_OUTCOME: Final = "not_found"
+TRACE_LEARNED: Final = "io.mcp-interceptors/client-trace"
+"""The key, in `RequestState.learned`, of the client's trace context its request pass read."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ClientTrace:
+    """A client's W3C trace context, and the span id this gateway gives the one request that carried it."""
+
+    trace_id: str
+    parent_span_id: str
+    """The client's span (the `traceparent`'s parent id): the chain spans' parent when tracing is on."""
+    sampled: bool
+    tracestate: str | None
+    span_id: str
+    """The request's own span id (16 hex digits, never zero): what stages and remote servers see."""
+
+
+def _request_params(payload: Any) -> Any:
+    return payload.get("params") if isinstance(payload, dict) else None
 
 
 class ChainAdapter:
@@ -37,9 +66,22 @@ class ChainAdapter:
         self._work: dict[tuple[str, Phase, Direction], bool] = {}
         self._generation = chain.generation
         self._side_runs = 0
+        self._span_key = os.urandom(16)
 
     def has_work(self, event: str, phase: Phase, direction: Direction) -> bool:
-        """Whether the chain has a plan for this crossing: an empty plan costs one dict lookup."""
+        """Whether the chain has a plan for this crossing: an empty plan costs one dict lookup.
+
+        A request's own pass is also run when only its response has a plan: it reads the client's trace
+        context for the later passes (and executes nothing)."""
+        if self._plan_has_work(event, phase, direction):
+            return True
+        return (
+            phase == Phase.REQUEST
+            and direction == Direction.RECEIVING
+            and (self._plan_has_work(event, Phase.RESPONSE, Direction.SENDING))
+        )
+
+    def _plan_has_work(self, event: str, phase: Phase, direction: Direction) -> bool:
         if self.chain.generation != self._generation:
             self._work.clear()
             self._generation = self.chain.generation
@@ -58,34 +100,69 @@ class ChainAdapter:
         self._work.clear()
         self._generation = chain.generation
 
-    def context_for(self, action: RunChain) -> InvocationContext | None:
+    def client_trace(self, action: RunChain) -> ClientTrace | None:
+        """The client's trace context of the request this pass belongs to (None: none, or a side pass)."""
+        state = action.request
+        if state is None or action.channel in SIDE_CHANNELS:
+            return None
+        if not _is_request_pass(action):
+            known = state.learned.get(TRACE_LEARNED)
+            return known if isinstance(known, ClientTrace) else None
+        params = _request_params(action.payload)
+        parsed = tracing.parse_traceparent(tracing.traceparent_of(params))
+        if parsed is None:
+            return None
+        trace_id, parent, sampled = parsed
+        return ClientTrace(trace_id, parent, sampled, tracing.tracestate_of(params), self._span_of(state.call))
+
+    def _span_of(self, call: int) -> str:
+        """The request's span id: keyed per gateway, so two gateways (or restarts) never hand out the same one."""
+        digest = hashlib.blake2b(call.to_bytes(8, "big"), key=self._span_key, digest_size=8).hexdigest()
+        return digest if digest != "0" * 16 else "0" * 15 + "1"
+
+    def context_for(self, action: RunChain, trace: ClientTrace | None = None) -> InvocationContext | None:
         context = action.context if isinstance(action.context, InvocationContext) else None
         state = action.request
+        span: str | None = None
         if state is None:
             self._side_runs += 1
-            trace = f"gateway-free-{self._side_runs}"
+            trace_id = f"gateway-free-{self._side_runs}"
         elif action.channel in SIDE_CHANNELS:
             self._side_runs += 1
-            trace = f"gateway-call-{state.call}-side-{self._side_runs}"
+            trace_id = f"gateway-call-{state.call}-side-{self._side_runs}"
+        elif trace is not None:
+            trace_id, span = trace.trace_id, trace.span_id
         else:
-            trace = f"gateway-call-{state.call}"
+            trace_id = f"gateway-call-{state.call}"
         if context is None:
-            return InvocationContext(trace_id=trace)
-        return dataclasses.replace(context, trace_id=trace)
+            return InvocationContext(trace_id=trace_id, span_id=span)
+        return dataclasses.replace(context, trace_id=trace_id, span_id=span)
 
     async def run(self, action: RunChain) -> ChainOutcome:
+        trace = self.client_trace(action)
+        request_pass = _is_request_pass(action)
+        if request_pass and not self._plan_has_work(action.event, action.phase, action.direction):
+            # run only to learn the trace context for the response passes (see `has_work`)
+            return ChainPassed(action.payload, learned={TRACE_LEARNED: trace} if trace is not None else None)
+        parent: Any = nullcontext()
+        if trace is not None and tracing.TRACER is not None:
+            parent = tracing.remote_parent(trace.trace_id, trace.parent_span_id, trace.sampled, trace.tracestate)
         try:
-            result = await self.chain.execute(
-                action.event,
-                action.phase,
-                action.payload,
-                direction=action.direction,
-                context=self.context_for(action),
-            )
+            with parent:
+                result = await self.chain.execute(
+                    action.event,
+                    action.phase,
+                    action.payload,
+                    direction=action.direction,
+                    context=self.context_for(action, trace),
+                )
         except Exception as exc:  # a broken chain blocks: fail closed
             logger.warning("the chain failed on %s (%s): %s", action.event, action.channel, type(exc).__name__)
             return ChainBlocked({"code": INTERNAL_ERROR, "message": "interceptor chain failed"})
-        return self.outcome(result, action.payload)
+        outcome = self.outcome(result, action.payload)
+        if request_pass and trace is not None and isinstance(outcome, ChainPassed):
+            outcome = dataclasses.replace(outcome, learned={**(outcome.learned or {}), TRACE_LEARNED: trace})
+        return outcome
 
     def outcome(self, result: ExecutionResult, payload: Any) -> ChainOutcome:
         if not result.blocked:
@@ -102,6 +179,11 @@ class ChainAdapter:
         if error.data is not None:
             wire["data"] = error.data
         return ChainBlocked(wire)
+
+
+def _is_request_pass(action: RunChain) -> bool:
+    """The pass of a client's request itself (its params hold the client's `_meta`)."""
+    return action.channel == Channel.REQUEST and action.phase == Phase.REQUEST and action.request is not None
 
 
 def _outcome_of(result: ExecutionResult, interceptor: str) -> str | None:

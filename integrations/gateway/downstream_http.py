@@ -11,6 +11,8 @@ once, hands it to the router and writes back what the router releases for that r
   that opened it: another principal's requests with that id get 404 and cannot DELETE it; a principal has
   at most `max_sessions_per_principal` sessions (then 429 with a JSON-RPC error, others unaffected), and a
   session idle for `idle_timeout_s` (no request in flight, no GET stream open) is closed;
+- 2026-07-28 exchanges are bounded the same way: at most `max_exchanges_per_principal` (default: the
+  session quota) in flight per principal, then 429;
 - GET opens a session's standalone SSE stream (notifications and server requests of no request);
 - a Host or Origin header that does not name a loopback address is refused (421, 403): the gateway listens
   only on loopback, so such a request comes from a page that rebound its DNS name to us;
@@ -140,6 +142,8 @@ class HttpSession:
 class HttpSettings:
     max_sessions_per_principal: int = DEFAULT_MAX_SESSIONS_PER_PRINCIPAL
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+    max_exchanges_per_principal: int | None = None
+    """2026-07-28 exchanges (session-less POSTs) one principal may have in flight; None: the session quota."""
 
 
 class HttpFront:
@@ -170,6 +174,8 @@ class HttpFront:
         self.side_apps: dict[str, Any] = {}
         """Other ASGI apps by path, served beside `/mcp` without tokens (e.g. `/metrics`, `/healthz`)."""
         self._owned: dict[Hashable, int] = {}
+        self._exchanging: dict[Hashable, int] = {}
+        """2026-07-28 exchanges in flight per principal (bounded like the sessions of the handshake era)."""
         self._modern_ids = itertools.count(1)
         import mcp.shared.inbound  # the 2026-07-28 header ladder (a slow import: at start, not on a request)
 
@@ -251,20 +257,21 @@ class HttpFront:
         if scope["type"] != "http":
             return
         path = scope.get("path", "").rstrip("/")
+        headers = _headers(scope)
+        # Every path (`/metrics` and `/healthz` too) is behind the Host/Origin checks: against DNS rebinding
+        if not _loopback_name(headers.get("host", ""), with_scheme=False):
+            await _send_error(send, 421, None, INVALID_REQUEST, "Invalid Host header")
+            return
+        origin = headers.get("origin")
+        if origin is not None and not _loopback_name(origin, with_scheme=True):
+            await _send_error(send, 403, None, INVALID_REQUEST, "Invalid Origin header")
+            return
         if path != MCP_PATH:
             side = self.side_apps.get(path)
             if side is not None:
                 await side(scope, receive, send)
                 return
             await _send_error(send, 404, None, INVALID_REQUEST, "Not Found")
-            return
-        headers = _headers(scope)
-        if not _loopback_name(headers.get("host", ""), with_scheme=False):
-            await _send_error(send, 421, None, INVALID_REQUEST, "Invalid Host header")  # DNS rebinding
-            return
-        origin = headers.get("origin")
-        if origin is not None and not _loopback_name(origin, with_scheme=True):
-            await _send_error(send, 403, None, INVALID_REQUEST, "Invalid Origin header")
             return
         principal = self.default_principal
         if self.tokens is not None:
@@ -389,15 +396,30 @@ class HttpFront:
             await _send_error(send, _ERROR_STATUS.get(code, 400), message.id, code, text, data)
             return
         assert message.id is not None
-        session = self._open(owner, principal, modern=True)
-        exchange = session.exchanges[message.id] = _Exchange(streams=has_sse)
+        limit = self.settings.max_exchanges_per_principal or self.settings.max_sessions_per_principal
+        in_flight = self._exchanging.get(owner, 0)
+        if in_flight >= limit:
+            logger.warning("refused a 2026-07-28 request: the principal already has %d in flight", limit)
+            data = {"limit": limit, "reason": "too many requests in flight: wait for a reply before sending more"}
+            await _send_error(send, 429, message.id, TOO_MANY_SESSIONS, "Too many requests in flight", data)
+            return
+        self._exchanging[owner] = in_flight + 1
         try:
-            self._receive(session.id, message)
-            await self.drain()
-            await self._respond(exchange, has_json, has_sse, [], True, receive, send)
+            session = self._open(owner, principal, modern=True)
+            exchange = session.exchanges[message.id] = _Exchange(streams=has_sse)
+            try:
+                self._receive(session.id, message)
+                await self.drain()
+                await self._respond(exchange, has_json, has_sse, [], True, receive, send)
+            finally:
+                self.close(session.id)  # cancels the request upstream when the client closed the stream first
+                await self.drain()
         finally:
-            self.close(session.id)  # cancels the request upstream when the client closed the stream first
-            await self.drain()
+            left = self._exchanging.get(owner, 1) - 1
+            if left:
+                self._exchanging[owner] = left
+            else:
+                self._exchanging.pop(owner, None)
 
     def _receive(self, session_id: str, message: Message) -> None:
         try:

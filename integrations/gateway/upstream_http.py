@@ -19,8 +19,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from typing import Any, Final
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 import orjson
@@ -51,12 +53,61 @@ class UpstreamUrlError(ValueError):
     """The `--upstream` URL is not an http(s) URL."""
 
 
-def parse_header(text: str) -> tuple[str, str]:
-    """`Name: value` (for `--upstream-header`) as a pair; ValueError when it is not one."""
+_SCHEME: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]{0,15}$")
+
+
+def redact_url(url: str) -> str:
+    """The URL as logs may show it: userinfo and query (where credentials travel) replaced, no fragment."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return "(an unparseable URL)"
+    if not host:
+        return "(a URL without a host)"
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None:
+        netloc += f":{port}"
+    if "@" in parts.netloc:
+        netloc = "REDACTED@" + netloc
+    return urlunsplit((parts.scheme, netloc, parts.path, "REDACTED" if parts.query else "", ""))
+
+
+def _url_problem(url: str) -> str:
+    """What is wrong with an `--upstream` value, never the value itself (it may hold a token)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        return "it cannot be parsed"
+    scheme = parts.scheme if _SCHEME.match(parts.scheme) else ""
+    if scheme.lower() not in ("http", "https"):
+        return f"its scheme is {scheme!r}" if scheme else "it has no scheme"
+    return "it has no host" if not host else "it cannot be parsed"
+
+
+class _RedactedUrls(logging.Filter):
+    """httpx2 logs each request's URL (`-v`): show it redacted, as the gateway's own lines do."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and any(isinstance(arg, httpx2.URL) for arg in record.args):
+            record.args = tuple(redact_url(str(a)) if isinstance(a, httpx2.URL) else a for a in record.args)
+        return True
+
+
+def _redact_client_logs() -> None:
+    client_logger = logging.getLogger("httpx2")
+    if not any(isinstance(f, _RedactedUrls) for f in client_logger.filters):
+        client_logger.addFilter(_RedactedUrls())
+
+
+def parse_header(text: str, position: int = 1) -> tuple[str, str]:
+    """`Name: value` (for `--upstream-header`) as a pair; ValueError when it is not one (naming only its
+    position: a header is where credentials go)."""
     name, colon, value = text.partition(":")
     name = name.strip()
     if not colon or not name or any(c.isspace() for c in name):
-        raise ValueError(f"--upstream-header takes 'Name: value', not {text!r}")
+        raise ValueError(f"--upstream-header number {position} is not of the form 'Name: value'")
     return name, value.strip()
 
 
@@ -76,8 +127,11 @@ class HttpUpstream:
         except Exception:  # httpx2.InvalidURL and the like
             parsed = None
         if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
-            raise UpstreamUrlError(f"--upstream takes an http:// or https:// URL, not {url!r}")
+            raise UpstreamUrlError(f"--upstream takes an http:// or https:// URL with a host; {_url_problem(url)}")
         self.url = url
+        self.shown_url = redact_url(url)
+        """The URL for logs: userinfo and query redacted."""
+        _redact_client_logs()
         self.protocol_version = protocol_version
         self.max_message = max_message
         self._client = httpx2.AsyncClient(
@@ -309,7 +363,7 @@ class HttpUpstream:
         if self._closing or self.gone:
             return
         self.gone = True
-        logger.warning("%s", reason or f"the upstream at {self.url} is unreachable ({type(exc).__name__})")
+        logger.warning("%s", reason or f"the upstream at {self.shown_url} is unreachable ({type(exc).__name__})")
         self._inbox.put_nowait(None)
 
     async def aclose(self) -> None:
@@ -343,4 +397,4 @@ def _is_sse(response: httpx2.Response) -> bool:
 
 def upstream_headers(values: Sequence[str] | None) -> list[tuple[str, str]]:
     """Every `--upstream-header` as a pair (ValueError on a malformed one)."""
-    return [parse_header(value) for value in values or ()]
+    return [parse_header(value, position) for position, value in enumerate(values or (), 1)]
