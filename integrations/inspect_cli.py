@@ -128,7 +128,9 @@ def _run(main: Callable[[], Awaitable[dict[str, Any]]], timeout_s: float) -> dic
         async with anyio.create_task_group() as group:
 
             async def on_signal() -> None:
-                with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+                # SIGINT too: a KeyboardInterrupt raised at an arbitrary point (under load, mid-cleanup) could
+                # leave the server's reaping half done and the command hung; a cancellation is always clean.
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                     async for _ in signals:
                         group.cancel_scope.cancel()
 
@@ -138,7 +140,7 @@ def _run(main: Callable[[], Awaitable[dict[str, Any]]], timeout_s: float) -> dic
                     return await main()
             finally:
                 group.cancel_scope.cancel()
-        return EXIT_INTERRUPTED  # cancelled by SIGTERM
+        return EXIT_INTERRUPTED  # cancelled by SIGINT or SIGTERM
 
     try:
         return anyio.run(bounded)

@@ -1029,3 +1029,49 @@ def test_listen_needs_a_modern_session_and_ends_gracefully_when_the_upstream_goe
     assert [(body(a), a.final) for a in ends] == [
         ({"jsonrpc": "2.0", "id": LISTEN_ID, "result": {"_meta": STAMP}}, True)
     ]
+
+
+# Secrets cut across streaming messages -----------------------------------------------------------
+
+
+def test_a_secret_prefix_at_the_end_of_a_progress_message_is_held_until_the_next_and_the_rest_before_the_reply() -> (
+    None
+):
+    from interceptors.transforms.stream import StreamHoldBack
+
+    router = ready_router(RouterConfig(hold_back=StreamHoldBack))
+    handshake_session(router, "a")
+    upstream_id = forward(router, "a", 1, "tools/call", {"name": "x", "_meta": {"progressToken": "p"}})
+    head, tail = "ghp_" + "Ab1Cd2Ef3Gh4Ij5Kl", "6Mn7Op8Qr9St0Uv1Wx2Yz"
+    seen: list[str] = []
+
+    def record(run: RunChain) -> ChainOutcome:
+        if run.channel == "progress":
+            seen.append(run.payload["content"][0]["text"] if run.payload["content"] else "")
+        return ChainPassed(run.payload)
+
+    def progress(text: str) -> bytes:
+        return line(
+            method="notifications/progress", params={"progressToken": upstream_id, "progress": 1, "message": text}
+        )
+
+    settle(router, router.receive_upstream(progress(f"reading {head}")), record)
+    settle(router, router.receive_upstream(progress(f"{tail} read; next ghp_" + "Zz9")), record)
+    out = settle(router, router.receive_upstream(line(id=upstream_id, result={"content": []})), record)
+    assert seen[0] == "reading " and seen[1] == f"{head}{tail} read; next "  # the chain saw the token whole
+    assert seen[2] == "ghp_Zz9"  # what was still held goes out before the reply, through the chain
+    assert [m.get("method", "reply") for m in downstream(out, "a")] == ["notifications/progress", "reply"]
+
+
+def test_a_logs_logger_name_rides_the_chain_and_comes_back_as_the_chain_left_it() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    upstream_id = forward(router, "a", 1, "tools/call", {"name": "x"})
+    raw = line(method="notifications/message", params={"level": "info", "logger": "svc SECRET", "data": "d"})
+    (run,) = router.receive_upstream(raw)
+    assert isinstance(run, RunChain)
+    assert run.payload["_meta"]["io.mcp-interceptors/logger"] == "svc SECRET"
+    scrubbed = {**run.payload, "_meta": {**run.payload["_meta"], "io.mcp-interceptors/logger": "svc [R]"}}
+    (log,) = downstream(router.chain_done(run.ticket, ChainPassed(scrubbed, modified=True)), "a")
+    assert log["params"] == {"level": "info", "logger": "svc [R]", "data": "d"}  # our key never reaches the client
+    del upstream_id

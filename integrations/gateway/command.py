@@ -84,7 +84,7 @@ async def _main(options: RouterOptions) -> int:
             getattr(stages, "local_tools", ()),
             getattr(stages, "authorize", None),
         )
-        router = router_for(adapter, local)
+        router = router_for(adapter, local, hold_back=bool(options.registries) or options.chain_file is not None)
         upstream: StdioUpstream | HttpUpstream
         try:
             if options.upstream_url is not None:
@@ -140,8 +140,11 @@ async def _main(options: RouterOptions) -> int:
         return code
 
 
-def router_for(adapter: Any, local: Any) -> Any:
-    """The gateway's `Router`: the chain's plans, the spec check, what the gateway answers itself."""
+def router_for(adapter: Any, local: Any, *, hold_back: bool = True) -> Any:
+    """The gateway's `Router`: the chain's plans, the spec check, what the gateway answers itself, and (unless
+    nothing could redact: `--policy none` and no chain) the hold-back of secrets cut across progress or logs."""
+    from interceptors.transforms.stream import StreamHoldBack
+
     from .router import Router, RouterConfig
     from .spec_check import SpecCheck
 
@@ -154,6 +157,7 @@ def router_for(adapter: Any, local: Any) -> Any:
             local_methods=local.methods,
             local_tools=local.tool_descriptors,
             extra_capabilities=local.capabilities(),
+            hold_back=StreamHoldBack if hold_back else None,
         )
     )
 

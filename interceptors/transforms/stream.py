@@ -42,19 +42,32 @@ _WORD_HINTED = frozenset(
 _PREFIX_RULE = RandomnessRule(min_length=MIN_RANDOM_PREFIX, slack=0.8, max_wordy=0.4)
 
 
+def _scanner_and_hints(detectors: Sequence[Detector]) -> tuple[Scanner, tuple[str, ...]]:
+    chosen = tuple(d for d in detectors if d.category in _SECRET_CATEGORIES)
+    hints = tuple(sorted({h for d in chosen if d.name not in _WORD_HINTED for h in d.hints if len(h) >= 3}))
+    return Scanner(chosen), hints
+
+
+_BUILTIN: tuple[Scanner, tuple[str, ...]] | None = None
+
+
 class StreamHoldBack:
     """The per-request state of one streaming channel (see the module docstring)."""
 
     __slots__ = ("_held", "_hints", "_scanner", "_tail", "max_hold", "tail_size")
 
     def __init__(self, detectors: Sequence[Detector] | None = None, *, tail: int = 256, max_hold: int = 256) -> None:
+        """One per request and channel: the built-in detectors' scanner is built once and shared (it keeps no
+        state), so a new hold-back costs next to nothing."""
         if detectors is None:
-            from .catalog import BUILTIN_DETECTORS
+            global _BUILTIN
+            if _BUILTIN is None:
+                from .catalog import BUILTIN_DETECTORS
 
-            detectors = BUILTIN_DETECTORS
-        chosen = tuple(d for d in detectors if d.category in _SECRET_CATEGORIES)
-        self._scanner = Scanner(chosen)
-        self._hints = tuple(sorted({h for d in chosen if d.name not in _WORD_HINTED for h in d.hints if len(h) >= 3}))
+                _BUILTIN = _scanner_and_hints(BUILTIN_DETECTORS)
+            self._scanner, self._hints = _BUILTIN
+        else:
+            self._scanner, self._hints = _scanner_and_hints(detectors)
         self._held = ""
         self._tail = ""
         self.tail_size = tail
@@ -88,7 +101,16 @@ class StreamHoldBack:
             return len(text)
         if len(text) - start > self.max_hold:
             return len(text)
+        if start < len(text) and self._complete_at_end(text, start):
+            return len(text)  # a whole secret ends the message: the pipeline sees it whole already
         return start
+
+    def _complete_at_end(self, text: str, start: int) -> bool:
+        """Whether a secret detector matches up to the very end of `text`, from within the held run: then it
+        is whole here (should it go on in the next message, the tail read in front of that one finds the rest)."""
+        window = max(0, start - 64)
+        end = len(text) - window
+        return any(finding.end == end for finding in self._scanner.scan(text[window:]))
 
     def feed(self, text: str) -> str:
         """The part of this message (with what was held before it) to send on now; the rest is held."""

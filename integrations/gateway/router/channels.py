@@ -19,6 +19,8 @@ from typing import Any, Final
 from interceptors.events import SERVER_INFO_EVENT
 
 CHANNEL_META_KEY: Final = "io.mcp-interceptors/channel"
+LOGGER_META_KEY: Final = "io.mcp-interceptors/logger"
+"""A log's logger name rides the chain in `_meta` under this key, scanned like the rest, and goes back after."""
 
 
 class Channel(StrEnum):
@@ -135,6 +137,8 @@ def side_payload(channel: Channel, source: dict[str, Any]) -> dict[str, Any]:
         payload["isError"] = True
     meta = source.get("_meta")
     payload["_meta"] = {**(meta if isinstance(meta, dict) else {}), CHANNEL_META_KEY: str(channel)}
+    if channel is Channel.LOG and isinstance(source.get("logger"), str):  # a server may put anything there
+        payload["_meta"][LOGGER_META_KEY] = source["logger"]
     return payload
 
 
@@ -164,9 +168,14 @@ def from_side_payload(channel: Channel, source: dict[str, Any], payload: Any) ->
             raise MalformedPayload("structuredContent is not an object")
     meta = payload.get("_meta")
     if isinstance(meta, dict):
-        kept = {key: value for key, value in meta.items() if key != CHANNEL_META_KEY}
+        kept = {key: value for key, value in meta.items() if key not in (CHANNEL_META_KEY, LOGGER_META_KEY)}
         if kept or "_meta" in source:
             out["_meta"] = kept
+        if channel is Channel.LOG and "logger" in source:
+            logger = meta.get(LOGGER_META_KEY)
+            if not isinstance(logger, str):
+                raise MalformedPayload("the logger name is not a string")
+            out["logger"] = logger
     return out
 
 

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from interceptors import Direction, Phase, is_context_operation
 from interceptors.codec import dumps_exact
@@ -115,6 +115,8 @@ DEFAULT_MISSING: Final = {
 }
 """What SDK servers answer; the catalog replaces an entry once it has seen its upstream answer one."""
 
+_STREAMED: Final = {Channel.PROGRESS: "message", Channel.LOG: "data"}
+"""The streaming channels a secret can be cut across, and the member that carries their text."""
 LISTEN_METHOD: Final = "subscriptions/listen"
 LISTEN_ACK: Final = "notifications/subscriptions/acknowledged"
 SUBSCRIPTION_ID_META_KEY: Final = "io.modelcontextprotocol/subscriptionId"
@@ -144,6 +146,15 @@ class RouterConfig:
     check_result: ResultCheck | None = None
     """The spec check (the shell's: the router knows no schema): every upstream result at the upstream's
     version, and every result a response mutator changed at the client's."""
+    hold_back: Callable[[], HoldBack] | None = None
+    """A secret cut across two progress (or log) messages of one request: a new hold-back per request and
+    channel (`interceptors.transforms.stream.StreamHoldBack`) holds a trailing prefix that could start one
+    until the next message or the request's end, so the chain sees it whole. None: off (no policy)."""
+
+
+class HoldBack(Protocol):
+    def feed(self, text: str) -> str: ...
+    def flush(self) -> str: ...
 
 
 class UpstreamPhase(StrEnum):
@@ -211,6 +222,8 @@ class Pending:
     cancelled: bool = False
     answered: bool = False  # the upstream replied (its response chain may still be running)
     progress_seen: int = 0  # progress notifications the upstream sent for it (the shell's clock may reset)
+    streams: dict[Channel, tuple[HoldBack, dict[str, Any]]] = field(default_factory=dict)
+    """Per streaming channel: its hold-back and the last message's params (the shape of a final flush)."""
 
 
 @dataclass(slots=True)
@@ -907,6 +920,8 @@ class Router:
     def _upstream_reply(self, pending: Pending, message: Message) -> list[Action]:
         session = self.sessions[pending.session]
         pending.answered = True
+        if pending.streams:  # ordered before the reply: its slot opens first
+            return self._flush_held(pending) + self._upstream_reply(pending, message)
         if message.kind is Kind.ERROR:
             error = message.error
 
@@ -1167,9 +1182,15 @@ class Router:
         *,
         event: str | None = None,
         stream: RequestId | None = None,
+        flushed: bool = False,
     ) -> list[Action]:
         """One notification for one session, after its chain, in order on its request's stream (`stream`: a
         listen stream's id, for what rides one)."""
+        if pending is not None and channel in _STREAMED and self.config.hold_back is not None and not flushed:
+            let_go = self._held_back(pending, channel, params)
+            if let_go is None:
+                return []  # all of it is held: it goes out with the next message or the request's end
+            params = let_go
         related = pending.client_id if pending is not None else stream
         key: StreamKey = (session.id, related)
         slot = self._open_slot(key)
@@ -1191,6 +1212,35 @@ class Router:
         chain_event = pending.method if pending is not None else (event or CARRIER_EVENTS[channel])
         payload = side_payload(channel, params)
         return self._chain(chain_event, Phase.RESPONSE, Direction.SENDING, channel, payload, session, pending, then)
+
+    def _held_back(self, pending: Pending, channel: Channel, params: dict[str, Any]) -> dict[str, Any] | None:
+        """The message with its text as the hold-back lets it go now (None: a log whose text is all held)."""
+        key = _STREAMED[channel]
+        text = params.get(key)
+        if not isinstance(text, str):
+            return params
+        held = pending.streams.get(channel)
+        if held is None:
+            assert self.config.hold_back is not None
+            held = (self.config.hold_back(), params)
+        stream = held[0]
+        pending.streams[channel] = (stream, params)
+        emitted = stream.feed(text)
+        if not emitted and channel is Channel.LOG:
+            return None
+        return {**params, key: emitted}
+
+    def _flush_held(self, pending: Pending) -> list[Action]:
+        """The request is over: what its streams still hold goes out, through the chain, before the reply."""
+        actions: list[Action] = []
+        streams, pending.streams = pending.streams, {}
+        for channel, (stream, last) in streams.items():
+            rest = stream.flush()
+            if rest:
+                method = "notifications/progress" if channel is Channel.PROGRESS else "notifications/message"
+                params = {**last, _STREAMED[channel]: rest}
+                actions += self._side(channel, method, params, self.sessions[pending.session], pending, flushed=True)
+        return actions
 
     # The chain ----------------------------------------------------------------------------------
     def _chain(
