@@ -1075,3 +1075,33 @@ def test_a_logs_logger_name_rides_the_chain_and_comes_back_as_the_chain_left_it(
     (log,) = downstream(router.chain_done(run.ticket, ChainPassed(scrubbed, modified=True)), "a")
     assert log["params"] == {"level": "info", "logger": "svc [R]", "data": "d"}  # our key never reaches the client
     del upstream_id
+
+
+def test_an_upstream_cancel_never_overtakes_the_request_it_cancels() -> None:
+    router = ready_router()
+    handshake_session(router, "a", sampling={})
+    forward(router, "a", 1, "tools/call", {"name": "x"})
+    (run,) = router.receive_upstream(line(id="up-9", method="sampling/createMessage", params={"messages": []}))
+    cancel = line(method="notifications/cancelled", params={"requestId": "up-9", "reason": "gave up"})
+    assert downstream(router.receive_upstream(cancel)) == []  # the request is still in its chain: the cancel waits
+    assert isinstance(run, RunChain)
+    released = downstream(router.chain_done(run.ticket, ChainPassed(run.payload)))
+    assert [m["method"] for m in released] == ["sampling/createMessage", "notifications/cancelled"]
+    assert released[1]["params"]["requestId"] == released[0]["id"]
+
+
+def test_a_sessions_task_table_is_bounded_and_forgets_the_oldest() -> None:
+    from integrations.gateway.router.state import MAX_TASKS_PER_SESSION
+
+    router = ready_router()
+    handshake_session(router, "a")
+    for n in range(MAX_TASKS_PER_SESSION + 1):
+        upstream_id = forward(router, "a", n + 1, "tools/call", {"name": "x", "task": {}})
+        settle(router, router.receive_upstream(line(id=upstream_id, result={"task": {"taskId": f"t-{n}"}})))
+    assert len(router._tasks) == MAX_TASKS_PER_SESSION
+    (gone,) = downstream(
+        settle(router, router.receive_downstream("a", line(id="g", method="tasks/get", params={"taskId": "t-0"})))
+    )
+    assert gone["error"]["code"] == -32602  # as if it expired
+    kept = forward(router, "a", "k", "tasks/get", {"taskId": f"t-{MAX_TASKS_PER_SESSION}"})
+    assert kept

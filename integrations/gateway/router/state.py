@@ -115,6 +115,8 @@ DEFAULT_MISSING: Final = {
 }
 """What SDK servers answer; the catalog replaces an entry once it has seen its upstream answer one."""
 
+MAX_TASKS_PER_SESSION: Final = 1024
+"""Tasks a session's requests created that the router remembers (for ownership); the oldest is forgotten."""
 _STREAMED: Final = {Channel.PROGRESS: "message", Channel.LOG: "data"}
 """The streaming channels a secret can be cut across, and the member that carries their text."""
 LISTEN_METHOD: Final = "subscriptions/listen"
@@ -198,6 +200,8 @@ class Session:
     `initialize` (the 2026-07-28 era's own rule), and then the session is a handshake one."""
     log_level: str | None = None
     subscriptions: set[str] = field(default_factory=set)
+    task_ids: deque[str] = field(default_factory=deque)
+    """The tasks its requests created, oldest first (bounded: `MAX_TASKS_PER_SESSION`)."""
     listens: dict[RequestId, Listen] = field(default_factory=dict)
     """Open `subscriptions/listen` streams (2026-07-28), by the listen request's id."""
     held_back: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -936,6 +940,9 @@ class Router:
         task = result.get("task")
         if isinstance(task, dict) and isinstance(task.get("taskId"), str):
             self._tasks[task["taskId"]] = (pending.session, pending.method)
+            session.task_ids.append(task["taskId"])
+            while len(session.task_ids) > MAX_TASKS_PER_SESSION:  # the oldest is forgotten, as if it expired
+                self._tasks.pop(session.task_ids.popleft(), None)
         if pending.method == "tasks/list" and isinstance(result.get("tasks"), list):
             result = {**result, "tasks": [t for t in result["tasks"] if self._task_of(t) == pending.session]}
         subscribed = (pending.params or {}).get("uri") if pending.method == "resources/subscribe" else None
@@ -1082,7 +1089,10 @@ class Router:
                 if outgoing.upstream_id == request_id:
                     del self._outgoing[out_key]
                     cancel = {"jsonrpc": "2.0", "method": method, "params": {**params, "requestId": outgoing.down_id}}
-                    return [SendDownstream(outgoing.session, dumps_exact(cancel), outgoing.related)]
+                    # on the request's own stream, so it never overtakes the request whose chain still runs
+                    stream: StreamKey = (outgoing.session, outgoing.related)
+                    self._open_slot(stream, dumps_exact(cancel))
+                    return self._flush(stream)
             return [Dropped("a cancellation for no relayed request", method)]
         channel = notification_channel(method)
         if channel is None:
