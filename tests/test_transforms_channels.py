@@ -319,3 +319,33 @@ def test_a_flood_of_calls_that_never_reach_their_response_evicts_only_that_princ
     result = {"content": [{"type": "text", "text": "done word"}]}
     out = stages.output(Invocation("t/output", "tools/call", Phase.RESPONSE, result, context=bob))
     assert out.payload["content"][0]["text"] == "done [rule]"
+
+
+def test_a_tasks_result_gets_the_rules_of_the_call_that_created_its_task_for_that_principal_only() -> None:
+    from interceptors import Invocation, Phase
+    from interceptors.transforms import TransformStages
+
+    rule = {"transforms": [{"type": "regex_replace", "rules": [{"pattern": "word", "replace": "[rule]"}]}]}
+
+    def select(facts: CallFacts) -> Selection:
+        return Selection(rules=(rule,)) if facts.name == "ruled" else Selection()
+
+    stages = TransformStages({}, select=select)
+
+    def context(who: str, call: str) -> InvocationContext:
+        return InvocationContext(trace_id=call, session_id="s", principal=Principal("user", who))
+
+    call = {"method": "tools/call", "params": {"name": "ruled", "arguments": {}, "task": {}}}
+    stages.request(Invocation("t/request", "tools/call", Phase.REQUEST, call, context=context("bob", "c1")))
+    created = {"task": {"taskId": "task-7", "status": "working"}}
+    stages.output(Invocation("t/output", "tools/call", Phase.RESPONSE, created, context=context("bob", "c1")))
+    result = {"content": [{"type": "text", "text": "done word"}]}
+    texts = []
+    for who, call_id in (("bob", "c2"), ("mallory", "c3")):
+        ask = {"method": "tasks/result", "params": {"taskId": "task-7"}}
+        stages.request(Invocation("t/request", "tasks/result", Phase.REQUEST, ask, context=context(who, call_id)))
+        out = stages.output(
+            Invocation("t/output", "tasks/result", Phase.RESPONSE, result, context=context(who, call_id))
+        )
+        texts.append((out.payload if out.modified else result)["content"][0]["text"])
+    assert texts == ["done [rule]", "done word"]  # the tool's rule, for the principal whose call made the task

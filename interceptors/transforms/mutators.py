@@ -49,6 +49,7 @@ the last two carry what a gateway relays outside any request (logs, resource upd
 CLIENT_REQUEST_EVENTS = ("sampling/createMessage", "elicitation/create")
 """Requests a server sends the client: their params are scrubbed on the way out (request phase)."""
 ALL_EVENTS = (*OUTPUT_EVENTS, *METADATA_EVENTS, *CLIENT_REQUEST_EVENTS)
+TASK_RESULT_EVENT = "tasks/result"
 _KINDS = {
     "tools/call": "tool",
     "resources/read": "resource",
@@ -203,6 +204,8 @@ class TransformStages:
         self.pseudonymizer = pseudonymizer or default_pseudonymizer()
         self.max_output_chars = max_output_chars
         self.memo = _Memo()
+        self.tasks = _Memo()
+        """The calls that created tasks (SEP-1686), by principal and task id: a task's result gets its rules."""
         # Built now, so a bad policy fails at registration rather than on the first call.
         self.default_output = assemble_output(policy_sections)
         self.default_input = assemble_input(policy_sections)
@@ -255,10 +258,16 @@ class TransformStages:
         return call
 
     def request(self, invocation: Invocation) -> Verdict:
-        """Remember the call (and its rules) for its response; refuse tools/call arguments carrying secrets."""
+        """Remember the call (and its rules) for its response; refuse tools/call arguments carrying secrets.
+        A `tasks/result` is the call that created its task, continued: it gets that call's rules."""
+        key = _call_key(invocation)
+        if invocation.event == TASK_RESULT_EVENT:
+            created = self._task_call(invocation, _params(invocation.payload).get("taskId"))
+            if key is not None and created is not None:
+                self.memo.put(key, created)
+            return Verdict.allow()
         facts = request_facts(invocation.event, invocation.payload, invocation)
         selection = self._selection(facts)
-        key = _call_key(invocation)
         if key is not None:
             self.memo.put(key, _Call(facts, selection))
         if invocation.event != "tools/call":
@@ -305,6 +314,9 @@ class TransformStages:
             selection = self._selection(facts)
         else:
             facts, selection = call.facts, call.selection
+            task = invocation.payload.get("task") if isinstance(invocation.payload, Mapping) else None
+            if invocation.event == "tools/call" and isinstance(task, Mapping) and isinstance(task.get("taskId"), str):
+                self._remember_task(invocation, task["taskId"], call)  # its result comes by tasks/result
         pipeline, _ = self._pipelines(selection)
         if pipeline.empty and self.max_output_chars is None:
             return Mutation.unchanged()
@@ -318,6 +330,18 @@ class TransformStages:
             max_output_chars=self.max_output_chars,
         )
         return Mutation(new, True) if changed else Mutation.unchanged()
+
+    def _task_key(self, invocation: Invocation, task_id: str) -> tuple[str, str, str, str]:
+        context = invocation.context
+        principal = (context.principal.id or "") if context is not None and context.principal is not None else ""
+        return (principal, "", task_id, "task")
+
+    def _remember_task(self, invocation: Invocation, task_id: str, call: _Call) -> None:
+        self.tasks.put(self._task_key(invocation, task_id), call)
+
+    def _task_call(self, invocation: Invocation, task_id: Any) -> _Call | None:
+        """The call that created task `task_id` for this principal (another principal's task is not found)."""
+        return self.tasks.get(self._task_key(invocation, task_id)) if isinstance(task_id, str) else None
 
     def outbound(self, invocation: Invocation) -> Mutation:
         """A request to the client (sampling, elicitation): its params scrubbed like metadata."""
@@ -397,6 +421,8 @@ def transforms_registry(
     if unknown or not events:
         raise ValueError(f"events must be among {', '.join(ALL_EVENTS)}")
     chosen = tuple(e for e in events if e in OUTPUT_EVENTS)
+    if TASK_RESULT_EVENT in events and "tools/call" in chosen:
+        chosen = (*chosen, TASK_RESULT_EVENT)  # its request pass finds the rules of the call that made the task
     responses = tuple(e for e in events if e in OUTPUT_EVENTS or e in METADATA_EVENTS)
     outbound = tuple(e for e in events if e in CLIENT_REQUEST_EVENTS)
     work = stages.possible_work()
