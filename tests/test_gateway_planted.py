@@ -77,7 +77,7 @@ def gateway() -> Iterator[Wire]:
     )
     try:
         wire = Wire(process)
-        capabilities = {"sampling": {}, "elicitation": {}, "tasks": {}}
+        capabilities = {"sampling": {}, "elicitation": {}, "roots": {}, "tasks": {}}
         init = wire.request(
             0,
             "initialize",
@@ -212,3 +212,12 @@ def test_a_credential_planted_in_each_channel_reaches_the_client_only_masked(sce
 def test_the_table_covers_every_planted_channel() -> None:
     covered = {channel for _, channels in SCENARIOS.values() for channel in channels}
     assert covered | {"resource-blob"} == set(PLANTS)
+
+
+def test_a_roots_request_of_the_upstream_reaches_the_client_and_its_answer_goes_back() -> None:
+    with gateway() as wire:
+        wire.send(id=1, method="tools/call", params={"name": "roots", "arguments": {}})
+        asked = wire.until(lambda m: m.get("method") == "roots/list")
+        wire.send(id=asked["id"], result={"roots": [{"uri": "file:///work", "name": "work"}]})
+        reply = wire.until(lambda m: m.get("id") == 1 and "method" not in m)
+    assert reply["result"]["content"][0]["text"] == "roots: 1"

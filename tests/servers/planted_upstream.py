@@ -46,13 +46,14 @@ def reply(request_id: object, result: dict[str, Any]) -> None:
     send({"id": request_id, "result": result})
 
 
-def ask_client(request_id: str, method: str, params: dict[str, Any]) -> None:
+def ask_client(request_id: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
     """Send a request to the client and wait for its answer (other lines meanwhile are ignored)."""
     send({"id": request_id, "method": method, "params": params})
     for line in _lines:
         message = json.loads(line)
         if message.get("id") == request_id and "method" not in message:
-            return
+            return dict(message)
+    return {}
 
 
 def tools() -> list[dict[str, Any]]:
@@ -66,7 +67,7 @@ def tools() -> list[dict[str, Any]]:
     return [
         {"name": "leak", "title": f"Leak {P['tool-title']}", "description": f"uses {P['tool-description']}",
          "inputSchema": schema, "_meta": {"note": P["tool-meta"]}},
-        *({"name": name, "inputSchema": plain} for name in ("progress", "fail", "sample", "elicit", "slow")),
+        *({"name": name, "inputSchema": plain} for name in ("progress", "fail", "sample", "elicit", "slow", "roots")),
     ]  # fmt: skip
 
 
@@ -109,6 +110,10 @@ def call(request_id: object, params: dict[str, Any]) -> None:
         ask_client("e-1", "elicitation/create", {"message": f"confirm {P['elicitation-message']}",
                                                  "requestedSchema": schema})  # fmt: skip
         reply(request_id, {"content": [{"type": "text", "text": "elicited"}]})
+    elif name == "roots":
+        answer = ask_client("r-1", "roots/list", {})
+        roots = (answer.get("result") or {}).get("roots") or []
+        reply(request_id, {"content": [{"type": "text", "text": f"roots: {len(roots)}"}]})
     else:
         reply(request_id, {"content": [{"type": "text", "text": "ok"}]})
 
