@@ -76,6 +76,19 @@ class ServerSpec(_Strict):
     def _split_command(cls, value: Any) -> Any:
         return shlex.split(value) if isinstance(value, str) else value
 
+    def remote(self) -> RemoteServer:
+        """The remote interceptor server this entry describes (a command or a URL), not yet started."""
+        return RemoteServer(
+            self.name,
+            command=self.command,
+            url=self.url,
+            env=self.env,
+            cwd=self.cwd,
+            mode=self.mode,
+            max_concurrency=self.max_concurrency,
+            restart_after_timeouts=self.restart_after_timeouts,
+        )
+
     @model_validator(mode="after")
     def _one_kind(self) -> ServerSpec:
         kinds = [kind for kind in (self.command, self.url, self.registry) if kind is not None]
@@ -174,16 +187,7 @@ async def open_chain(
                     timeout_ms=server.timeout_ms,
                 )
                 continue
-            remote = RemoteServer(
-                server.name,
-                command=server.command,
-                url=server.url,
-                env=server.env,
-                cwd=server.cwd,
-                mode=server.mode,
-                max_concurrency=server.max_concurrency,
-                restart_after_timeouts=server.restart_after_timeouts,
-            )
+            remote = server.remote()
             await stack.enter_async_context(remote)
             await chain.add_remote(remote, timeout_ms=server.timeout_ms)
         for index, registry in enumerate(registries):

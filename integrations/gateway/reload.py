@@ -305,16 +305,7 @@ class Reloader:
         return InterceptorHost(registry, max_payload_bytes=self.max_payload_bytes)
 
     async def _start_remote(self, server: Any) -> _Remote:
-        remote = RemoteServer(
-            server.name,
-            command=server.command,
-            url=server.url,
-            env=server.env,
-            cwd=server.cwd,
-            mode=server.mode,
-            max_concurrency=server.max_concurrency,
-            restart_after_timeouts=server.restart_after_timeouts,
-        )
+        remote = server.remote()
         stop = anyio.Event()
 
         async def host(*, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
