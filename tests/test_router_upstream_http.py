@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 
@@ -32,25 +34,35 @@ TOKEN = "upstream-test-token"
 
 @contextmanager
 def http_upstream(*flags: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """The test upstream on 127.0.0.1 (ephemeral port): its URL and process, stopped and reaped at the end."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.servers.http_upstream", *flags], cwd=ROOT, stdout=subprocess.PIPE
-    )
-    try:
-        assert process.stdout is not None
-        watchdog = threading.Timer(STEP_S, process.kill)  # a hang ends as an empty read, never a stuck test
-        watchdog.start()
+    """The test upstream on 127.0.0.1 (ephemeral port): its URL and process, stopped and reaped at the end.
+
+    Its stderr goes to a file, so a start-up that fails says why (exit status, the server's own stack dump
+    when it stalls: see `serve` in tests/servers/http_upstream.py) instead of an empty line."""
+    with tempfile.TemporaryFile() as stderr:
+        argv = [sys.executable, "-m", "tests.servers.http_upstream", *flags]
+        process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr)
         try:
-            line = process.stdout.readline()
+            assert process.stdout is not None
+            started = time.monotonic()
+            watchdog = threading.Timer(STEP_S, process.kill)  # a hang ends as an empty read, never a stuck test
+            watchdog.start()
+            try:
+                line = process.stdout.readline()
+            finally:
+                watchdog.cancel()
+            if not line.startswith(b"PORT "):
+                status = process.wait(timeout=STEP_S)
+                stderr.seek(0)
+                pytest.fail(
+                    f"the test upstream did not start: stdout {line!r}, exit status {status} after "
+                    f"{time.monotonic() - started:.1f} s, stderr:\n{stderr.read().decode(errors='replace')[-8000:]}"
+                )
+            yield f"http://127.0.0.1:{int(line.split()[1])}/mcp", process
         finally:
-            watchdog.cancel()
-        assert line.startswith(b"PORT "), line
-        yield f"http://127.0.0.1:{int(line.split()[1])}/mcp", process
-    finally:
-        if process.poll() is None:
-            stop(process)
-        if process.stdout is not None:
-            process.stdout.close()
+            if process.poll() is None:
+                stop(process)
+            if process.stdout is not None:
+                process.stdout.close()
 
 
 def gateway_argv(url: str, *flags: str) -> list[str]:

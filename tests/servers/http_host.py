@@ -28,24 +28,14 @@ def build_app(host: str, stateless: bool) -> Any:
 
 
 async def serve(host: str, port: int, stateless: bool) -> None:
-    import uvicorn
+    from tests.servers.uvicorn_port import serve_and_report_port
 
     if not ipaddress.ip_address(host).is_loopback:
         raise SystemExit("http_host serves loopback addresses only")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
-    bound = sock.getsockname()[1]
-    config = uvicorn.Config(build_app(host, stateless), log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        if task.done():
-            await task
-            return
-        await asyncio.sleep(0.01)
-    print(f"PORT {bound}", flush=True)
-    await task
+    await serve_and_report_port(build_app(host, stateless), sock)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -87,24 +87,13 @@ def build_app(json_response: bool, token: str | None, resumable: bool = False) -
 
 
 async def serve(json_response: bool, token: str | None, resumable: bool) -> None:
-    import uvicorn
+    from tests.servers.uvicorn_port import serve_and_report_port
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # accepted connections inherit it (Linux)
     sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(
-        build_app(json_response, token, resumable), log_level="warning", lifespan="on", timeout_graceful_shutdown=1
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        if task.done():
-            await task
-            return
-        await asyncio.sleep(0.01)
-    print(f"PORT {sock.getsockname()[1]}", flush=True)
-    await task
+    await serve_and_report_port(build_app(json_response, token, resumable), sock)
 
 
 def main() -> None:
