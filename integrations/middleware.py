@@ -1,8 +1,12 @@
 """Server middleware for the `mcp` SDK: a server runs the chain around its own traffic.
 
 An incoming request is received (validate, then mutate; payload `{method, params}`); the outgoing
-result is sent (mutate, then validate; payload = the result object). initialize, ping, discovery,
-notifications and the interceptor methods themselves are never intercepted.
+result is sent (mutate, then validate; payload = the result object). What a message is (which event its
+chain runs under, its payload there and back, the spec check of a changed result) is decided by the
+gateway's classification (`integrations/gateway/router/channels.py`, `spec_check.py`), so a server's own
+middleware and the gateway in front of it cannot disagree: ping, notifications and the interceptor
+methods are never intercepted, and the `initialize` / `server/discover` result (instructions, server info)
+runs its response chain under `gateway/initialize` (`interceptors.SERVER_INFO_EVENT`), as in the gateway.
 """
 
 from __future__ import annotations
@@ -10,14 +14,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from mcp import types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp_types import methods as spec_methods
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from interceptors import (
     INTERNAL_ERROR,
@@ -25,9 +28,17 @@ from interceptors import (
     InterceptorRpcError,
     InvocationContext,
     Phase,
-    is_context_operation,
 )
-from interceptors_chain import Chain, ExecutionResult, Plan, abort_to_error
+from interceptors_chain import Chain, ExecutionResult, abort_to_error
+
+from .gateway.router.channels import (
+    MalformedPayload,
+    params_from_request_payload,
+    request_event,
+    request_payload,
+    response_event,
+)
+from .gateway.spec_check import SpecCheck
 
 logger = logging.getLogger("interceptors.middleware")
 
@@ -55,46 +66,66 @@ class InterceptorMiddleware:
         self.context_provider = context_provider
         self.tool_errors_as_results = tool_errors_as_results
         self.expose_messages = expose_messages
-        self._plans: dict[str, tuple[int, Plan, Plan]] = {}
+        self._events: dict[str, tuple[int, str | None, str | None]] = {}
+        self._spec_check = SpecCheck()
+
+    def _events_for(self, method: str) -> tuple[str | None, str | None]:
+        """The events a method's request and response chains run under (None: none runs, or its plan is
+        empty), cached per chain generation."""
+        chain = self.chain
+        cached = self._events.get(method)
+        if cached is None or cached[0] != chain.generation:
+            if len(self._events) > 1024:  # method names come from clients: keep the cache bounded
+                self._events.clear()
+            request, response = request_event(method), response_event(method)
+            if request is not None and chain.plan(request, Phase.REQUEST, Direction.RECEIVING).empty:
+                request = None
+            if response is not None and chain.plan(response, Phase.RESPONSE, Direction.SENDING).empty:
+                response = None
+            cached = self._events[method] = (chain.generation, request, response)
+        return cached[1], cached[2]
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         method = ctx.method
-        if ctx.request_id is None or not is_context_operation(method):
+        if ctx.request_id is None:
+            return await call_next(ctx)
+        on_request, on_response = self._events_for(method)
+        if on_request is None and on_response is None:
             return await call_next(ctx)
         chain = self.chain
-        plans = self._plans.get(method)
-        if plans is None or plans[0] != chain.generation:
-            if len(self._plans) > 1024:  # method names come from clients: keep the cache bounded
-                self._plans.clear()
-            plans = self._plans[method] = (
-                chain.generation,
-                chain.plan(method, Phase.REQUEST, Direction.RECEIVING),
-                chain.plan(method, Phase.RESPONSE, Direction.SENDING),
-            )
-        _, request_plan, response_plan = plans
-        if request_plan.empty and response_plan.empty:
-            return await call_next(ctx)
         context = self.context_provider(ctx)
-        if not request_plan.empty:
-            payload = {"method": method, "params": dict(ctx.params) if ctx.params is not None else None}
+        if on_request is not None:
+            payload = request_payload(method, dict(ctx.params) if ctx.params is not None else None)
             outcome = await chain.execute(
-                method, Phase.REQUEST, payload, direction=Direction.RECEIVING, context=context
+                on_request, Phase.REQUEST, payload, direction=Direction.RECEIVING, context=context
             )
             if outcome.blocked:
                 return self._blocked(method, outcome)
             if outcome.modified:
-                ctx = dataclasses.replace(ctx, params=_mutated_params(method, outcome.final_payload))
+                try:
+                    params = params_from_request_payload(method, outcome.final_payload)
+                except MalformedPayload as exc:
+                    raise _failure(str(exc)) from None
+                ctx = dataclasses.replace(ctx, params=params)
         result = await call_next(ctx)
-        if response_plan.empty:
+        if on_response is None:
             return result
         wire = _as_dict(result)
-        outcome = await chain.execute(method, Phase.RESPONSE, wire, direction=Direction.SENDING, context=context)
+        outcome = await chain.execute(on_response, Phase.RESPONSE, wire, direction=Direction.SENDING, context=context)
         if outcome.blocked:
             return self._blocked(method, outcome)
         if not outcome.modified:
             return result
-        checked: dict[str, Any] = _checked_result(method, ctx.protocol_version, outcome.final_payload)
-        return checked
+        return self._checked_result(method, ctx.protocol_version, outcome.final_payload)
+
+    def _checked_result(self, method: str, version: str | None, payload: Any) -> dict[str, Any]:
+        """Middleware results bypass the SDK's sieve, so a changed result gets the gateway's spec check."""
+        if not isinstance(payload, dict):
+            raise _failure("a response mutator produced a result that is not an object")
+        problem = self._spec_check(method, payload, version)
+        if problem is not None:
+            raise _failure(f"a response mutator produced an invalid {method} result")
+        return payload
 
     def _blocked(self, method: str, outcome: ExecutionResult) -> HandlerResult:
         substitute = outcome.aborted_at[0].substitute
@@ -113,28 +144,6 @@ def _as_dict(result: HandlerResult) -> Any:
     if isinstance(result, BaseModel):
         return result.model_dump(by_alias=True, mode="json", exclude_none=True)
     return result
-
-
-def _mutated_params(method: str, payload: Any) -> Mapping[str, Any] | None:
-    """A request mutator may change params, never the method or the payload's shape."""
-    if not isinstance(payload, Mapping) or payload.get("method") != method:
-        raise _failure("a request mutator changed the method or the payload shape")
-    params = payload.get("params")
-    if params is not None and not isinstance(params, Mapping):
-        raise _failure("a request mutator produced params that are not an object")
-    return params
-
-
-def _checked_result(method: str, version: str, payload: Any) -> dict[str, Any]:
-    """Middleware results bypass the SDK's sieve, so a mutated spec result is validated here."""
-    if not isinstance(payload, dict):
-        raise _failure("a response mutator produced a result that is not an object")
-    try:
-        spec_methods.validate_server_result(method, version, payload)
-    except (KeyError, ValueError) as exc:
-        if isinstance(exc, ValidationError):
-            raise _failure(f"a response mutator produced an invalid {method} result") from None
-    return payload
 
 
 def _failure(reason: str) -> MCPError:

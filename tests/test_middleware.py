@@ -138,3 +138,61 @@ async def test_invalid_mutated_result_is_refused() -> None:
             with pytest.raises(MCPError) as caught:
                 await client.call_tool("echo", {"text": "hi"})
     assert caught.value.error.code == -32603
+
+
+@MODES
+async def test_the_servers_instructions_get_the_standard_output_stage_as_in_the_gateway(mode: str) -> None:
+    """The handshake's result runs its response chain under `gateway/initialize`, as the gateway runs it, so
+    the standard stages scrub a credential a server put in its own instructions (either era's handshake)."""
+    from integrations.gateway.stages import build_stages
+    from tests.servers.leaky_server import AWS_KEY
+
+    server = echo_server([])
+    server.instructions = f"deploy with {AWS_KEY}"
+    async with LocalChain(*build_stages("standard", None).registries) as chain:
+        server.middleware.append(InterceptorMiddleware(chain))
+        async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
+            instructions = client.instructions
+            listed = await client.list_tools()
+    assert instructions is not None and "deploy with" in instructions
+    assert AWS_KEY not in instructions
+    assert [tool.name for tool in listed.tools] == ["echo"]
+
+
+async def test_ping_and_the_interceptor_methods_run_no_chain_and_every_operation_does() -> None:
+    """What reaches the chain is the gateway's classification (`request_event` / `response_event`)."""
+    from integrations.gateway.router.channels import request_event, response_event
+
+    events: list[tuple[str, str]] = []
+    registry = Registry()
+
+    @registry.validator("every-request", events="*", phase="request")
+    async def every_request(inv: Invocation) -> Verdict:
+        events.append(("request", inv.event))
+        return Verdict.allow()
+
+    @registry.validator("every-response", events=["*", "gateway/initialize"], phase="response")
+    async def every_response(inv: Invocation) -> Verdict:
+        events.append(("response", inv.event))
+        return Verdict.allow()
+
+    server = echo_server([])
+    async with LocalChain(registry) as chain:
+        server.middleware.append(InterceptorMiddleware(chain))
+        async with Client(server, mode="legacy") as client:  # type: ignore[arg-type]
+            await client.send_ping()
+            await client.list_tools()
+            await client.call_tool("echo", {"text": "hi"})
+    expected: list[tuple[str, str]] = [("response", "gateway/initialize")]
+    for method in ("ping", "tools/list", "tools/call"):
+        if (event := request_event(method)) is not None:
+            expected.append(("request", event))
+        if (event := response_event(method)) is not None:
+            expected.append(("response", event))
+    assert events == expected
+    assert expected[1:] == [
+        ("request", "tools/list"),
+        ("response", "tools/list"),
+        ("request", "tools/call"),
+        ("response", "tools/call"),
+    ]

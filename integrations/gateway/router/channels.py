@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
-from interceptors.events import SERVER_INFO_EVENT
+from interceptors.events import SERVER_INFO_EVENT, is_context_operation
 
 CHANNEL_META_KEY: Final = "io.mcp-interceptors/channel"
 LOGGER_META_KEY: Final = "io.mcp-interceptors/logger"
@@ -92,6 +92,22 @@ LOCAL_METHODS: Final = frozenset({"initialize", "server/discover", "ping", "logg
 """Downstream requests the router answers itself: the handshake is per hop."""
 
 LIFECYCLE_NOTIFICATIONS: Final = frozenset({"notifications/initialized", "notifications/cancelled"})
+
+
+HANDSHAKE_METHODS: Final = frozenset({"initialize", "server/discover"})
+"""Requests whose result describes the server (instructions, server info): its chain runs under SERVER_INFO_EVENT."""
+
+
+def request_event(method: str) -> str | None:
+    """The event a request's chain runs under, or None for a request no chain sees (the handshake, ping, the
+    interceptor methods). The gateway and the server middleware both ask here, so the two cannot drift."""
+    return method if is_context_operation(method) else None
+
+
+def response_event(method: str) -> str | None:
+    """The event a request's result runs under: the request's own, SERVER_INFO_EVENT for the handshake's
+    results (SEP-2624 gives `initialize` no event, yet its instructions reach the model), None for the rest."""
+    return SERVER_INFO_EVENT if method in HANDSHAKE_METHODS else request_event(method)
 
 
 def result_channel(method: str) -> Channel:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final, Protocol
 
-from interceptors import Direction, Phase, is_context_operation
+from interceptors import Direction, Phase
 from interceptors.codec import dumps_exact
 
 from .actions import (
@@ -47,7 +47,9 @@ from .channels import (
     from_side_payload,
     notification_channel,
     params_from_request_payload,
+    request_event,
     request_payload,
+    response_event,
     result_channel,
     side_payload,
 )
@@ -632,7 +634,7 @@ class Router:
             slot.done = slot.final = True
             return self._flush(key, final=True)
 
-        event = CARRIER_EVENTS[Channel.INITIALIZE] if method in ("initialize", "server/discover") else method
+        event = response_event(method) or method
         return self._chain(event, Phase.RESPONSE, Direction.SENDING, Channel.INITIALIZE, result, session, None, then)
 
     def _listen(self, session: Session, message: Message) -> list[Action]:
@@ -741,7 +743,7 @@ class Router:
         key = -call  # negative until it has an upstream id
         self.pending[key] = pending
         self._by_client[(session.id, client_id)] = key
-        if not is_context_operation(method):
+        if request_event(method) is None:
             return self._send_pending(key, pending, params)
 
         def then(outcome: ChainOutcome) -> list[Action]:
@@ -975,7 +977,7 @@ class Router:
                 )
             return actions
 
-        if not is_context_operation(pending.method):
+        if response_event(pending.method) is None:
             return then(ChainPassed(result))
         return self._chain(pending.method, Phase.RESPONSE, Direction.SENDING, channel, result, session, pending, then)
 
