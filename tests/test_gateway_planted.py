@@ -148,6 +148,14 @@ def _resource_updated(wire: Wire) -> None:
     wire.until(lambda m: m.get("method") == "notifications/resources/updated")
 
 
+def _list_changed(wire: Wire) -> None:
+    wire.send(id=1, method="tools/call", params={"name": "change", "arguments": {}})
+    wanted = {"notifications/tools/list_changed", 1}  # the notification rides no request: either may come first
+    while wanted:
+        message = wire.next()
+        wanted.discard(message.get("method") or message.get("id"))
+
+
 def _server_requests(wire: Wire) -> None:
     for request_id, tool, method, answer in (
         (1, "sample", "sampling/createMessage", {"role": "assistant", "content": {"type": "text", "text": "hi"},
@@ -192,6 +200,7 @@ SCENARIOS: dict[str, tuple[Callable[[Wire], None], tuple[str, ...]]] = {
     "progress and logs": (_progress_and_log, ("progress", "log-in-call", "log-outside")),
     "error": (_error, ("error-message", "error-data")),
     "resource updated": (_resource_updated, ("resource-updated",)),
+    "list changed": (_list_changed, ("list-changed",)),
     "requests to the client": (_server_requests, ("sampling-message", "sampling-system", "elicitation-message")),
     "tasks": (_tasks, ("task-record", "task-status", "task-result")),
 }

@@ -1088,6 +1088,36 @@ def test_an_upstream_cancel_never_overtakes_the_request_it_cancels() -> None:
     released = downstream(router.chain_done(run.ticket, ChainPassed(run.payload)))
     assert [m["method"] for m in released] == ["sampling/createMessage", "notifications/cancelled"]
     assert released[1]["params"]["requestId"] == released[0]["id"]
+    assert "reason" not in released[1]["params"]  # free text no stage checks: not relayed
+
+
+def test_a_list_changed_with_meta_passes_each_sessions_chain_and_a_bare_one_is_stated_plainly() -> None:
+    router = ready_router()
+    handshake_session(router, "a")
+    handshake_session(router, "b")
+    meta = {"note": "AKIA-planted"}
+    actions = router.receive_upstream(
+        line(method="notifications/prompts/list_changed", params={"_meta": meta, "extra": "not relayed"})
+    )
+    assert actions[0] == CatalogChanged("prompts")
+    runs = [a for a in actions if isinstance(a, RunChain)]
+    assert [(r.event, r.phase, r.direction) for r in runs] == [("prompts/list", Phase.RESPONSE, Direction.SENDING)] * 2
+    assert downstream(actions) == []  # nothing leaves before its chain
+
+    def scrub(run: RunChain) -> ChainPassed:
+        return ChainPassed({**run.payload, "_meta": {**run.payload["_meta"], "note": "[masked]"}}, modified=True)
+
+    out = settle(router, actions, scrub)
+    for name in ("a", "b"):
+        assert downstream(out, name) == [
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/prompts/list_changed",
+                "params": {"_meta": {"note": "[masked]"}},
+            }
+        ]
+    bare = router.receive_upstream(line(method="notifications/tools/list_changed", params={"extra": 1}))
+    assert downstream(bare, "a") == [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]
 
 
 def test_a_sessions_task_table_is_bounded_and_forgets_the_oldest() -> None:

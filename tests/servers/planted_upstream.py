@@ -29,6 +29,7 @@ CHANNELS = (
     "prompt-message", "prompt-embedded", "completion", "tool-text", "tool-structured", "tool-block-meta",
     "progress", "log-in-call", "log-outside", "error-message", "error-data", "resource-updated",
     "sampling-message", "sampling-system", "elicitation-message", "task-status", "task-record", "task-result",
+    "list-changed",
 )  # fmt: skip
 PLANTS = {channel: _key(channel) for channel in CHANNELS}
 P = PLANTS
@@ -67,7 +68,8 @@ def tools() -> list[dict[str, Any]]:
     return [
         {"name": "leak", "title": f"Leak {P['tool-title']}", "description": f"uses {P['tool-description']}",
          "inputSchema": schema, "_meta": {"note": P["tool-meta"]}},
-        *({"name": name, "inputSchema": plain} for name in ("progress", "fail", "sample", "elicit", "slow", "roots")),
+        *({"name": name, "inputSchema": plain}
+          for name in ("progress", "fail", "sample", "elicit", "slow", "roots", "change")),
     ]  # fmt: skip
 
 
@@ -110,6 +112,9 @@ def call(request_id: object, params: dict[str, Any]) -> None:
         ask_client("e-1", "elicitation/create", {"message": f"confirm {P['elicitation-message']}",
                                                  "requestedSchema": schema})  # fmt: skip
         reply(request_id, {"content": [{"type": "text", "text": "elicited"}]})
+    elif name == "change":
+        send({"method": "notifications/tools/list_changed", "params": {"_meta": {"why": P["list-changed"]}}})
+        reply(request_id, {"content": [{"type": "text", "text": "changed"}]})
     elif name == "roots":
         answer = ask_client("r-1", "roots/list", {})
         roots = (answer.get("result") or {}).get("roots") or []

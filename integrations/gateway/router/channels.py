@@ -131,6 +131,7 @@ _SHAPES: Final = {
     Channel.LOG: _Shape(None, "data"),  # string data is text; see side_payload
     Channel.RESOURCE_UPDATED: _Shape("uri"),
     Channel.TASK_STATUS: _Shape("statusMessage"),
+    Channel.LIST_CHANGED: _Shape(None),  # only its `_meta`
 }
 
 

@@ -1090,7 +1090,8 @@ class Router:
             for out_key, outgoing in list(self._outgoing.items()):
                 if outgoing.upstream_id == request_id:
                     del self._outgoing[out_key]
-                    cancel = {"jsonrpc": "2.0", "method": method, "params": {**params, "requestId": outgoing.down_id}}
+                    # only the id: the upstream's free-text `reason` has no stage to check it, so it is not relayed
+                    cancel = {"jsonrpc": "2.0", "method": method, "params": {"requestId": outgoing.down_id}}
                     # on the request's own stream, so it never overtakes the request whose chain still runs
                     stream: StreamKey = (outgoing.session, outgoing.related)
                     self._open_slot(stream, dumps_exact(cancel))
@@ -1100,12 +1101,18 @@ class Router:
         if channel is None:
             return [Dropped("an upstream notification the router does not relay", method)]
         if channel is Channel.LIST_CHANGED:
-            changed = dumps_exact({"jsonrpc": "2.0", "method": method, **({"params": params} if params else {})})
-            relay: list[Action] = [CatalogChanged(LIST_CHANGED[method])]
-            relay += [
-                SendDownstream(s.id, changed) for s in self.sessions.values() if s.era is Era.HANDSHAKE and s.version
-            ]
             kind = LIST_CHANGED[method]
+            relay: list[Action] = [CatalogChanged(kind)]
+            handshake = [s for s in self.sessions.values() if s.era is Era.HANDSHAKE and s.version]
+            meta = params.get("_meta")
+            if isinstance(meta, dict) and meta:
+                # its `_meta` is the upstream's to fill: it passes each session's chain, like any side message
+                for session in handshake:
+                    relay += self._side(channel, method, {"_meta": meta}, session, None, event=f"{kind}/list")
+            else:
+                # nothing but the kind, which the gateway states itself (no other member is relayed)
+                changed = dumps_exact({"jsonrpc": "2.0", "method": method})
+                relay += [SendDownstream(s.id, changed) for s in handshake]
             for session in self.sessions.values():
                 for listen_id, listen in session.listens.items():
                     if kind in listen.kinds:
