@@ -150,7 +150,7 @@ def _host_processes(pid: int) -> list[int]:
     found = []
     for child in children(pid):
         try:
-            if b"gateway_host" in Path(f"/proc/{child}/cmdline").read_bytes():
+            if b"stdio_host" in Path(f"/proc/{child}/cmdline").read_bytes():
                 found.append(child)
         except OSError:
             continue
@@ -161,7 +161,7 @@ async def test_a_chain_file_edit_starts_and_stops_a_remote_interceptor_server(tm
     """Adding a remote server (its mutator upper-cases a `shout:` text) starts it; removing it stops its process."""
     chain = tmp_path / "chain.yaml"
     chain.write_text("servers: []\n")
-    with_host = f"servers:\n  - name: host\n    command: [{sys.executable}, -m, tests.servers.gateway_host]\n"
+    with_host = f"servers:\n  - name: host\n    command: [{sys.executable}, -m, tests.servers.stdio_host, --gateway]\n"
     with anyio.fail_after(TEST_S):
         with gateway_process(tmp_path, "--policy", "none", "--chain", str(chain), "--reload") as gateway:
             async with httpx2.AsyncClient(timeout=STEP_S) as http:
