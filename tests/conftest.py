@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -30,3 +32,23 @@ def shared_fixtures() -> Path | None:
         if candidate.is_dir():
             return candidate
     return None
+
+
+@pytest.fixture
+def exporter() -> Iterator[Any]:
+    """The chain's tracing on, into an in-memory exporter (the OpenTelemetry SDK, the dev extra); off after."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from interceptors_chain import tracing
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    assert tracing.enable(provider)
+    try:
+        yield memory
+    finally:
+        tracing.disable()
+        provider.shutdown()

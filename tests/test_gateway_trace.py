@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
 import pytest
 from mcp import Client, types
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from integrations.gateway.chain_adapter import TRACE_LEARNED, ChainAdapter
@@ -113,19 +110,6 @@ async def test_a_chain_with_only_a_response_plan_still_gets_the_clients_trace() 
         assert action.request is not None and TRACE_LEARNED in action.request.learned
         await adapter.run(later_pass(action.request, Channel.RESULT))
     assert len(seen) == 1 and seen[0][:2] == ("response", TRACE_ID)
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    memory = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    assert tracing.enable(provider)
-    try:
-        yield memory
-    finally:
-        tracing.disable()
-        provider.shutdown()
 
 
 async def test_chain_spans_and_the_remote_host_join_the_clients_trace(exporter: InMemorySpanExporter) -> None:

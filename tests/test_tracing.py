@@ -4,7 +4,6 @@ carried into the remote invoke, no payload content in any attribute, and nothing
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,19 +25,6 @@ SECRET = "sk_live_PLANTEDsecret0123456789abcdef"
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 CLIENT_SPAN = "00f067aa0ba902b7"
 PAYLOAD = {"name": "send", "arguments": {"token": SECRET, "note": f"use {SECRET}"}}
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    memory = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    assert tracing.enable(provider)
-    try:
-        yield memory
-    finally:
-        tracing.disable()
-        provider.shutdown()
 
 
 def remote() -> RemoteServer:
