@@ -1135,3 +1135,49 @@ def test_a_sessions_task_table_is_bounded_and_forgets_the_oldest() -> None:
     assert gone["error"]["code"] == -32602  # as if it expired
     kept = forward(router, "a", "k", "tasks/get", {"taskId": f"t-{MAX_TASKS_PER_SESSION}"})
     assert kept
+
+
+def test_a_modern_task_outlives_its_exchange_for_its_principal_only() -> None:
+    """2026-07-28: each exchange is its own session, so a task is its principal's across exchanges."""
+    router = ready_router()
+
+    def exchange(name: str, principal: str) -> None:
+        router.open_session(name, context={"session": name}, principal=principal)
+
+    exchange("m1", "p")
+    upstream_id = forward(router, "m1", 1, "tools/call", {"name": "slow", "task": {"ttl": 1000}, "_meta": envelope()})
+    created = {"task": {"taskId": "t1", "status": "working", "createdAt": "x", "ttl": 1000}}
+    settle(router, router.receive_upstream(line(id=upstream_id, result=created)))
+    router.close_session("m1")
+    exchange("m2", "p")
+    forward(router, "m2", 1, "tasks/get", {"taskId": "t1", "_meta": envelope()})
+    listed = forward(router, "m2", 2, "tasks/list", {"_meta": envelope()})
+    tasks = {"tasks": [{"taskId": "t1"}, {"taskId": "unknown"}]}
+    (mine,) = downstream(settle(router, router.receive_upstream(line(id=listed, result=tasks))))
+    assert [t["taskId"] for t in mine["result"]["tasks"]] == ["t1"]
+    exchange("m3", "q")
+    get = line(id=1, method="tasks/get", params={"taskId": "t1", "_meta": envelope()})
+    (theirs,) = downstream(settle(router, router.receive_downstream("m3", get)))
+    assert theirs["error"]["code"] == -32602  # another principal: as if it did not exist
+    handshake_session(router, "h", principal="p")
+    (old_era,) = downstream(settle(router, router.receive_downstream("h", line(id=5, method="tasks/get",
+                                                                           params={"taskId": "t1"}))))  # fmt: skip
+    assert old_era["error"]["code"] == -32602  # a 2025-11-25 session sees only its own tasks
+    status = line(method="notifications/tasks/status", params={"taskId": "t1", "status": "completed"})
+    assert downstream(settle(router, router.receive_upstream(status))) == []  # no exchange stands open for it
+
+
+def test_modern_tasks_are_bounded_per_principal() -> None:
+    from integrations.gateway.router.state import MAX_TASKS_PER_SESSION
+
+    router = ready_router()
+    for n in range(MAX_TASKS_PER_SESSION + 1):
+        router.open_session(f"m{n}", context={}, principal="p")
+        upstream_id = forward(router, f"m{n}", 1, "tools/call", {"name": "x", "task": {}, "_meta": envelope()})
+        settle(router, router.receive_upstream(line(id=upstream_id, result={"task": {"taskId": f"t-{n}"}})))
+        router.close_session(f"m{n}")
+    assert len(router._tasks) == MAX_TASKS_PER_SESSION
+    router.open_session("last", context={}, principal="p")
+    get = line(id=1, method="tasks/get", params={"taskId": "t-0", "_meta": envelope()})
+    (gone,) = downstream(settle(router, router.receive_downstream("last", get)))
+    assert gone["error"]["code"] == -32602

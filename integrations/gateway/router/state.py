@@ -118,6 +118,8 @@ DEFAULT_MISSING: Final = {
 """What SDK servers answer; the catalog replaces an entry once it has seen its upstream answer one."""
 
 MAX_TASKS_PER_SESSION: Final = 1024
+MAX_TASK_PRINCIPALS: Final = 4096
+"""2026-07-28 tasks outlive their exchange, remembered per principal; this many principals at most."""
 """Tasks a session's requests created that the router remembers (for ownership); the oldest is forgotten."""
 _STREAMED: Final = {Channel.PROGRESS: "message", Channel.LOG: "data"}
 """The streaming channels a secret can be cut across, and the member that carries their text."""
@@ -212,6 +214,17 @@ class Session:
 
 
 @dataclass(slots=True)
+class TaskOwner:
+    """Who may see a task the upstream created: its session; at 2026-07-28 (each exchange its own session,
+    none standing) any later exchange of the same principal, for as long as the task is remembered."""
+
+    session: SessionId | None  # None: its 2026-07-28 exchange is over
+    principal: Hashable
+    modern: bool
+    method: str  # the request that created it (its per-tool rules follow it)
+
+
+@dataclass(slots=True)
 class Pending:
     """One downstream request, from its request chain to its final reply (the `state` rides every pass)."""
 
@@ -267,7 +280,8 @@ class Router:
         self._by_token: dict[int, int] = {}  # upstream progress token -> call
         self._outgoing: dict[tuple[SessionId, str], Outgoing] = {}
         self._internal: dict[int, Callable[[Message], list[Action]]] = {}
-        self._tasks: dict[str, tuple[SessionId, str]] = {}  # task id -> (owner, method that created it)
+        self._tasks: dict[str, TaskOwner] = {}
+        self._modern_tasks: dict[Hashable, deque[str]] = {}  # per principal, oldest first (bounded)
         self._holders: dict[str, set[SessionId]] = {}
         self._tickets: dict[int, tuple[SessionId, Continuation]] = {}
         self._streams: dict[StreamKey, deque[_Slot]] = {}
@@ -452,7 +466,13 @@ class Router:
                 actions.append(_upstream_error(outgoing.upstream_id, _error(INTERNAL_ERROR, "the client went away")))
         for uri in list(session.subscriptions):
             actions += self._release_subscription(session, uri)
-        self._tasks = {task: owner for task, owner in self._tasks.items() if owner[0] != session_id}
+        for task_id in session.task_ids:
+            owner = self._tasks.get(task_id)
+            if owner is not None and owner.session == session_id:
+                if owner.modern:
+                    owner.session = None  # a later exchange of its principal may still ask for it
+                else:
+                    del self._tasks[task_id]
         for stream in [key for key in self._streams if key[0] == session_id]:
             del self._streams[stream]
         self._backlog = [(sid, message) for sid, message in self._backlog if sid != session_id]
@@ -714,9 +734,38 @@ class Router:
         return actions
 
     def _owns_task(self, session: Session, params: dict[str, Any] | None) -> bool:
-        task_id = (params or {}).get("taskId")
+        return self._task_visible(session, (params or {}).get("taskId"))
+
+    def _task_visible(self, session: Session, task_id: Any) -> bool:
         owner = self._tasks.get(task_id) if isinstance(task_id, str) else None
-        return owner is not None and owner[0] == session.id
+        if owner is None:
+            return False
+        if owner.session == session.id:
+            return True
+        return owner.modern and session.era is Era.MODERN and owner.principal == session.principal
+
+    def _remember_task(self, session: Session, pending: Pending, task_id: str) -> None:
+        """Bounded: a handshake session keeps its newest `MAX_TASKS_PER_SESSION`, a 2026-07-28 principal
+        as many across its exchanges (and at most `MAX_TASK_PRINCIPALS` principals); the oldest is forgotten,
+        as if it expired."""
+        modern = session.era is Era.MODERN
+        self._tasks[task_id] = TaskOwner(pending.session, session.principal, modern, pending.method)
+        session.task_ids.append(task_id)
+        if not modern:
+            while len(session.task_ids) > MAX_TASKS_PER_SESSION:
+                self._tasks.pop(session.task_ids.popleft(), None)
+            return
+        if len(session.task_ids) > MAX_TASKS_PER_SESSION:
+            session.task_ids.popleft()
+        ids = self._modern_tasks.pop(session.principal, None) or deque()
+        self._modern_tasks[session.principal] = ids  # the most recent principal last
+        ids.append(task_id)
+        while len(ids) > MAX_TASKS_PER_SESSION:
+            self._tasks.pop(ids.popleft(), None)
+        while len(self._modern_tasks) > MAX_TASK_PRINCIPALS:
+            oldest = next(iter(self._modern_tasks))
+            for forgotten in self._modern_tasks.pop(oldest):
+                self._tasks.pop(forgotten, None)
 
     def _target(self, method: str, params: dict[str, Any] | None) -> str | None:
         key = _TARGET_KEYS.get(method)
@@ -941,12 +990,9 @@ class Router:
         result = message.result
         task = result.get("task")
         if isinstance(task, dict) and isinstance(task.get("taskId"), str):
-            self._tasks[task["taskId"]] = (pending.session, pending.method)
-            session.task_ids.append(task["taskId"])
-            while len(session.task_ids) > MAX_TASKS_PER_SESSION:  # the oldest is forgotten, as if it expired
-                self._tasks.pop(session.task_ids.popleft(), None)
+            self._remember_task(session, pending, task["taskId"])
         if pending.method == "tasks/list" and isinstance(result.get("tasks"), list):
-            result = {**result, "tasks": [t for t in result["tasks"] if self._task_of(t) == pending.session]}
+            result = {**result, "tasks": [t for t in result["tasks"] if self._task_visible(session, _task_id(t))]}
         subscribed = (pending.params or {}).get("uri") if pending.method == "resources/subscribe" else None
         if isinstance(subscribed, str):  # updates that come while its response chain runs wait for its outcome
             session.held_back.setdefault(subscribed, [])
@@ -980,11 +1026,6 @@ class Router:
         if response_event(pending.method) is None:
             return then(ChainPassed(result))
         return self._chain(pending.method, Phase.RESPONSE, Direction.SENDING, channel, result, session, pending, then)
-
-    def _task_of(self, task: Any) -> SessionId | None:
-        task_id = task.get("taskId") if isinstance(task, dict) else None
-        owner = self._tasks.get(task_id) if isinstance(task_id, str) else None
-        return owner[0] if owner is not None else None
 
     def _passed_error(self, error: dict[str, Any], outcome: ChainOutcome) -> dict[str, Any]:
         """An error after its chain: the upstream's code always; message and data as the chain left them."""
@@ -1136,9 +1177,9 @@ class Router:
         if channel is Channel.TASK_STATUS:
             task_id = params.get("taskId")
             owner = self._tasks.get(task_id) if isinstance(task_id, str) else None
-            if owner is None or owner[0] not in self.sessions:
+            if owner is None or owner.session is None or owner.session not in self.sessions:
                 return [Dropped("a task status for no known task", method)]
-            return self._side(channel, method, params, self.sessions[owner[0]], None, event=owner[1])
+            return self._side(channel, method, params, self.sessions[owner.session], None, event=owner.method)
         if channel is Channel.RESOURCE_UPDATED:
             uri = params.get("uri")
             holders = self._holders.get(uri, set()) if isinstance(uri, str) else set()
@@ -1423,3 +1464,7 @@ def _most_verbose(levels: Iterable[str | None]) -> str | None:
 def _reason(message: Message) -> str:
     problem = message.problem
     return f"an invalid message without a recoverable id: {problem.data.get('reason') if problem else 'unknown'}"
+
+
+def _task_id(task: Any) -> Any:
+    return task.get("taskId") if isinstance(task, dict) else None
