@@ -804,7 +804,7 @@ async def _prime(exchange: _Exchange, version: str | None, send: Any) -> bool:
     replay = exchange.replay
     if replay is None or version is None or version < PRIMING_SINCE or version not in HANDSHAKE_VERSIONS:
         return False
-    body = b"id: " + event_id(replay.token, 0).encode() + b"\ndata: \n\n"
+    body = b"id: " + event_id(replay.token, 0).encode() + b"\ndata:\n\n"
     await send({"type": "http.response.body", "body": body, "more_body": True})
     return True
 
