@@ -399,3 +399,46 @@ async def test_a_2026_07_28_call_whose_mcp_param_headers_disagree_with_its_argum
             async with http_client, client:
                 await client.list_tools()
                 assert text_of(await client.call_tool("route", {"region": "ap", "shard": 9})) == "routed to ap"
+
+
+# The front's stream lifecycle, in process (the real router behind it, no socket) ----------------------
+@pytest.mark.anyio
+async def test_a_detached_stream_keeps_its_reply_for_the_window_then_is_forgotten_and_the_cap_holds() -> None:
+    from integrations.gateway.downstream_http import HttpFront, HttpSettings, _Exchange
+    from integrations.gateway.router import SendDownstream
+    from tests.router_helpers import ready_router
+
+    performed: list[Any] = []
+
+    async def drain() -> None:
+        return None
+
+    settings_ = HttpSettings(resume_window_s=3600.0, max_detached_per_session=2)
+    front = HttpFront(ready_router(), performed.extend, drain, settings=settings_)
+    session = front._open("owner", None, modern=False)
+    streams = []
+    for request_id in (1, 2, 3):
+        exchange = session.exchanges[request_id] = _Exchange(request_id)
+        front._resumable(session, exchange, None)
+        front.deliver(SendDownstream(session.id, b'{"progress":1}', request_id, False))
+        front._settle(session, exchange, 0)  # its connection dropped before the reply: detached, still in flight
+        assert not exchange.attached and request_id in session.exchanges
+        front.deliver(SendDownstream(session.id, b'{"reply":1}', request_id, True))
+        assert request_id not in session.exchanges  # the id is free again; the stream is kept to resume
+        streams.append(exchange)
+    tokens = [exchange.replay.token for exchange in streams if exchange.replay is not None]
+    assert list(session.resumable) == tokens[1:]  # at most 2 replied streams kept: the oldest went
+    replayed = streams[2].replay.after(0) if streams[2].replay is not None else None
+    assert replayed == [(b'{"progress":1}', False, 1), (b'{"reply":1}', True, 2)]
+    assert front.expire_detached() == 0
+    front.settings = HttpSettings(resume_window_s=-1.0)  # the window has passed
+    assert front.expire_detached() == 2 and not session.resumable
+    # a notification for the detached GET stream is kept for its resumption; the session counts as idle
+    standalone = session.standalone = _Exchange()
+    front._resumable(session, standalone, None)
+    front._settle(session, standalone, 0)
+    assert session.standalone is standalone and not standalone.attached and not session.busy
+    front.deliver(SendDownstream(session.id, b'{"method":"notifications/x"}', None, False))
+    assert standalone.replay is not None and len(standalone.replay) == 1
+    front.close(session.id)
+    assert not session.resumable and standalone.closed
