@@ -36,6 +36,12 @@ class Catalog:
         self.local_tools = router.config.local_tools  # the gateway's own tools, on the first tools/list page
         self.outstanding = 0
         self.on_settled: Callable[[], None] | None = None
+        self._schemas: dict[str, Any] = {}
+        self._listing: dict[str, Any] = {}  # the tools of a listing still being walked, swapped in at its end
+
+    def tool_schema(self, name: str) -> Any | None:
+        """The input schema of the upstream's tool `name` as last listed (None: no such tool)."""
+        return self._schemas.get(name)
 
     @property
     def settled(self) -> bool:
@@ -66,10 +72,23 @@ class Catalog:
                 result = with_local_tools(result, self.local_tools)
             self.learn(method, result)
             cursor = result.get("nextCursor")
-            if isinstance(cursor, str) and cursor and page + 1 < MAX_PAGES:
+            more = isinstance(cursor, str) and bool(cursor) and page + 1 < MAX_PAGES
+            if method == "tools/list":
+                self._learn_schemas(result, page, more)
+            if more:
                 actions += self._page(method, cursor, page + 1)
         else:
             logger.warning("could not list %s upstream", method)
         if self.settled and self.on_settled is not None:
             self.on_settled()
         return actions
+
+    def _learn_schemas(self, result: dict[str, Any], page: int, more: bool) -> None:
+        if page == 0:
+            self._listing = {}
+        tools = result.get("tools")
+        for tool in tools if isinstance(tools, list) else ():
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                self._listing[tool["name"]] = tool.get("inputSchema")
+        if not more:
+            self._schemas, self._listing = self._listing, {}

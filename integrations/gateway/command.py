@@ -114,7 +114,8 @@ async def _main(options: RouterOptions) -> int:
             stack.callback(served.close)
         try:
             engine = getattr(stages, "engine", None)
-            catalog = Catalog(router, reloader.learn) if engine is not None else None
+            # over HTTP the catalog also gives the tool schemas that 2026-07-28 `Mcp-Param-*` headers are checked on
+            catalog = Catalog(router, reloader.learn) if engine is not None or options.listen is not None else None
             if options.listen is not None:
                 return await _serve_http(options, router, adapter, upstream, catalog, metrics, local, reloader.request)
             downstream = await StdioDownstream.open()

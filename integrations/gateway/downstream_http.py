@@ -48,6 +48,20 @@ from interceptors.codec import dumps_exact
 from .catalog import Catalog
 from .chain_adapter import ChainAdapter
 from .framing import MAX_LINE_BYTES
+from .replay import (
+    DEFAULT_MAX_DETACHED_PER_SESSION,
+    DEFAULT_MAX_REPLAY_BYTES,
+    DEFAULT_MAX_REPLAY_EVENTS,
+    DEFAULT_RESUME_WINDOW_S,
+    EXPIRED,
+    UNKNOWN,
+    Event,
+    ReplayBuffer,
+    Unresolved,
+    event_id,
+    new_token,
+    parse_event_id,
+)
 from .router import Router, SendDownstream
 from .router.eras import HANDSHAKE_VERSIONS
 from .router.messages import INTERNAL_ERROR, INVALID_REQUEST, Kind, Message, RequestId, parse
@@ -75,29 +89,73 @@ _ROUTING_HEADERS: Final = frozenset({"mcp-protocol-version", "mcp-method", "mcp-
 _DUPLICATED: Final = " duplicated"  # not a header name (headers have no spaces)
 _CLOSED: Final = object()
 _TIMEOUT: Final = object()
+_GONE: Final = object()
+PRIMING_SINCE: Final = "2025-11-25"
+"""The first revision whose clients take a priming event (an id, empty data); older ones get ids on messages."""
 
 Perform = Callable[[list[Any]], None]
 
 
 class _Exchange:
-    """One response stream (a POSTed request's, or a session's GET): messages in order, then closed."""
+    """One response stream (a POSTed request's, or a session's GET): messages in order, then closed.
 
-    __slots__ = ("closed", "disconnected", "items", "streams", "waiter")
+    A resumable stream (`replay` set: an SSE stream of a 2025-era session) outlives its connection: when the
+    connection drops it is detached (what comes is kept in its replay buffer only), and a GET with a
+    `Last-Event-ID` of it attaches a new connection, which gets the events after that id, then the live ones.
+    Each attachment is a `generation`: a writer of an older one stops (its connection lost, or taken over).
+    """
 
-    def __init__(self, *, streams: bool = True) -> None:
+    __slots__ = (
+        "attached", "closed", "done", "finished", "generation", "idle_since", "items", "replay", "request_id",
+        "streams", "waiter",
+    )  # fmt: skip
+
+    def __init__(self, request_id: RequestId | None = None, *, streams: bool = True) -> None:
+        self.request_id = request_id  # None: the session's standalone (GET) stream
         self.streams = streams  # False: a JSON-only response, which carries the reply and nothing before it
-        self.items: deque[tuple[bytes, bool]] = deque()
+        self.items: deque[Event] = deque()
         self.waiter: asyncio.Future[None] | None = None
-        self.closed = False
-        self.disconnected = False
+        self.closed = False  # the session is over: no more messages, ever
+        self.attached = True  # a connection is writing this stream
+        self.generation = 0
+        self.replay: ReplayBuffer | None = None
+        self.finished = False  # its reply was put (a request's stream has nothing after it)
+        self.done = False  # its reply was written to a connection
+        self.idle_since = 0.0  # when it was detached, or got its reply while detached
 
     def put(self, data: bytes, final: bool) -> None:
-        self.items.append((data, final))
-        self._wake()
+        replay = self.replay
+        event = (data, final, 0) if replay is None else replay.append(data, final)
+        self.finished = self.finished or final
+        if self.attached:
+            self.items.append(event)
+            self._wake()
 
-    def close(self, *, disconnected: bool = False) -> None:
+    def make_resumable(self, replay: ReplayBuffer, head: Event | None) -> Event | None:
+        """Number what is queued (and `head`, already taken) from now on; returns `head` numbered."""
+        self.replay = replay
+        if head is not None:
+            head = replay.append(head[0], head[1])
+        self.items = deque(replay.append(data, final) for data, final, _ in self.items)
+        return head
+
+    def attach(self, events: list[Event]) -> int:
+        """A new connection takes the stream over: it gets `events`, then what comes. Returns its generation."""
+        self.generation += 1
+        self.attached = True
+        self.items = deque(events)
+        self._wake()  # an older writer still waiting sees its generation is over
+        return self.generation
+
+    def lost(self, generation: int) -> None:
+        """The connection of `generation` went away (a no-op when a newer one took the stream over)."""
+        if generation == self.generation and self.attached:
+            self.attached = False
+            self.items.clear()  # kept in the replay buffer, when there is one
+            self._wake()
+
+    def close(self) -> None:
         self.closed = True
-        self.disconnected = self.disconnected or disconnected
         self._wake()
 
     def _wake(self) -> None:
@@ -105,23 +163,29 @@ class _Exchange:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def get(self, timeout: float | None) -> tuple[bytes, bool] | object:
-        """The next message, `_CLOSED` when the stream is over, `_TIMEOUT` after `timeout` seconds of nothing."""
-        while not self.items:
-            if self.closed:
+    async def get(self, generation: int, timeout: float | None) -> Event | object:
+        """The next event; `_GONE` when this connection is no longer the stream's, `_CLOSED` when the stream is
+        over (the session closed, or a request's stream has nothing after its reply), `_TIMEOUT` after
+        `timeout` seconds of nothing."""
+        while True:
+            if generation != self.generation or not self.attached:
+                return _GONE
+            if self.items:
+                return self.items.popleft()
+            if self.closed or (self.finished and self.request_id is not None):
                 return _CLOSED
-            self.waiter = asyncio.get_running_loop().create_future()
+            waiter = self.waiter = asyncio.get_running_loop().create_future()
             try:
                 if timeout is None:
-                    await self.waiter
+                    await waiter
                 else:
                     try:
-                        await asyncio.wait_for(self.waiter, timeout)
+                        await asyncio.wait_for(waiter, timeout)
                     except TimeoutError:
                         return _TIMEOUT
             finally:
-                self.waiter = None
-        return self.items.popleft()
+                if self.waiter is waiter:
+                    self.waiter = None
 
 
 @dataclass(slots=True)
@@ -131,11 +195,15 @@ class HttpSession:
     modern: bool
     last_seen: float
     exchanges: dict[RequestId, _Exchange] = field(default_factory=dict)
+    """Requests in flight (their stream attached or not)."""
     standalone: _Exchange | None = None
+    resumable: dict[str, _Exchange] = field(default_factory=dict)
+    """Streams a `Last-Event-ID` may name, by token: in flight, the standalone one, or detached with a reply."""
 
     @property
     def busy(self) -> bool:
-        return bool(self.exchanges) or self.standalone is not None
+        standalone = self.standalone
+        return bool(self.exchanges) or (standalone is not None and standalone.attached)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +212,11 @@ class HttpSettings:
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     max_exchanges_per_principal: int | None = None
     """2026-07-28 exchanges (session-less POSTs) one principal may have in flight; None: the session quota."""
+    replay_max_events: int = DEFAULT_MAX_REPLAY_EVENTS
+    replay_max_bytes: int = DEFAULT_MAX_REPLAY_BYTES
+    """Bounds of one stream's replay buffer (the newest event is always kept)."""
+    resume_window_s: float = DEFAULT_RESUME_WINDOW_S
+    max_detached_per_session: int = DEFAULT_MAX_DETACHED_PER_SESSION
 
 
 class HttpFront:
@@ -163,8 +236,11 @@ class HttpFront:
         tokens: Any = None,
         default_principal: Principal | None = None,
         settings: HttpSettings | None = None,
+        tool_schema: Callable[[str], Any] | None = None,
     ) -> None:
         self.router = router
+        self.tool_schema = tool_schema
+        """A tool's input schema by name (the catalog's), to check a 2026-07-28 call's `Mcp-Param-*` headers."""
         self.perform = perform
         self.drain = drain
         self.tokens = tokens
@@ -189,12 +265,21 @@ class HttpFront:
         if action.related is not None:
             exchange = session.exchanges.get(action.related)
             if exchange is not None and (exchange.streams or action.outgoing is None):
-                exchange.put(action.data, action.final)
+                if exchange.attached or action.outgoing is None:
+                    exchange.put(action.data, action.final)
+                    if action.final and not exchange.attached:  # kept for its client to resume
+                        del session.exchanges[action.related]
+                        self._retain(session, exchange)
+                    return
+                logger.info("session %s: a request to its client while its stream is detached; refused upstream",
+                            action.session[:8])  # fmt: skip
+                self.perform(self.router.undeliverable(action.session, action.outgoing))
                 return
         if action.final:
             return  # its client went away: a reply has no other stream to go to
-        if session.standalone is not None:
-            session.standalone.put(action.data, False)
+        standalone = session.standalone
+        if standalone is not None and (standalone.attached or action.outgoing is None):
+            standalone.put(action.data, False)  # kept for a resuming GET while no connection is open
         elif action.outgoing is not None:  # a request to the client nothing can carry: answer the upstream
             logger.info("session %s has no stream for a request to its client; refused upstream", action.session[:8])
             self.perform(self.router.undeliverable(action.session, action.outgoing))
@@ -225,8 +310,11 @@ class HttpFront:
                 self._owned.pop(session.owner, None)
         for exchange in session.exchanges.values():
             exchange.close()
+        for exchange in session.resumable.values():
+            exchange.close()
         if session.standalone is not None:
             session.standalone.close()
+        session.resumable.clear()
         self.perform(self.router.close_session(session_id))
 
     def expire_idle(self) -> int:
@@ -239,11 +327,65 @@ class HttpFront:
         return len(idle)
 
     async def sweep(self) -> None:
-        """Expire idle sessions forever (a task of the runner)."""
-        interval = min(max(self.settings.idle_timeout_s / 4, 0.05), 30.0)
+        """Expire idle sessions and unclaimed streams forever (a task of the runner)."""
+        shortest = min(self.settings.idle_timeout_s, self.settings.resume_window_s)
+        interval = min(max(shortest / 4, 0.05), 30.0)
         while True:
             await anyio.sleep(interval)
             self.expire_idle()
+            self.expire_detached()
+
+    # Resumability ------------------------------------------------------------------------------
+    def _resumable(self, session: HttpSession, exchange: _Exchange, head: Event | None) -> Event | None:
+        """Give a stream its event ids and replay buffer (it is going to SSE); returns `head` numbered."""
+        settings = self.settings
+        token = new_token()
+        replay = ReplayBuffer(token, max_events=settings.replay_max_events, max_bytes=settings.replay_max_bytes)
+        session.resumable[token] = exchange
+        return exchange.make_resumable(replay, head)
+
+    def _settle(self, session: HttpSession, exchange: _Exchange, generation: int) -> None:
+        """A connection of `exchange` ended: forget the stream, or keep it detached for its client to resume."""
+        if generation != exchange.generation:
+            return  # a newer connection took the stream over
+        replay = exchange.replay
+        live = self.sessions.get(session.id) is session
+        if exchange.done or replay is None or not live or exchange.closed:
+            if exchange.request_id is not None and session.exchanges.get(exchange.request_id) is exchange:
+                del session.exchanges[exchange.request_id]
+            if replay is not None:
+                session.resumable.pop(replay.token, None)
+            if session.standalone is exchange:
+                session.standalone = None
+            return
+        exchange.lost(generation)
+        exchange.idle_since = _now()
+        if exchange.finished and exchange.request_id is not None:
+            session.exchanges.pop(exchange.request_id, None)
+            self._retain(session, exchange)
+
+    def _retain(self, session: HttpSession, exchange: _Exchange) -> None:
+        """Keep a detached stream with its reply for resumption; the oldest such ones go beyond the bound."""
+        exchange.idle_since = _now()
+        kept = [e for e in session.resumable.values() if e.finished and not e.attached and e.request_id is not None]
+        for old in kept[: max(0, len(kept) - self.settings.max_detached_per_session)]:
+            assert old.replay is not None
+            del session.resumable[old.replay.token]
+
+    def expire_detached(self) -> int:
+        """Forget the detached streams no client resumed within the window (a request's only after its reply);
+        returns how many."""
+        cutoff = _now() - self.settings.resume_window_s
+        forgotten = 0
+        for session in self.sessions.values():
+            for token, exchange in list(session.resumable.items()):
+                idle = not exchange.attached and exchange.idle_since < cutoff
+                if idle and (exchange.finished or exchange.request_id is None):
+                    del session.resumable[token]
+                    if session.standalone is exchange:
+                        session.standalone = None
+                    forgotten += 1
+        return forgotten
 
     def shutdown(self) -> None:
         for session_id in list(self.sessions):
@@ -283,7 +425,7 @@ class HttpFront:
         owner = (principal.type, principal.id) if principal is not None else None
         method = scope["method"]
         if method == "POST":
-            await self._post(headers, owner, principal, receive, send)
+            await self._post(headers, owner, principal, receive, send, scope.get("headers", ()))
         elif method == "GET":
             await self._get(headers, owner, receive, send)
         elif method == "DELETE":
@@ -302,7 +444,13 @@ class HttpFront:
         return session
 
     async def _post(
-        self, headers: dict[str, str], owner: Hashable, principal: Principal | None, receive: Any, send: Any
+        self,
+        headers: dict[str, str],
+        owner: Hashable,
+        principal: Principal | None,
+        receive: Any,
+        send: Any,
+        raw_headers: Any = (),
     ) -> None:
         has_json, has_sse = _accepts(headers.get("accept", ""))
         if not (has_json or has_sse):
@@ -329,7 +477,7 @@ class HttpFront:
             session_id is None and message.method != "initialize" and message.protocol_version is not None
         )
         if modern:
-            await self._post_modern(message, headers, owner, principal, has_json, has_sse, receive, send)
+            await self._post_modern(message, headers, raw_headers, owner, principal, has_json, has_sse, receive, send)
             return
         session: HttpSession | None
         if session_id is None:
@@ -360,19 +508,21 @@ class HttpFront:
             reason = {"reason": "this id is already in use by a request in flight"}
             await _send_error(send, 400, message.id, INVALID_REQUEST, "Invalid Request", reason, extra=extra)
             return
-        exchange = session.exchanges[message.id] = _Exchange(streams=has_sse)
+        exchange = session.exchanges[message.id] = _Exchange(message.id, streams=has_sse)
+        version = version or _initialize_version(message)
         try:
             self._receive(session.id, message)
             await self.drain()
-            await self._respond(exchange, has_json, has_sse, extra, False, receive, send)
+            await self._respond(exchange, has_json, has_sse, extra, None, receive, send, session, version)
         finally:
-            session.exchanges.pop(message.id, None)
+            self._settle(session, exchange, 0)
             session.last_seen = _now()
 
     async def _post_modern(
         self,
         message: Message,
         headers: dict[str, str],
+        raw_headers: Any,
         owner: Hashable,
         principal: Principal | None,
         has_json: bool,
@@ -395,6 +545,12 @@ class HttpFront:
             code, text, data = rejection
             await _send_error(send, _ERROR_STATUS.get(code, 400), message.id, code, text, data)
             return
+        if message.method == "tools/call" and self.tool_schema is not None:
+            rejection = param_header_rejection(message, raw_headers, self.tool_schema)
+            if rejection is not None:
+                code, text, data = rejection
+                await _send_error(send, _ERROR_STATUS.get(code, 400), message.id, code, text, data)
+                return
         assert message.id is not None
         limit = self.settings.max_exchanges_per_principal or self.settings.max_sessions_per_principal
         in_flight = self._exchanging.get(owner, 0)
@@ -406,11 +562,11 @@ class HttpFront:
         self._exchanging[owner] = in_flight + 1
         try:
             session = self._open(owner, principal, modern=True)
-            exchange = session.exchanges[message.id] = _Exchange(streams=has_sse)
+            exchange = session.exchanges[message.id] = _Exchange(message.id, streams=has_sse)
             try:
                 self._receive(session.id, message)
                 await self.drain()
-                await self._respond(exchange, has_json, has_sse, [], True, receive, send)
+                await self._respond(exchange, has_json, has_sse, [], _error_status, receive, send)
             finally:
                 self.close(session.id)  # cancels the request upstream when the client closed the stream first
                 await self.drain()
@@ -437,42 +593,42 @@ class HttpFront:
         has_json: bool,
         has_sse: bool,
         extra: list[tuple[bytes, bytes]],
-        modern: bool,
+        status_of: Callable[[bytes], int] | None,
         receive: Any,
         send: Any,
+        session: HttpSession | None = None,
+        version: str | None = None,
     ) -> None:
-        """Write one request's response: JSON when its reply comes first (and the client takes JSON), else SSE."""
-        watcher = asyncio.ensure_future(_watch_disconnect(receive, exchange))
+        """Write one request's response: JSON when its reply comes first (and the client takes JSON), else SSE.
+
+        `status_of` gives a JSON reply's status (2026-07-28), else 200; with `session` (a 2025-era one) an SSE
+        response is resumable: its events carry ids, and a 2025-11-25 client first gets a priming event."""
+        watcher = asyncio.ensure_future(_watch_disconnect(receive, exchange, 0))
         try:
-            item = await exchange.get(SSE_PING_S if has_sse else None)
+            item = await exchange.get(0, SSE_PING_S if has_sse else None)
             if not has_sse:  # JSON only: what comes before the reply has no wire here
                 while isinstance(item, tuple) and not item[1]:
-                    item = await exchange.get(None)
+                    item = await exchange.get(0, None)
+            if item is _GONE:
+                return
             if item is _CLOSED:
-                if not exchange.disconnected:
-                    await _send_error(send, 404, None, INVALID_REQUEST, "Session terminated", extra=extra)
+                await _send_error(send, 404, None, INVALID_REQUEST, "Session terminated", extra=extra)
                 return
             if isinstance(item, tuple) and item[1] and has_json:
                 data = item[0]
-                status = _error_status(data) if modern else 200
+                status = 200 if status_of is None else status_of(data)
                 await send({"type": "http.response.start", "status": status, "headers": [*_JSON_HEADERS, *extra]})
                 await send({"type": "http.response.body", "body": data})
+                exchange.done = True
                 return
+            if session is not None:  # numbered before any await: nothing that comes meanwhile goes unnumbered
+                head = self._resumable(session, exchange, item if isinstance(item, tuple) else None)
+                if head is not None:
+                    item = head
             await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *extra]})
-            while True:
-                if item is _CLOSED:
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
-                    return
-                if item is _TIMEOUT:
-                    await send({"type": "http.response.body", "body": b": ping\n\n", "more_body": True})
-                else:
-                    assert isinstance(item, tuple)
-                    data, final = item
-                    event = b"event: message\ndata: " + data + b"\n\n"
-                    await send({"type": "http.response.body", "body": event, "more_body": not final})
-                    if final:
-                        return
-                item = await exchange.get(SSE_PING_S)
+            if session is not None:
+                await _prime(exchange, version, send)
+            await _pump(exchange, 0, item, send)
         finally:
             watcher.cancel()
 
@@ -493,30 +649,55 @@ class HttpFront:
             await _send_error(send, 404, None, INVALID_REQUEST, "Session not found")
             return
         extra = [(b"mcp-session-id", session.id.encode())]
-        if session.standalone is not None:
+        last_event_id = headers.get("last-event-id")
+        if last_event_id is not None:
+            await self._resume(session, last_event_id, extra, receive, send)
+            return
+        standalone = session.standalone
+        if standalone is not None and standalone.attached:
             await _send_error(send, 409, None, INVALID_REQUEST, "Conflict: one GET stream per session", extra=extra)
             return
+        if standalone is not None and standalone.replay is not None:  # a new stream, not a resumption of it
+            session.resumable.pop(standalone.replay.token, None)
         stream = session.standalone = _Exchange()
-        watcher = asyncio.ensure_future(_watch_disconnect(receive, stream))
+        self._resumable(session, stream, None)
+        watcher = asyncio.ensure_future(_watch_disconnect(receive, stream, 0))
         try:
             await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *extra]})
-            await send({"type": "http.response.body", "body": b": open\n\n", "more_body": True})
-            while True:
-                item = await stream.get(SSE_PING_S)
-                if item is _CLOSED:
-                    if not stream.disconnected:
-                        await send({"type": "http.response.body", "body": b"", "more_body": False})
-                    return
-                if item is _TIMEOUT:
-                    body = b": ping\n\n"
-                else:
-                    assert isinstance(item, tuple)
-                    body = b"event: message\ndata: " + item[0] + b"\n\n"
-                await send({"type": "http.response.body", "body": body, "more_body": True})
+            if not await _prime(stream, version, send):
+                await send({"type": "http.response.body", "body": b": open\n\n", "more_body": True})
+            await _pump(stream, 0, await stream.get(0, SSE_PING_S), send)
         finally:
             watcher.cancel()
-            if session.standalone is stream:
-                session.standalone = None
+            self._settle(session, stream, 0)
+            session.last_seen = _now()
+
+    async def _resume(
+        self, session: HttpSession, last_event_id: str, extra: list[tuple[bytes, bytes]], receive: Any, send: Any
+    ) -> None:
+        """GET with `Last-Event-ID`: the events of that stream after it, then the stream live (a request's ends
+        with its reply). Only this session's streams are looked up: an id of another session's is unknown."""
+        parsed = parse_event_id(last_event_id)
+        exchange = session.resumable.get(parsed[0]) if parsed is not None else None
+        events: list[Event] | Unresolved = UNKNOWN
+        if exchange is not None and parsed is not None:
+            assert exchange.replay is not None
+            events = exchange.replay.after(parsed[1])
+        if exchange is None or isinstance(events, Unresolved):
+            gone = events is EXPIRED
+            reason = events.reason if isinstance(events, Unresolved) else UNKNOWN.reason
+            data = {"reason": reason, "lastEventId": last_event_id[:64]}
+            text = "Last-Event-ID expired" if gone else "Unknown Last-Event-ID"
+            await _send_error(send, 410 if gone else 400, None, INVALID_REQUEST, text, data, extra=extra)
+            return
+        generation = exchange.attach(events)  # a connection still writing it (half-open) stops here
+        watcher = asyncio.ensure_future(_watch_disconnect(receive, exchange, generation))
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *extra]})
+            await _pump(exchange, generation, await exchange.get(generation, SSE_PING_S), send)
+        finally:
+            watcher.cancel()
+            self._settle(session, exchange, generation)
             session.last_seen = _now()
 
     async def _delete(self, headers: dict[str, str], owner: Hashable, send: Any) -> None:
@@ -610,12 +791,81 @@ async def _read_body(receive: Any) -> bytes | None:
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-async def _watch_disconnect(receive: Any, exchange: _Exchange) -> None:
+async def _watch_disconnect(receive: Any, exchange: _Exchange, generation: int) -> None:
     while True:
         event = await receive()
         if event["type"] == "http.disconnect":
-            exchange.close(disconnected=True)
+            exchange.lost(generation)
             return
+
+
+async def _prime(exchange: _Exchange, version: str | None, send: Any) -> bool:
+    """A resumable stream's priming event (its id, no data) for clients of 2025-11-25 on; whether it was sent."""
+    replay = exchange.replay
+    if replay is None or version is None or version < PRIMING_SINCE or version not in HANDSHAKE_VERSIONS:
+        return False
+    body = b"id: " + event_id(replay.token, 0).encode() + b"\ndata:\n\n"
+    await send({"type": "http.response.body", "body": body, "more_body": True})
+    return True
+
+
+async def _pump(exchange: _Exchange, generation: int, item: Event | object, send: Any) -> None:
+    """Write a stream's events as SSE until its reply, its end, or the loss of this connection."""
+    replay = exchange.replay
+    while True:
+        if item is _GONE:
+            return
+        if item is _CLOSED:
+            exchange.done = exchange.done or exchange.finished
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        if item is _TIMEOUT:
+            await send({"type": "http.response.body", "body": b": ping\n\n", "more_body": True})
+        else:
+            assert isinstance(item, tuple)
+            data, final, sequence = item
+            if replay is not None and sequence:
+                head = b"id: " + event_id(replay.token, sequence).encode() + b"\nevent: message\ndata: "
+            else:
+                head = b"event: message\ndata: "
+            await send({"type": "http.response.body", "body": head + data + b"\n\n", "more_body": not final})
+            if final:
+                exchange.done = True
+                return
+        item = await exchange.get(generation, SSE_PING_S)
+
+
+def _initialize_version(message: Message) -> str | None:
+    """The revision an `initialize` asks for (its reply's stream is framed for it: the header comes later)."""
+    params = message.params
+    version = params.get("protocolVersion") if params is not None and message.method == "initialize" else None
+    return version if isinstance(version, str) else None
+
+
+def param_header_rejection(
+    message: Message, raw_headers: Any, tool_schema: Callable[[str], Any]
+) -> tuple[int, str, Any] | None:
+    """A 2026-07-28 `tools/call` whose `Mcp-Param-*` headers disagree with its arguments, per the called tool's
+    input schema (its `x-mcp-header` annotations), by the SDK's own rules; None when they agree (or nothing
+    can be checked: no such tool, arguments that are no object, which the call itself then refuses)."""
+    from mcp.shared.inbound import validate_mcp_param_headers  # imported at start
+    from starlette.datastructures import Headers
+
+    params = message.params or {}
+    name = params.get("name")
+    arguments = params.get("arguments")
+    if not isinstance(name, str) or (arguments is not None and not isinstance(arguments, dict)):
+        return None
+    pairs = [(bytes(key).lower(), bytes(value)) for key, value in raw_headers]
+    if not arguments and not any(key.startswith(b"mcp-param-") for key, _ in pairs):
+        return None  # no value and no header: no annotation can be violated
+    schema = tool_schema(name)
+    if schema is None:
+        return None
+    verdict = validate_mcp_param_headers(schema, arguments or {}, Headers(raw=pairs))  # every copy: duplicates too
+    if verdict is None:
+        return None
+    return verdict.code, verdict.message, verdict.data
 
 
 def _error_status(data: bytes) -> int:
@@ -751,8 +1001,9 @@ class HttpRunner(Runner):
         self.sock = sock
         self.on_listening = on_listening
         self.front = HttpFront(
-            router, self.perform, upstream.drain, tokens=tokens, default_principal=default_principal, settings=settings
-        )
+            router, self.perform, upstream.drain, tokens=tokens, default_principal=default_principal, settings=settings,
+            tool_schema=catalog.tool_schema if catalog is not None else None,
+        )  # fmt: skip
 
     def perform(self, actions: list[Any]) -> None:
         front = self.front
