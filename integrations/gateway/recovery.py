@@ -205,6 +205,7 @@ class Renewal:
         self.changed = changed
         self.prints: dict[str, str | None] = {}
         """A digest of every item of each list, by method (None: it could not be read)."""
+        self._walking: dict[str, int] = {}  # walks of each method not finished yet
 
     def snapshot(self, kind: str | None = None) -> list[Action]:
         return self._walk(kind, compare=False)
@@ -215,6 +216,10 @@ class Renewal:
         uris = sorted({uri for session in router.sessions.values() for uri in session.subscriptions})
         for uri in uris:
             actions += router.upstream_request("resources/subscribe", {"uri": uri}, _logged("resources/subscribe"))
+        for method, walking in self._walking.items():
+            if walking:  # a walk the old session cut short: what the clients last saw is unknown
+                self.prints[method] = None
+        self._walking.clear()
         level = router.upstream.log_level
         if level is not None and router.upstream.era is Era.HANDSHAKE and "logging" in router.upstream.capabilities:
             actions += router.upstream_request("logging/setLevel", {"level": level}, _logged("logging/setLevel"))
@@ -228,8 +233,11 @@ class Renewal:
         for _, _, _, changed in walks:
             kinds_done[changed] = kinds_done.get(changed, 0) + 1
         differs: set[str] = set()
+        remaining = [len(walks)]
 
         def finished(method: str, changed: str, items: list[Any] | None) -> None:
+            if self._walking.get(method):
+                self._walking[method] -= 1
             digest = (
                 None if items is None else hashlib.sha256(orjson.dumps(items, option=orjson.OPT_SORT_KEYS)).hexdigest()
             )
@@ -240,8 +248,13 @@ class Renewal:
             kinds_done[changed] -= 1
             if kinds_done[changed] == 0 and changed in differs:
                 self.changed(changed)
+            remaining[0] -= 1
+            if compare and remaining[0] == 0:
+                outcome = ", ".join(sorted(differs)) + " differ" if differs else "unchanged"
+                logger.info("the catalog of the new upstream session: %s", outcome)
 
         for method, _, key, changed in walks:
+            self._walking[method] = self._walking.get(method, 0) + 1
             actions += self._page(method, key, None, 0, [], functools.partial(finished, method, changed))
         return actions
 
