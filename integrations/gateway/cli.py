@@ -129,11 +129,10 @@ def proxy(args: argparse.Namespace) -> int:
     except (_UsageError, RegistryLoadError, ValueError, OSError) as exc:  # ValueError: Chain file or policy errors
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if args.restart_upstream:
-        logger.warning(
-            "--restart-upstream is not supported: the gateway exits with status 1 when its upstream dies "
-            "(let a supervisor restart it)"
-        )
+    restarts = getattr(args, "max_upstream_restarts", None)
+    if restarts is not None and restarts < 1:
+        print("error: --max-upstream-restarts must be at least 1", file=sys.stderr)
+        return 2
     options = RouterOptions(
         command, dict(os.environ) if command else None, chain_file, registries, stages, listen, tokens,
         args.role or (), exposed, bool(getattr(args, "verbose", 0)),
@@ -142,6 +141,7 @@ def proxy(args: argparse.Namespace) -> int:
                "audit_log": args.audit_log, "redis": args.vault_redis, "multi_principal": tokens is not None},
         upstream_url=upstream_url, upstream_headers=headers,
         upstream_timeout=args.upstream_timeout or None, max_line_bytes=max_line_bytes,
+        restart_upstream=bool(args.restart_upstream), max_upstream_restarts=restarts,
     )  # fmt: skip
     try:
         return run_router(options)
@@ -208,8 +208,15 @@ def add_proxy_command(sub: Any) -> None:
         "--restart-upstream",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="accepted for old command lines: the gateway always exits with status 1 when its upstream dies "
-        "(--restart-upstream warns that it is not supported; let a supervisor restart the gateway)",
+        help="start a dead upstream command again (reconnect a dead --upstream URL), with backoff; requests in "
+        "flight get an error, client sessions stay open; after --max-upstream-restarts restarts within 60 s the "
+        "gateway exits with status 1 (default, --no-restart-upstream: exit 1 when the upstream dies)",
+    )
+    parser.add_argument(
+        "--max-upstream-restarts",
+        type=int,
+        metavar="N",
+        help="with --restart-upstream: restarts within 60 s before the gateway gives up (default: 5)",
     )
     parser.add_argument(
         "--max-line-mib",

@@ -43,6 +43,10 @@ class RouterOptions:
     """`--upstream-timeout`: seconds a request may wait for the upstream (None: never times out)."""
     max_line_bytes: int | None = None
     """`--max-line-mib`: the largest upstream message read (None: the framing's default)."""
+    restart_upstream: bool = False
+    """`--restart-upstream`: a dead upstream is started again (reconnected over HTTP), bounded."""
+    max_upstream_restarts: int | None = None
+    """`--max-upstream-restarts`: restarts within a minute before the gateway gives up (None: the default)."""
 
 
 def run_router(options: RouterOptions) -> int:
@@ -62,6 +66,7 @@ async def _main(options: RouterOptions) -> int:
     from .downstream_stdio import StdioDownstream
     from .framing import MAX_LINE_BYTES
     from .local import LocalAnswers
+    from .recovery import DEFAULT_MAX_RESTARTS, RestartPolicy, SupervisedUpstream
     from .reload import ReloadRejected, reloader_for
     from .runner import Runner
     from .upstream_http import HttpUpstream, UpstreamUrlError
@@ -85,19 +90,25 @@ async def _main(options: RouterOptions) -> int:
             getattr(stages, "authorize", None),
         )
         router = router_for(adapter, local, hold_back=bool(options.registries) or options.chain_file is not None)
-        upstream: StdioUpstream | HttpUpstream
-        try:
+        upstream: StdioUpstream | HttpUpstream | SupervisedUpstream
+
+        async def start_upstream() -> StdioUpstream | HttpUpstream:
             if options.upstream_url is not None:
-                upstream = await HttpUpstream.start(
+                return await HttpUpstream.start(
                     options.upstream_url,
                     options.upstream_headers,
                     protocol_version=lambda: router.upstream.version,
                     max_message=options.max_line_bytes or MAX_LINE_BYTES,
                 )
-            else:
-                upstream = await StdioUpstream.start(
-                    options.command, options.env, max_line=options.max_line_bytes or MAX_LINE_BYTES
-                )
+            return await StdioUpstream.start(
+                options.command, options.env, max_line=options.max_line_bytes or MAX_LINE_BYTES
+            )
+
+        try:
+            upstream = await start_upstream()
+            if options.restart_upstream:  # the same start, again, when it dies
+                policy = RestartPolicy(max_restarts=options.max_upstream_restarts or DEFAULT_MAX_RESTARTS)
+                upstream = SupervisedUpstream(upstream, start_upstream, policy)
         except (UpstreamStartError, UpstreamUrlError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2 if isinstance(exc, UpstreamUrlError) else 1  # a URL that is not one is bad input
@@ -107,6 +118,8 @@ async def _main(options: RouterOptions) -> int:
 
             metrics = reloader.metrics = instrument(adapter, lambda: _upstream_alive(upstream))
             reloader.instrument(metrics, stack)
+            if isinstance(upstream, SupervisedUpstream):
+                upstream.on_restart = metrics.upstream_restarts.inc
         if options.extra.get("metrics"):  # --metrics HOST:PORT: /metrics and /healthz beside the gateway
             from ..metrics import parse_address, serve_metrics
 
@@ -133,6 +146,8 @@ async def _main(options: RouterOptions) -> int:
                 local=local,
             )
             runner.on_reload = reloader.request
+            if options.upstream_url is not None or options.restart_upstream:
+                runner.enable_renewal()
             code = await runner.run()
             await downstream.aclose()
         finally:
@@ -165,6 +180,9 @@ def router_for(adapter: Any, local: Any, *, hold_back: bool = True) -> Any:
 
 def _upstream_alive(upstream: Any) -> bool:
     """For `/healthz`: a child upstream that has not exited, an HTTP upstream not gone."""
+    upstream = getattr(upstream, "current", upstream)  # a supervised one: the upstream running now
+    if upstream is None:
+        return False
     process = getattr(upstream, "process", None)
     if process is not None:
         return bool(process.returncode is None)
@@ -224,6 +242,8 @@ async def _serve_http(
             local=local,
         )
         runner.on_reload = on_reload
+        if options.upstream_url is not None or options.restart_upstream:
+            runner.enable_renewal()
         if metrics is not None:
             from ..metrics import metrics_asgi
 

@@ -25,6 +25,7 @@ from .catalog import Catalog
 from .chain_adapter import ChainAdapter
 from .framing import MAX_LINE_BYTES, Oversized
 from .local import LocalAnswers
+from .recovery import LIST_CHANGED_METHODS, Renewal, Renewed, SupervisedUpstream, UpstreamDown, UpstreamRestarted
 from .router import (
     Action,
     AnswerLocally,
@@ -119,6 +120,21 @@ class Runner:
         self._primed = anyio.Event()
         self._tasks: anyio.abc.TaskGroup | None = None
         self._chain_runs: set[asyncio.Task[None]] = set()
+        self._restarting = False  # the upstream died and is being replaced (`--restart-upstream`)
+
+    renewal: Renewal | None = None
+    """What a new upstream session needs (`recovery.Renewal`): set for an HTTP upstream or `--restart-upstream`."""
+
+    def enable_renewal(self) -> None:
+        """Renew subscriptions, the log level and the catalog whenever the upstream session is new."""
+        self.renewal = Renewal(self.router, self._catalog_differs)
+
+    def _catalog_differs(self, kind: str) -> None:
+        """The new upstream session lists `kind` otherwise: relayed as the upstream's own `list_changed` (to
+        clients, and to the policy's catalog), after the router call now running returns."""
+        notification = b'{"jsonrpc":"2.0","method":"' + LIST_CHANGED_METHODS[kind].encode() + b'"}'
+        logger.info("the new upstream session lists other %s: announcing list_changed", kind)
+        asyncio.get_running_loop().call_soon(lambda: self.perform(self.router.receive_upstream(notification)))
 
     async def _start(self, tasks: anyio.abc.TaskGroup) -> bool:
         """The shell's own tasks (upstream pump, deadlines, signals) and the upstream's handshake; True when
@@ -135,6 +151,10 @@ class Runner:
         if self.router.upstream.phase is not UpstreamPhase.READY:
             return False
         await self._prime()
+        if self.renewal is not None:
+            self.perform(self.renewal.snapshot())  # what the catalog was, to compare a new session's with
+        if isinstance(self.upstream, SupervisedUpstream):
+            self.upstream.ready()
         return not self._done.is_set()  # the upstream may go away while its catalog is read
 
     async def run(self) -> int:
@@ -192,6 +212,8 @@ class Runner:
             elif isinstance(action, CatalogChanged):
                 if self.catalog is not None:
                     self.perform(self.catalog.prime(action.kind))
+                if self.renewal is not None:
+                    self.perform(self.renewal.snapshot(action.kind))
             elif isinstance(action, AnswerLocally):
                 if self.local is None:
                     error = {"code": METHOD_NOT_FOUND, "message": "Method not found", "data": action.method}
@@ -201,6 +223,10 @@ class Runner:
                     self._chain_runs.add(answer)
                     answer.add_done_callback(self._chain_runs.discard)
             elif isinstance(action, Close):
+                if self._restarting and isinstance(self.upstream, SupervisedUpstream):
+                    logger.error("the restarted upstream server failed: %s", action.reason)
+                    self.upstream.fail()  # replaced again, within the restart bound
+                    continue
                 if action.reason != UPSTREAM_GONE:
                     logger.error("%s", action.reason)
                 logger.error("the upstream server closed the connection")
@@ -227,6 +253,10 @@ class Runner:
     async def _pump_upstream(self) -> None:
         router = self.router
         async for item in self.upstream.lines():
+            if isinstance(item, Renewed | UpstreamDown | UpstreamRestarted):
+                self._recover(item)
+                await self.upstream.drain()
+                continue
             if isinstance(item, Oversized):
                 reply = _oversized_reply(item, router, getattr(self.upstream, "max_line", MAX_LINE_BYTES))
                 if reply is None:
@@ -243,12 +273,40 @@ class Runner:
             self.perform(actions)
             if not self._ready.is_set() and router.upstream.phase in (UpstreamPhase.READY, UpstreamPhase.CLOSED):
                 self._ready.set()
+            if self._restarting and router.upstream.phase is UpstreamPhase.READY:
+                self._restarted()
             await self.downstream.drain()
             await self.upstream.drain()
+        self._restarting = False  # no replacement any more (the restart bound, or never restartable)
         if router.upstream.phase is not UpstreamPhase.CLOSED:
             self.perform(router.upstream_closed())
         await self.downstream.drain()
         self._finish(1)
+
+    def _recover(self, item: Renewed | UpstreamDown | UpstreamRestarted) -> None:
+        router = self.router
+        if isinstance(item, Renewed):  # an HTTP session the server had forgotten, replaced by the shell
+            if self.renewal is not None and router.upstream.phase is UpstreamPhase.READY:
+                self.perform(self.renewal.renewed())
+        elif isinstance(item, UpstreamDown):
+            logger.warning("the upstream server went away: restarting it (requests in flight get an error)")
+            self._restarting = True
+            self._deadlines.clear()
+            if router.upstream.phase is not UpstreamPhase.CLOSED:
+                self.perform([a for a in router.upstream_closed() if not isinstance(a, Close)])
+        else:  # a replacement runs: the handshake again (client sessions stay open, and wait for it)
+            self.perform(router.start())
+
+    def _restarted(self) -> None:
+        """The replacement upstream completed its handshake."""
+        self._restarting = False
+        logger.warning("the restarted upstream server is ready")
+        if isinstance(self.upstream, SupervisedUpstream):
+            self.upstream.ready()
+        if self.renewal is not None:  # (a catalog that differs re-teaches the policy through its list_changed)
+            self.perform(self.renewal.renewed())
+        elif self.catalog is not None:
+            self.perform(self.catalog.prime())
 
     async def _pump_downstream(self) -> None:
         router = self.router

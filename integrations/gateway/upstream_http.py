@@ -9,17 +9,27 @@ id from `initialize` and the negotiated version go on every later message; the G
 server offers one, carries what belongs to no request; `aclose` DELETEs the session.
 
 A transport failure (connection refused or cut) ends `lines()`: the router then answers every pending
-request and the gateway exits 1, as when a stdio upstream exits. An HTTP error status, an oversized
-message or a stream that ends unanswered answers only the request it came with (-32603, the reason in
-`data`), with the server's own JSON-RPC error when it sent one.
+request and the gateway exits 1 (or, with `--restart-upstream`, reconnects), as when a stdio upstream
+exits. An HTTP error status, an oversized message or a stream that ends unanswered answers only the
+request it came with (-32603, the reason in `data`), with the server's own JSON-RPC error when it sent one.
+
+A 404 for the gateway's session (the server expired it, or restarted) opens a new session at once: the
+router's own `initialize` again (same era, a private id) and `notifications/initialized`, then
+`RENEWED` in `lines()` (the runner renews subscriptions and compares the catalog). The request that got
+the 404 is sent again on the new session when that is safe (`RETRY_SAFE`: reads and lists; never a
+`tools/call`, which is answered with `data.sessionLost`); at most `MAX_RENEWALS` new sessions within
+`RENEWAL_WINDOW_S`, then the upstream counts as dead. A cancellation waits until its request's body is
+sent, so it never reaches the server before the request it cancels.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import re
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
@@ -28,6 +38,7 @@ import httpx2
 import orjson
 
 from .framing import MAX_LINE_BYTES
+from .recovery import RENEWED, Renewed
 
 logger = logging.getLogger("interceptors.gateway")
 
@@ -45,7 +56,36 @@ MAX_RESUMES: Final = 5
 ERROR_BODY_BYTES: Final = 64 * 1024
 INTERNAL_ERROR: Final = -32603
 
-UpstreamItem = bytes | tuple[bytes, int]
+MAX_RENEWALS: Final = 5
+"""New sessions opened after a 404 within `RENEWAL_WINDOW_S` before the upstream counts as dead."""
+RENEWAL_WINDOW_S: Final = 60.0
+RETRY_SAFE: Final = frozenset(
+    {
+        "ping",
+        "tools/list",
+        "prompts/list",
+        "prompts/get",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "completion/complete",
+        "logging/setLevel",
+        "tasks/get",
+        "tasks/list",
+        "tasks/result",
+    }
+)
+"""Requests sent again on a new session after a 404: reads, lists and idempotent settings. Anything else
+(`tools/call` first of all: it may act) is answered with an error instead, never sent twice."""
+SESSION_LOST: Final = (
+    "the upstream server no longer knew the gateway's session (HTTP 404); a new session is open, but this "
+    "request is not sent again (it might act twice): send it again"
+)
+
+
+UpstreamItem = bytes | tuple[bytes, int] | Renewed
 """A message from the upstream; with the upstream id of the request whose stream carried it."""
 
 
@@ -140,6 +180,14 @@ class HttpUpstream:
             limits=httpx2.Limits(max_connections=256, max_keepalive_connections=64),
         )
         self.session_id: str | None = None
+        self._init_body: bytes | None = None  # the router's initialize: sent again for a new session
+        self._renewal: asyncio.Future[bool] | None = None
+        self._renewals: deque[float] = deque()
+        self._private_ids = itertools.count(1)
+        self._sending: dict[int, asyncio.Event] = {}  # set once the request's body has been written
+        self._listener: asyncio.Task[None] | None = None
+        self.renewals = 0
+        """New sessions opened after a 404."""
         self._outbox: asyncio.Queue[tuple[bytes, int | None]] = asyncio.Queue()
         self._inbox: asyncio.Queue[UpstreamItem | None] = asyncio.Queue()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -160,16 +208,22 @@ class HttpUpstream:
         self._spawn(self._send_loop())
         return self
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     # The router's side ------------------------------------------------------------------------------
     def send(self, data: bytes, request_id: int | None = None) -> None:
         """Queue one message; `request_id` when it is a request (its reply is read from its POST)."""
-        if not self.gone:
-            self._outbox.put_nowait((data, request_id))
+        if self.gone:
+            return
+        if request_id is not None:
+            self._sending[request_id] = asyncio.Event()
+            if self._init_body is None and b'"initialize"' in data and _method_of(data) == "initialize":
+                self._init_body = data
+        self._outbox.put_nowait((data, request_id))
 
     async def drain(self) -> None:
         """Nothing to wait for: POSTs leave in order from the send loop."""
@@ -198,24 +252,55 @@ class HttpUpstream:
             if request_id is not None:
                 self._spawn(self._post(data, request_id))
                 continue
+            if b'"notifications/cancelled"' in data:
+                cancelled = _cancelled_id(data)
+                sent = self._sending.get(cancelled) if cancelled is not None else None
+                if sent is not None and not sent.is_set():
+                    self._spawn(self._post_after(sent, data))  # after its request, never before it
+                    continue
             await self._post(data, None)
             if not self._listening and self.session_id is not None and b'"notifications/initialized"' in data:
                 self._listening = True
-                self._spawn(self._listen())
+                self._listener = self._spawn(self._listen())
+
+    async def _post_after(self, sent: asyncio.Event, data: bytes) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(sent.wait(), NOTIFY_S)
+        await self._post(data, None)
 
     async def _post(self, data: bytes, request_id: int | None) -> None:
         try:
-            await self._exchange(data, request_id)
+            retry = await self._exchange(data, request_id)
+            if retry:
+                await self._exchange(data, request_id, retried=True)
         except Exception as exc:  # anything else (a decoding error, a defect): the request still gets an answer
             logger.warning("an exchange with the upstream failed: %s", type(exc).__name__)
             if request_id is not None:
                 self._answer(request_id, f"the exchange with the upstream failed ({type(exc).__name__})")
+        finally:
+            if request_id is not None:
+                sent = self._sending.pop(request_id, None)
+                if sent is not None:
+                    sent.set()
 
-    async def _exchange(self, data: bytes, request_id: int | None) -> None:
+    async def _exchange(self, data: bytes, request_id: int | None, *, retried: bool = False) -> bool:
+        """One POST and its reply; True when the server had forgotten the session and the request is to be
+        sent again on the new one."""
+        if self._renewal is not None:  # a new session is being opened: this message belongs to it
+            await asyncio.shield(self._renewal)
+        if self.gone:
+            return False
         # A notification or reply gets a bounded wait (the next message waits for it); a request none (the clock
         # of the router's shell times requests, and a long tool may stream for a long time).
         timeout = httpx2.Timeout(None, connect=CONNECT_S) if request_id is not None else httpx2.Timeout(NOTIFY_S)
-        request = self._client.build_request("POST", self.url, content=data, headers=self._headers(), timeout=timeout)
+        headers = self._headers()
+        stale = self.session_id
+        sent = self._sending.get(request_id) if request_id is not None else None
+        content: bytes | AsyncIterator[bytes] = data
+        if sent is not None and not sent.is_set():
+            headers["content-length"] = str(len(data))  # (an iterator body would be chunked otherwise)
+            content = _written(data, sent)
+        request = self._client.build_request("POST", self.url, content=content, headers=headers, timeout=timeout)
         try:
             response = await self._client.send(request, stream=True)
         except httpx2.TimeoutException as exc:
@@ -223,24 +308,23 @@ class HttpUpstream:
                 self._lost(exc)
             else:
                 logger.warning("the upstream did not take a notification or reply within %g s", NOTIFY_S)
-            return
+            return False
         except httpx2.TransportError as exc:
             self._lost(exc)
-            return
+            return False
         try:
             session = response.headers.get(SESSION_HEADER)
-            if session and self.session_id is None:
+            if session and self.session_id is None and self._renewal is None:
                 self.session_id = session
+            if response.status_code == 404 and stale is not None:
+                return await self._session_lost(stale, data, request_id, retried)
             if request_id is None:
                 if response.status_code >= 400:
                     logger.warning("the upstream refused a notification or reply (HTTP %d)", response.status_code)
-                return
-            if response.status_code == 404 and self.session_id is not None:
-                self._lost(None, "the upstream ended the session (HTTP 404)")
-                return
+                return False
             if response.status_code != 200:
                 await self._refused(response, request_id)
-                return
+                return False
             if _is_sse(response):
                 await self._read_stream(response, request_id)
             elif not response.headers.get("content-type", "").startswith("application/json"):
@@ -255,6 +339,106 @@ class HttpUpstream:
             self._lost(exc)
         finally:
             await response.aclose()
+        return False
+
+    async def _session_lost(self, stale: str, data: bytes, request_id: int | None, retried: bool) -> bool:
+        """A 404 for session `stale`: a new session (once for every message that saw it go), then whether to
+        send this message again. Notifications and replies of the old session are not: they belong to it."""
+        if not await self._renew(stale):
+            return False  # the upstream counts as dead: the router answers every pending request
+        if request_id is None:
+            logger.info("dropped a notification or reply of the upstream's old session")
+            return False
+        method = _method_of(data)
+        if retried or method not in RETRY_SAFE:
+            reason = "the upstream server ended the new session too (HTTP 404)" if retried else SESSION_LOST
+            self._answer(request_id, reason, data={"reason": reason, "sessionLost": True, "method": method})
+            return False
+        return True
+
+    async def _renew(self, stale: str) -> bool:
+        """A new session in place of `stale`, opened once however many messages saw the 404."""
+        if self.gone or self._closing:
+            return False
+        if self._renewal is not None:
+            return await asyncio.shield(self._renewal)
+        if self.session_id != stale:
+            return self.session_id is not None  # someone else has renewed it already
+        renewal = self._renewal = asyncio.get_running_loop().create_future()
+        try:
+            renewed = await self._open_session()
+        except Exception as exc:  # a defect: the upstream counts as dead, never a hang
+            self._lost(exc, f"could not open a new session with the upstream ({type(exc).__name__})")
+            renewed = False
+        finally:
+            self._renewal = None
+        renewal.set_result(renewed)
+        return renewed
+
+    async def _open_session(self) -> bool:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        while self._renewals and now - self._renewals[0] > RENEWAL_WINDOW_S:
+            self._renewals.popleft()
+        if len(self._renewals) >= MAX_RENEWALS:
+            self._lost(
+                None,
+                f"the upstream ended {MAX_RENEWALS} new sessions within {RENEWAL_WINDOW_S:g} s (HTTP 404): "
+                "it counts as gone",
+            )
+            return False
+        if self._init_body is None:
+            self._lost(None, "the upstream ended the session (HTTP 404)")
+            return False
+        self._renewals.append(now)
+        logger.warning("the upstream no longer knows the gateway's session (HTTP 404): opening a new one")
+        self.session_id = None
+        private_id = f"mcp-interceptors-renewal-{next(self._private_ids)}"
+        body = orjson.loads(self._init_body)
+        body["id"] = private_id
+        headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+        try:
+            async with self._client.stream(
+                "POST", self.url, content=orjson.dumps(body), headers=headers, timeout=httpx2.Timeout(NOTIFY_S)
+            ) as response:
+                session = response.headers.get(SESSION_HEADER)
+                reply = await self._handshake_reply(response, private_id) if response.status_code == 200 else None
+            if reply is None or not isinstance(reply.get("result"), dict) or not session:
+                status = response.status_code
+                self._lost(None, f"the upstream refused a new session (HTTP {status}, no usable initialize result)")
+                return False
+            self.session_id = session
+            initialized = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            answer = await self._client.post(self.url, content=initialized, headers=self._headers(), timeout=NOTIFY_S)
+            if answer.status_code >= 400:
+                self._lost(
+                    None,
+                    f"the upstream refused the new session's notifications/initialized (HTTP {answer.status_code})",
+                )
+                return False
+        except (httpx2.TransportError, httpx2.SSEError, orjson.JSONDecodeError) as exc:
+            self._lost(exc, f"could not open a new session with the upstream ({type(exc).__name__})")
+            return False
+        self.renewals += 1
+        if self._listening:  # the GET stream belonged to the old session
+            if self._listener is not None:
+                self._listener.cancel()
+            self._listener = self._spawn(self._listen())
+        self._inbox.put_nowait(RENEWED)
+        return True
+
+    async def _handshake_reply(self, response: httpx2.Response, private_id: str) -> dict[str, Any] | None:
+        """The reply to the renewal's `initialize` (JSON or on its SSE stream); None when there is none."""
+        if _is_sse(response):
+            async for event in httpx2.EventSource(response, max_event_size=self.max_message):
+                if event.data:
+                    message = orjson.loads(event.data)
+                    if isinstance(message, dict) and message.get("id") == private_id:
+                        return message
+            return None
+        body = await self._read_body(response, self.max_message)
+        message = orjson.loads(body) if body else None
+        return message if isinstance(message, dict) and message.get("id") == private_id else None
 
     async def _read_stream(self, response: httpx2.Response, request_id: int) -> None:
         """A request's SSE stream to its reply; resumed with `Last-Event-ID` when the server ends it early
@@ -323,8 +507,10 @@ class HttpUpstream:
                 return None
         return bytes(body)
 
-    def _answer(self, request_id: int, reason: str, *, status: int | None = None) -> None:
-        data: dict[str, object] = {"reason": reason}
+    def _answer(
+        self, request_id: int, reason: str, *, status: int | None = None, data: dict[str, object] | None = None
+    ) -> None:
+        data = data if data is not None else {"reason": reason}
         if status is not None:
             data["status"] = status
         error = {"code": INTERNAL_ERROR, "message": "upstream request failed", "data": data}
@@ -333,14 +519,18 @@ class HttpUpstream:
     async def _listen(self) -> None:
         """The GET stream (what belongs to no request), reopened when the server ends it; a 405 means none."""
         last_event: str | None = None
-        while not self._closing:
+        while not self._closing and not self.gone:
             headers = self._headers("text/event-stream")
             headers.pop("content-type")
+            stale = self.session_id
             if last_event is not None:
                 headers["last-event-id"] = last_event
             delay = RECONNECT_S
             try:
                 async with self._client.stream("GET", self.url, headers=headers) as response:
+                    if response.status_code == 404 and stale is not None:
+                        self._spawn(self._renew_quietly(stale))  # the new session opens its own GET stream
+                        return
                     if response.status_code != 200 or not _is_sse(response):
                         return  # the server offers no standalone stream
                     async for event in httpx2.EventSource(response, max_event_size=self.max_message):
@@ -358,6 +548,9 @@ class HttpUpstream:
             except httpx2.TransportError:
                 pass  # cut: reopen (a server that is gone refuses the next connection)
             await asyncio.sleep(delay)
+
+    async def _renew_quietly(self, stale: str) -> None:
+        await self._renew(stale)
 
     def _lost(self, exc: BaseException | None, reason: str | None = None) -> None:
         if self._closing or self.gone:
@@ -378,6 +571,7 @@ class HttpUpstream:
             with contextlib.suppress(httpx2.HTTPError, TimeoutError):
                 await asyncio.wait_for(self._client.delete(self.url, headers=self._headers()), CLOSE_S)
         await self._client.aclose()
+        self._inbox.put_nowait(None)  # whoever still reads `lines()` is done
 
 
 class _Stream:
@@ -389,6 +583,32 @@ class _Stream:
         self.answered = False
         self.last_event: str | None = None
         self.retry = RECONNECT_S
+
+
+async def _written(data: bytes, sent: asyncio.Event) -> AsyncIterator[bytes]:
+    """The body of a request POST: `sent` is set once the transport has taken it (its cancellation may go)."""
+    yield data
+    sent.set()
+
+
+def _method_of(data: bytes) -> str | None:
+    try:
+        message = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    method = message.get("method") if isinstance(message, dict) else None
+    return method if isinstance(method, str) else None
+
+
+def _cancelled_id(data: bytes) -> int | None:
+    """The request a `notifications/cancelled` names (None for anything else)."""
+    try:
+        message = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    params = message.get("params") if isinstance(message, dict) else None
+    request_id = params.get("requestId") if isinstance(params, dict) else None
+    return request_id if isinstance(request_id, int) and not isinstance(request_id, bool) else None
 
 
 def _is_sse(response: httpx2.Response) -> bool:
