@@ -224,6 +224,10 @@ async def test_a_calls_progress_and_logs_arrive_on_its_own_response_stream_and_p
             quiet = await http.post(url, json=rpc(4, "tools/call", {**params, "_meta": {}}), headers=json_only)
             assert quiet.headers["content-type"] == "application/json"  # notifications have no wire here
             assert quiet.json()["result"]["content"][0]["text"] == "done: x"
+            sse_first = {**headers_for(session), "accept": "text/event-stream, application/json"}
+            streamed = await http.post(url, json=rpc(5, "tools/list"), headers=sse_first)
+            assert streamed.headers["content-type"].startswith("text/event-stream")  # it said it prefers a stream
+            assert sse_messages(streamed.text)[-1]["id"] == 5
 
 
 async def test_a_request_to_a_json_only_client_is_refused_upstream_so_the_call_still_ends() -> None:
@@ -619,6 +623,12 @@ def test_only_loopback_hosts_and_origins_are_accepted(value: str, with_scheme: b
         ("application/*, text/*", True, True),
         ("", False, False),
         ("text/html", False, False),
+        # a client that states it prefers a stream gets one, as from the SDK's own server
+        ("text/event-stream, application/json", False, True),
+        ("application/json;q=0.5, text/event-stream", False, True),
+        ("text/event-stream;q=0.1, application/json", True, True),
+        ("application/json;q=0, text/event-stream", False, True),
+        ("text/event-stream, */*", False, True),
     ],
 )
 def test_accept_headers_choose_the_reply_framing(accept: str, json_ok: bool, sse_ok: bool) -> None:

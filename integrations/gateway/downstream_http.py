@@ -751,13 +751,31 @@ def _loopback_name(value: str, *, with_scheme: bool) -> bool:
 
 
 def _accepts(accept: str) -> tuple[bool, bool]:
-    """(JSON, SSE) for an Accept header, wildcards included (RFC 9110 media ranges)."""
-    kinds = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
-    anything = "*/*" in kinds
-    return (
-        anything or "application/json" in kinds or "application/*" in kinds,
-        anything or "text/event-stream" in kinds or "text/*" in kinds,
-    )
+    """(JSON, SSE) for an Accept header, wildcards included (RFC 9110 media ranges).
+
+    JSON is offered only where the client does not state it prefers a stream: a client whose Accept ranks
+    `text/event-stream` above `application/json` (a higher q, or the same q and listed first, as
+    `text/event-stream, application/json`) gets SSE, as from the SDK's own server; the SDK clients (TypeScript
+    and Python) list JSON first and get plain JSON where nothing precedes the reply."""
+    ranked: dict[str, tuple[float, int]] = {}
+    for position, part in enumerate(accept.split(",")):
+        kind, _, parameters = part.partition(";")
+        quality = 1.0
+        for parameter in parameters.split(";"):
+            name, _, value = parameter.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    quality = float(value.strip())
+                except ValueError:
+                    quality = 0.0
+        kind = kind.strip().lower()
+        if kind and quality > 0 and kind not in ranked:
+            ranked[kind] = (quality, -position)
+    json_rank = max((ranked[k] for k in ("*/*", "application/*", "application/json") if k in ranked), default=None)
+    sse_rank = max((ranked[k] for k in ("*/*", "text/*", "text/event-stream") if k in ranked), default=None)
+    if json_rank is not None and sse_rank is not None and sse_rank > json_rank:
+        return False, True
+    return json_rank is not None, sse_rank is not None
 
 
 def _header_rejection(message: Message, headers: dict[str, str]) -> tuple[int, str, Any] | None:
