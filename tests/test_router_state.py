@@ -1181,3 +1181,25 @@ def test_modern_tasks_are_bounded_per_principal() -> None:
     get = line(id=1, method="tasks/get", params={"taskId": "t-0", "_meta": envelope()})
     (gone,) = downstream(settle(router, router.receive_downstream("last", get)))
     assert gone["error"]["code"] == -32602
+
+
+def test_a_restarting_upstream_says_so_and_its_tasks_and_requests_to_the_client_are_forgotten() -> None:
+    router = ready_router()
+    handshake_session(router, "a", sampling={})
+    upstream_id = forward(router, "a", 1, "tools/call", {"name": "slow", "task": {"ttl": 1000}})
+    settle(router, router.receive_upstream(line(id=upstream_id, result={"task": {"taskId": "t1"}})))
+    forward(router, "a", 2, "tools/call", {"name": "x"})
+    asked = settle(router, router.receive_upstream(line(id="up-1", method="sampling/createMessage", params={})))
+    (sampling,) = [m for m in downstream(asked) if m.get("method") == "sampling/createMessage"]
+    closed = router.upstream_closed(restarting=True)
+    assert not any(isinstance(a, Close) for a in closed[:-1]) and isinstance(closed[-1], Close)
+    (refused,) = downstream(router.receive_downstream("a", line(id=3, method="tools/list")))
+    assert refused["error"]["data"] == {"reason": "the upstream server is restarting", "retry": True}
+    (start,) = router.start()
+    result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "u2"}}
+    settle(router, router.receive_upstream(line(id=body(start)["id"], result=result)))
+    get = line(id=4, method="tasks/get", params={"taskId": "t1"})
+    (gone,) = downstream(settle(router, router.receive_downstream("a", get)))
+    assert gone["error"]["code"] == -32602  # the new upstream never knew it: as if it expired
+    late = line(id=sampling["id"], result={"role": "assistant", "content": {"type": "text", "text": "hi"}})
+    assert upstream_bodies(settle(router, router.receive_downstream("a", late))) == []  # the old upstream is gone

@@ -293,7 +293,7 @@ class Runner:
             self._restarting = True
             self._deadlines.clear()
             if router.upstream.phase is not UpstreamPhase.CLOSED:
-                self.perform([a for a in router.upstream_closed() if not isinstance(a, Close)])
+                self.perform([a for a in router.upstream_closed(restarting=True) if not isinstance(a, Close)])
         else:  # a replacement runs: the handshake again (client sessions stay open, and wait for it)
             self.perform(router.start())
 

@@ -180,6 +180,8 @@ class Upstream:
     server_info: dict[str, Any] = field(default_factory=dict)
     instructions: str | None = None
     log_level: str | None = None
+    restarting: bool = False
+    """Closed, and the shell is starting a new one (`--restart-upstream`): requests meanwhile are told so."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,6 +301,7 @@ class Router:
     # Upstream lifecycle -------------------------------------------------------------------------
     def start(self) -> list[Action]:
         """Open the upstream hop: `server/discover` (modern or auto) or `initialize`."""
+        self.upstream.restarting = False
         if self.config.upstream_era is Era.HANDSHAKE or (
             self.config.upstream_era is None and self.config.prefer_handshake
         ):
@@ -393,9 +396,19 @@ class Router:
                 actions += self._downstream(self.sessions[session_id], message)
         return actions
 
-    def upstream_closed(self, reason: str = UPSTREAM_CLOSED_MESSAGE) -> list[Action]:
-        """The upstream went away: every request still waiting is answered, then the shell closes."""
+    def upstream_closed(self, reason: str = UPSTREAM_CLOSED_MESSAGE, *, restarting: bool = False) -> list[Action]:
+        """The upstream went away: every request still waiting is answered, then the shell closes (or, with
+        `restarting`, starts another: requests meanwhile get -32603 whose data says so; `start()` again).
+
+        What lived only in the old upstream is forgotten: its tasks (a new upstream does not know them: "Task
+        not found", as if they expired) and the requests it had sent the clients (a late answer is dropped)."""
         self.upstream.phase = UpstreamPhase.CLOSED
+        self.upstream.restarting = restarting
+        self._tasks.clear()
+        self._modern_tasks.clear()
+        for session in self.sessions.values():
+            session.task_ids.clear()
+        self._outgoing.clear()
         actions: list[Action] = []
         for pending in list(self.pending.values()):
             actions += self._final_error(pending, _error(INTERNAL_ERROR, UPSTREAM_CLOSED_MESSAGE))
@@ -528,7 +541,8 @@ class Router:
         method, client_id = message.method, message.id
         assert method is not None and client_id is not None
         if self.upstream.phase is UpstreamPhase.CLOSED:
-            return [self._reply_error(session.id, client_id, _error(INTERNAL_ERROR, UPSTREAM_CLOSED_MESSAGE))]
+            data = {"reason": "the upstream server is restarting", "retry": True} if self.upstream.restarting else None
+            return [self._reply_error(session.id, client_id, _error(INTERNAL_ERROR, UPSTREAM_CLOSED_MESSAGE, data))]
         if (session.id, client_id) in self._by_client or client_id in session.listens:
             return [
                 self._reply_error(
