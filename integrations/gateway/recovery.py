@@ -159,7 +159,7 @@ class SupervisedUpstream:
             try:
                 replacement = await self.start()
             except Exception as exc:  # e.g. the command cannot be started any more: try again, bounded
-                logger.warning("could not restart the upstream server: %s", exc)
+                logger.warning("could not restart the upstream server: %s", type(exc).__name__)  # never its text
                 continue
             self.restarts += 1
             logger.warning("restarted the upstream server (restart %d)", self.restarts)
