@@ -206,6 +206,8 @@ class Redactor(Transform):
         scanner, walk_needed, decoding = self._narrow(values)
         if not walk_needed:
             return list(values)
+        if not scanner.detectors and not decoding and self._plain_texts(values, labels):
+            return list(values)  # what the walk would find: no detector can match, no key rule has a key to read
         env = Env(ctx.pseudonymizer, ctx.namespace, self.redact_template, self.hash_template)
         run = _Run(self, scanner, env, decoding)
         values = run.seams(values, labels)
@@ -215,6 +217,19 @@ class Redactor(Transform):
         for (section, entity), amount in run.counts.items():
             count(ctx.report, section, entity, amount)
         return out
+
+    def _plain_texts(self, values: Sequence[Any], labels: Sequence[str]) -> bool:
+        """Every part is a string that is not JSON text (so no key is read in it), and no two are text blocks
+        whose seam the full scanner would read: with no detector left after narrowing, nothing can change."""
+        blocks = 0
+        for value, label in zip(values, labels, strict=True):
+            if value.__class__ is not str:
+                return False
+            if self.structured_text and value.lstrip()[:1] in ("{", "["):
+                return False
+            if _TEXT_BLOCK_LABEL.fullmatch(label) is not None:
+                blocks += 1
+        return blocks < 2
 
     def _narrow(self, values: Sequence[Any]) -> tuple[Scanner, bool, bool]:
         """One look at the whole payload decides which detectors can match anywhere in it, if any, and whether
