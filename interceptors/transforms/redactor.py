@@ -221,15 +221,13 @@ class Redactor(Transform):
     def _plain_texts(self, values: Sequence[Any], labels: Sequence[str]) -> bool:
         """Every part is a string that is not JSON text (so no key is read in it), and no two are text blocks
         whose seam the full scanner would read: with no detector left after narrowing, nothing can change."""
-        blocks = 0
-        for value, label in zip(values, labels, strict=True):
-            if value.__class__ is not str:
+        structured = self.structured_text
+        for value in values:
+            if value.__class__ is not str or (structured and value.lstrip()[:1] in ("{", "[")):
                 return False
-            if self.structured_text and value.lstrip()[:1] in ("{", "["):
-                return False
-            if _TEXT_BLOCK_LABEL.fullmatch(label) is not None:
-                blocks += 1
-        return blocks < 2
+        if len(values) < 2:
+            return True
+        return sum(1 for label in labels if _TEXT_BLOCK_LABEL.fullmatch(label) is not None) < 2
 
     def _narrow(self, values: Sequence[Any]) -> tuple[Scanner, bool, bool]:
         """One look at the whole payload decides which detectors can match anywhere in it, if any, and whether
