@@ -88,7 +88,7 @@ def _params(payload: Any) -> Mapping[str, Any]:
     if payload.__class__ is dict:  # what a host hands over (a JSON decoding): no ABC check
         params = payload.get("params")
         if params.__class__ is dict:
-            return params  # type: ignore[no-any-return]
+            return params
     else:
         params = payload.get("params") if isinstance(payload, Mapping) else None
     return params if isinstance(params, Mapping) else {}
