@@ -76,6 +76,15 @@ def _phase_of(value: Phase | str) -> Phase:
     raise ValueError(f"unknown phase {value!r}: must be 'request' or 'response'")
 
 
+_DIRECTIONS = {member.value: member for member in Direction}
+
+
+def _direction_of(value: str) -> Direction:
+    """`Direction(value)` without the enum machinery for its two spellings (anything else: the enum's error)."""
+    found = _DIRECTIONS.get(value) if isinstance(value, str) else None
+    return found if found is not None else Direction(value)
+
+
 class Chain:
     """An invoker over any number of interceptor servers, each reached through its own connection."""
 
@@ -216,7 +225,7 @@ class Chain:
         """Run every matching interceptor around one operation. The caller blocks iff `result.blocked`."""
         phase = _phase_of(phase)
         if not isinstance(direction, Direction):
-            direction = Direction(direction)
+            direction = _direction_of(direction)
         plan = self._plans.get((event, phase, direction)) or self.plan(event, phase, direction)
         if plan.empty:
             return ExecutionResult(Status.SUCCESS, event, phase, direction)

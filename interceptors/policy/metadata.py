@@ -330,7 +330,12 @@ class MetadataStore:
         return tuple(self._families[method].items.values())
 
     def _complete(self, *methods: str) -> bool:
-        return self.unknown_as_not_found and all(self._families[m].complete for m in methods)
+        if not self.unknown_as_not_found:
+            return False
+        families = self._families
+        if len(methods) == 1:  # tools and prompts, twice per call: no generator
+            return families[methods[0]].complete
+        return all(families[method].complete for method in methods)
 
     def _default(self, kind: str, name: str) -> PrimitiveSpec:
         """Specs for never-listed names are memoised (bounded), so the decision cache can hit on them."""

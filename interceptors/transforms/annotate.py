@@ -15,6 +15,8 @@ from .base import Options, Transform, TransformContext
 _SEVERITIES = ("critical", "high", "medium", "low", "info", "informational")
 _LEVELS = {"public": 0, "internal": 1, "confidential": 2, "restricted": 3}
 _WITHHELD = ("redacted", "masked", "hashed", "dropped")
+_PRIORITIES = {level: round(0.3 + 0.15 * level, 2) for level in _LEVELS.values()}
+"""A content priority per sensitivity level (computed once, as `round(0.3 + 0.15 * level, 2)`)."""
 _TOTALS = ("redacted", "masked", "hashed", "pseudonymized", "generalized", "dropped", "aliased")
 PSEUDONYM_NOTE = "Pseudonymised values are stable references: pass them back unchanged to refer to the same thing."
 
@@ -50,8 +52,8 @@ class Annotator(Transform):
         ctx.report["annotations"] = annotations
         if self.content_annotations:
             level = _LEVELS.get(ctx.sensitivity or "confidential", 2)
-            priority = round(0.3 + 0.15 * level, 2)
-            if severities.get("critical") or severities.get("high"):
+            priority = _PRIORITIES[level]
+            if severities and (severities.get("critical") or severities.get("high")):
                 priority = 0.9
             ctx.report["content_annotations"] = {
                 "audience": ["user"] if level >= 3 else ["user", "assistant"],
@@ -65,8 +67,9 @@ class Annotator(Transform):
         report = ctx.report
         annotations: dict[str, Any] = {}
         if self.classification:
-            withheld = sorted({e for s in _WITHHELD for e in report.get(s, {})})
-            pseudonymized = sorted(report.get("pseudonymized", {}))
+            # Only the sections the report has (usually none): one membership test each, no empty dict made.
+            withheld = sorted({e for s in _WITHHELD if s in report for e in report[s]})
+            pseudonymized = sorted(report["pseudonymized"]) if "pseudonymized" in report else []
             classification: dict[str, Any] = {
                 "sensitivity": ctx.sensitivity or "confidential",
                 "withheld_entities": withheld,
@@ -86,7 +89,7 @@ class Annotator(Transform):
             if ctx.category is not None:
                 provenance["category"] = ctx.category
             for value in values:
-                if isinstance(value, dict):
+                if value.__class__ is dict or isinstance(value, dict):
                     dataset = next((value[k] for k in ("dataset", "dataset_id", "source") if k in value), None)
                     if isinstance(dataset, str | int):
                         provenance["dataset"] = dataset
@@ -95,14 +98,14 @@ class Annotator(Transform):
                 provenance["principal_roles"] = sorted(ctx.roles)
             annotations["provenance"] = provenance
         if self.summary:
-            totals = {s: _total(report.get(s)) for s in _TOTALS}
+            totals = {s: _total(report[s]) for s in _TOTALS if s in report}
             annotations["transformed"] = {k: v for k, v in totals.items() if v}
         untrusted = report.get("untrusted")
         if isinstance(untrusted, Mapping) and untrusted.get("notice"):
             annotations["untrusted_content"] = untrusted["notice"]
         if self.notice:
             annotations["notice"] = self.notice
-        annotations["findings_by_severity"] = dict(sorted(severities.items()))
+        annotations["findings_by_severity"] = dict(sorted(severities.items())) if severities else {}
         return annotations
 
     def _findings(self, value: Any, severities: dict[str, int]) -> Any:
@@ -134,6 +137,8 @@ def _counted_severity(value: dict[str, Any], severities: dict[str, int]) -> str 
 
 def _count_findings(value: Any, severities: dict[str, int]) -> None:
     """`_findings` without labels: the same counts, nothing copied."""
+    if value.__class__ is str:  # the commonest part (a text block): nothing to count, no ABC check
+        return
     if isinstance(value, dict):
         for item in value.values():
             if isinstance(item, dict | list | tuple):

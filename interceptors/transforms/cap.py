@@ -22,7 +22,8 @@ def cap_text_blocks(result: Mapping[str, Any], max_chars: int | None) -> tuple[d
     removed = 0
     blocks: list[Any] = []
     for block in content:
-        text = block.get("text") if isinstance(block, Mapping) and block.get("type") == "text" else None
+        is_mapping = block.__class__ is dict or isinstance(block, Mapping)
+        text = block.get("text") if is_mapping and block.get("type") == "text" else None
         if not isinstance(text, str):
             blocks.append(block)
             continue

@@ -83,7 +83,7 @@ def _text(value: Any) -> str:
 
 def _add_block(bundle: _Bundle, block: Any, label: str, put: Callable[[dict[str, Any]], None]) -> None:
     """One content block: text, a resource link's fields, or an embedded resource's text and URI."""
-    if not isinstance(block, Mapping):
+    if block.__class__ is not dict and not isinstance(block, Mapping):
         return
     kind = block.get("type")
     holder: dict[str, Any] = {"block": dict(block)}
@@ -92,7 +92,7 @@ def _add_block(bundle: _Bundle, block: Any, label: str, put: Callable[[dict[str,
         put(holder["block"])
 
     meta = block.get("_meta")
-    if isinstance(meta, Mapping):
+    if meta is not None and isinstance(meta, Mapping):
         own = {k: v for k, v in meta.items() if k not in _RESERVED_META}
         if own:
 
@@ -171,7 +171,7 @@ def _add_block(bundle: _Bundle, block: Any, label: str, put: Callable[[dict[str,
 
 def _add_meta(bundle: _Bundle, result: dict[str, Any]) -> None:
     meta = result.get("_meta")
-    if not isinstance(meta, Mapping):
+    if meta is None or not isinstance(meta, Mapping):
         return
     own = {k: v for k, v in meta.items() if k not in _RESERVED_META}
     if not own:
@@ -372,10 +372,10 @@ def transform_completion_result(
 
 def is_channel_payload(payload: Any) -> bool:
     """An error, progress or log message presented as a result (the gateway marks them in `_meta`)."""
-    if not isinstance(payload, Mapping):
+    if payload.__class__ is not dict and not isinstance(payload, Mapping):
         return False
     meta = payload.get("_meta")
-    return isinstance(meta, Mapping) and meta.get(CHANNEL_META_KEY) in _SIDE_CHANNELS
+    return meta is not None and isinstance(meta, Mapping) and meta.get(CHANNEL_META_KEY) in _SIDE_CHANNELS
 
 
 _SIDE_CHANNELS = frozenset({"error", "progress", "log", "resources/updated", "tasks/status"})
@@ -393,7 +393,7 @@ def transform_payload(
     max_output_chars: int | None = None,
 ) -> tuple[Any, bool]:
     """Dispatch on the event (and on the channel marker): the new payload and whether it changed."""
-    if not isinstance(payload, Mapping):
+    if payload.__class__ is not dict and not isinstance(payload, Mapping):
         return payload, False
     if "task" in payload and "content" not in payload:  # a task created in place of the result (SEP-1686)
         return transform_metadata(payload, pipeline, ctx)

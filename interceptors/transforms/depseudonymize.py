@@ -10,6 +10,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from .base import Options, Transform, TransformContext
 from .sanitize import strip_fences
 from .triepattern import literal_alternation
@@ -40,6 +42,8 @@ class Depseudonymizer(Transform):
         )
 
     def apply(self, value: Any, ctx: TransformContext, label: str = "$") -> Any:
+        if not self.reverse and not ctx.pseudonymizer.reversible and not _may_hold_fence(value):
+            return value  # no alias, nothing to detokenize, and no fence anywhere: nothing to turn back
         counter = [0]
         result = self._value(value, ctx, counter)
         if counter[0]:
@@ -83,3 +87,18 @@ class Depseudonymizer(Transform):
                 counter[0] += len(pairs)
                 current = strip_fences(str(restored)) if self.strip else str(restored)
         return text if current == text else current
+
+
+def _may_hold_fence(value: Any) -> bool:
+    """Whether any string of `value` (key or value) could hold a fence: one look at its JSON text, where both
+    fences' first character appears unescaped. A value JSON cannot carry is walked, as before."""
+    if value.__class__ is str:
+        return _FENCE_CHAR in value
+    try:
+        return _FENCE_CHAR in orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return True
+
+
+_FENCE_CHAR = "\u27e6"
+"""The first character of both fences (`sanitize.OPEN_FENCE`, `CLOSE_FENCE`)."""

@@ -85,7 +85,12 @@ Selector = Callable[[CallFacts], Selection]
 
 
 def _params(payload: Any) -> Mapping[str, Any]:
-    params = payload.get("params") if isinstance(payload, Mapping) else None
+    if payload.__class__ is dict:  # what a host hands over (a JSON decoding): no ABC check
+        params = payload.get("params")
+        if params.__class__ is dict:
+            return params
+    else:
+        params = payload.get("params") if isinstance(payload, Mapping) else None
     return params if isinstance(params, Mapping) else {}
 
 
@@ -209,6 +214,11 @@ class TransformStages:
         # Built now, so a bad policy fails at registration rather than on the first call.
         self.default_output = assemble_output(policy_sections)
         self.default_input = assemble_input(policy_sections)
+        self._default_split = _split_input(self.default_input)
+
+    def _input_split(self, pipeline: Pipeline) -> tuple[tuple[SecretGuard, ...], Pipeline]:
+        """An input pipeline's refusing guards (the request validator's) and the rest (the input mutator's)."""
+        return self._default_split if pipeline is self.default_input else _split_input(pipeline)
 
     def _selection(self, facts: CallFacts) -> Selection:
         return self.select(facts) if self.select is not None else Selection()
@@ -273,15 +283,15 @@ class TransformStages:
         if invocation.event != "tools/call":
             return Verdict.allow()
         _, pipeline = self._pipelines(selection)
+        refusers, _ = self._input_split(pipeline)
         arguments = _params(invocation.payload).get("arguments")
-        if arguments is None:
+        if arguments is None or not refusers:
             return Verdict.allow()
         ctx = self._context(facts, selection, "input")
-        for transform in pipeline.transforms:
-            if isinstance(transform, SecretGuard) and transform.action == "reject":
-                _, found = transform.findings(arguments, ctx)
-                if found:
-                    return _refusal(SecretsRefused(found))
+        for guard in refusers:
+            _, found = guard.findings(arguments, ctx)
+            if found:
+                return _refusal(SecretsRefused(found))
         return Verdict.allow()
 
     def input(self, invocation: Invocation) -> Mutation:
@@ -289,13 +299,13 @@ class TransformStages:
         call = self._request_call(invocation)
         facts, selection = call.facts, call.selection
         _, pipeline = self._pipelines(selection)
-        steps = tuple(t for t in pipeline.transforms if not (isinstance(t, SecretGuard) and t.action == "reject"))
+        _, steps = self._input_split(pipeline)
         params = _params(invocation.payload)
         arguments = params.get("arguments")
-        if not steps or arguments is None:
+        if steps.empty or arguments is None:
             return Mutation.unchanged()
         ctx = self._context(facts, selection, "input")
-        new = Pipeline(steps).apply(arguments, ctx)
+        new = steps.apply(arguments, ctx)
         if new == arguments:
             return Mutation.unchanged()
         return Mutation({**invocation.payload, "params": {**params, "arguments": new}}, True)
@@ -314,8 +324,10 @@ class TransformStages:
             selection = self._selection(facts)
         else:
             facts, selection = call.facts, call.selection
-            task = invocation.payload.get("task") if isinstance(invocation.payload, Mapping) else None
-            if invocation.event == "tools/call" and isinstance(task, Mapping) and isinstance(task.get("taskId"), str):
+            payload = invocation.payload
+            task = payload.get("task") if payload.__class__ is dict or isinstance(payload, Mapping) else None
+            if task is not None and invocation.event == "tools/call" and isinstance(task, Mapping) \
+                    and isinstance(task.get("taskId"), str):  # fmt: skip
                 self._remember_task(invocation, task["taskId"], call)  # its result comes by tasks/result
         pipeline, _ = self._pipelines(selection)
         if pipeline.empty and self.max_output_chars is None:
@@ -358,10 +370,15 @@ class TransformStages:
         return Mutation({**invocation.payload, "params": new}, True)
 
 
+def _split_input(pipeline: Pipeline) -> tuple[tuple[SecretGuard, ...], Pipeline]:
+    refusing = tuple(t for t in pipeline.transforms if isinstance(t, SecretGuard) and t.action == "reject")
+    return refusing, Pipeline(tuple(t for t in pipeline.transforms if t not in refusing))
+
+
 def _is_side_message(payload: Any) -> bool:
     """A progress or log message presented as a result (the gateway marks its channel in `_meta`)."""
-    meta = payload.get("_meta") if isinstance(payload, Mapping) else None
-    return isinstance(meta, Mapping) and meta.get(CHANNEL_META_KEY) in ("progress", "log")
+    meta = payload.get("_meta") if payload.__class__ is dict or isinstance(payload, Mapping) else None
+    return meta is not None and isinstance(meta, Mapping) and meta.get(CHANNEL_META_KEY) in ("progress", "log")
 
 
 @dataclass(frozen=True, slots=True)

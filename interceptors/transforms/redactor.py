@@ -206,6 +206,8 @@ class Redactor(Transform):
         scanner, walk_needed, decoding = self._narrow(values)
         if not walk_needed:
             return list(values)
+        if not scanner.detectors and not decoding and self._plain_texts(values, labels):
+            return list(values)  # what the walk would find: no detector can match, no key rule has a key to read
         env = Env(ctx.pseudonymizer, ctx.namespace, self.redact_template, self.hash_template)
         run = _Run(self, scanner, env, decoding)
         values = run.seams(values, labels)
@@ -215,6 +217,17 @@ class Redactor(Transform):
         for (section, entity), amount in run.counts.items():
             count(ctx.report, section, entity, amount)
         return out
+
+    def _plain_texts(self, values: Sequence[Any], labels: Sequence[str]) -> bool:
+        """Every part is a string that is not JSON text (so no key is read in it), and no two are text blocks
+        whose seam the full scanner would read: with no detector left after narrowing, nothing can change."""
+        structured = self.structured_text
+        for value in values:
+            if value.__class__ is not str or (structured and value.lstrip()[:1] in ("{", "[")):
+                return False
+        if len(values) < 2:
+            return True
+        return sum(1 for label in labels if _TEXT_BLOCK_LABEL.fullmatch(label) is not None) < 2
 
     def _narrow(self, values: Sequence[Any]) -> tuple[Scanner, bool, bool]:
         """One look at the whole payload decides which detectors can match anywhere in it, if any, and whether

@@ -1,0 +1,84 @@
+"""The small-call shortcuts of the transforms give exactly what their full walks give.
+
+Each shortcut (a plain text part with no detector left after narrowing, arguments with no fence anywhere, a
+text block within both projection caps) is compared, for random inputs with planted secrets, fences and
+JSON-looking text, with the walk it skips: a subclass with the shortcut turned off, or the walk called itself.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from interceptors.testing import json_values, secrets
+from interceptors.transforms import (
+    CLOSE_FENCE,
+    OPEN_FENCE,
+    STANDARD_TRANSFORMS,
+    Redactor,
+    TransformContext,
+    assemble_output,
+)
+from interceptors.transforms.depseudonymize import Depseudonymizer
+from interceptors.transforms.project import Projection
+
+FRAGMENTS = ["ghp_", "key-", "AKIA", "password=", "Bearer ", "{", "[", '{"token": "abc"}', "\n", OPEN_FENCE,
+             CLOSE_FENCE, "é", "\u200b", " ", "sk-", "xoxb-", "==", "0123456789abcdef" * 2]  # fmt: skip
+texts = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=12), max_size=6).map("".join)
+planted = st.one_of(texts, secrets().map(lambda s: s.text), st.tuples(texts, secrets()).map(lambda p: p[0] + p[1].text))
+LABELS = ["content[0].text", "content[1].text", "structuredContent", "content[0]._meta"]
+
+
+def _standard_redactor() -> Redactor:
+    redact = next(t for t in assemble_output(STANDARD_TRANSFORMS).transforms if t.type == "redact")
+    assert isinstance(redact, Redactor)
+    return redact
+
+
+class _WalkingRedactor(Redactor):
+    """The same redactor with the plain-text shortcut off: every run walks."""
+
+    def _plain_texts(self, values: Any, labels: Any) -> bool:
+        return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(planted, min_size=1, max_size=3), st.lists(st.sampled_from(LABELS), min_size=3, max_size=3))
+def test_plain_text_shortcut_equals_the_walk(parts: list[str], labels: list[str]) -> None:
+    shortcut = _standard_redactor()
+    walking = copy.copy(shortcut)
+    walking.__class__ = _WalkingRedactor
+    walking._cache = {}
+    names = labels[: len(parts)]
+    fast, slow = TransformContext(), TransformContext()
+    assert shortcut.apply_all(parts, fast, names) == walking.apply_all(parts, slow, names)
+    assert fast.report == slow.report
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values(text=planted))
+def test_depseudonymize_without_fence_equals_the_walk(value: Any) -> None:
+    step = Depseudonymizer({})
+    before = copy.deepcopy(value)
+    ctx, walked = TransformContext(direction="input"), TransformContext(direction="input")
+    counter = [0]
+    assert step.apply(value, ctx) == step._value(value, walked, counter)
+    assert ctx.report == ({"depseudonymized": counter[0]} if counter[0] else {})
+    assert value == before  # never its input changed
+
+
+@settings(max_examples=300, deadline=None)
+@given(planted, st.integers(8, 80), st.integers(100, 400))
+def test_projection_of_a_text_within_caps_equals_the_shaping(text: str, max_string: int, max_chars: int) -> None:
+    projection = Projection({"max_string": max_string, "max_chars": max_chars})
+    ctx, shaped_ctx = TransformContext(), TransformContext()
+    counts: dict[str, int] = {}
+    shaped = projection._shape(text, projection.caps, projection.allow_keys, counts)
+    report: dict[str, Any] = {k: v for k, v in counts.items() if v}
+    expected = projection._budget(text, shaped, projection.allow_keys, report, shaped_ctx)
+    assert projection.apply(text, ctx) == expected
+    if report:
+        assert ctx.report.get("projection") == report
