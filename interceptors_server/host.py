@@ -7,6 +7,7 @@ error table says. `install` binds it to an MCP server.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
 import traceback
@@ -236,13 +237,7 @@ class InterceptorHost:
                 compiled.admitted.add((event, phase))
         if context is not None and context.principal is not None:
             # As over the wire: the principal's claims are the caller's objects (see `_parse_invoke`).
-            try:
-                context = InvocationContext.from_wire(loads(dumps(context.to_wire())))
-            except (TypeError, WireError) as exc:
-                field = exc.path if isinstance(exc, WireError) else "context"
-                raise InterceptorRpcError(
-                    INVALID_PARAMS, "invalid interceptor/invoke params: context cannot be sent", {"field": field}
-                ) from None
+            context = _sent_context(context)
         result, encoded = await self._run(compiled, event, phase, payload, config, context, None)
         reply = _plain_reply(result, encoded)
         if reply is not None:
@@ -318,6 +313,32 @@ class InterceptorHost:
             ) from None
         result.duration_ms = round((time.perf_counter() - started) * 1000, 3)
         return result, encoded
+
+
+def _sent_context(context: InvocationContext) -> InvocationContext:
+    """The context as a JSON round trip delivers it: the claims copied, every field checked as `from_wire` checks
+    it. When every field is already a plain string (the common case), only the claims make the round trip."""
+    principal = context.principal
+    assert principal is not None
+    plain = (
+        type(context.timestamp) is str
+        and context.timestamp != ""
+        and all(type(v) is str or v is None for v in (context.trace_id, context.span_id, context.session_id))
+        and (type(principal.id) is str or principal.id is None)
+        and (principal.claims is None or type(principal.claims) is dict)
+    )
+    try:
+        if not plain:
+            return InvocationContext.from_wire(loads(dumps(context.to_wire())))
+        if principal.claims is None:
+            return context  # nothing in it is anyone's object: frozen, and strings only
+        claims = loads(dumps(principal.claims))
+    except (TypeError, WireError) as exc:
+        field = exc.path if isinstance(exc, WireError) else "context"
+        raise InterceptorRpcError(
+            INVALID_PARAMS, "invalid interceptor/invoke params: context cannot be sent", {"field": field}
+        ) from None
+    return dataclasses.replace(context, principal=dataclasses.replace(principal, claims=claims))
 
 
 def _admit(compiled: _Compiled, event: str, phase: Phase, config: Mapping[str, Any] | None) -> _Compiled:

@@ -324,3 +324,44 @@ async def test_plain_replies_are_fresh_and_in_place_edits_still_fail(transport: 
         failed = await chain.execute(EVENT, "request", {**payload, "sneak": True}, direction="receiving")
     assert failed.status.value == "mutation_failed"
     assert failed.results[2].error is not None and "modified is false" in failed.results[2].error
+
+
+_TEXT = st.one_of(st.none(), st.text(max_size=8))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    principal_type=st.sampled_from(["user", "service", "anonymous"]),
+    principal_id=_TEXT,
+    claims=st.one_of(st.none(), st.dictionaries(st.text(max_size=5), json_values(), max_size=4)),
+    trace=_TEXT,
+    span=_TEXT,
+    session=_TEXT,
+    timestamp=st.text(max_size=8),
+)
+def test_the_sent_context_is_what_a_json_round_trip_gives(
+    principal_type: str,
+    principal_id: str | None,
+    claims: dict[str, Any] | None,
+    trace: str | None,
+    span: str | None,
+    session: str | None,
+    timestamp: str,
+) -> None:
+    """The in-process host copies only the claims when every field is a plain string: the same context (or the
+    same refusal) as the full wire round trip, and never the caller's claims object."""
+    from interceptors import InterceptorRpcError, Principal, WireError, dumps, loads
+    from interceptors_server.host import _sent_context
+
+    context = InvocationContext(Principal(principal_type, principal_id, claims), trace, span, timestamp, session)
+    try:
+        expected: Any = InvocationContext.from_wire(loads(dumps(context.to_wire())))
+    except (TypeError, WireError):
+        expected = InterceptorRpcError
+    try:
+        sent: Any = _sent_context(context)
+    except InterceptorRpcError:
+        sent = InterceptorRpcError
+    assert sent == expected
+    if claims is not None and sent is not InterceptorRpcError:
+        assert sent.principal.claims is not claims
