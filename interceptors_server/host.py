@@ -7,7 +7,6 @@ error table says. `install` binds it to an MCP server.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import time
 import traceback
@@ -27,6 +26,7 @@ from interceptors import (
     InvocationContext,
     InvokeParams,
     Phase,
+    Principal,
     RegisteredInterceptor,
     Registry,
     WireError,
@@ -338,7 +338,9 @@ def _sent_context(context: InvocationContext) -> InvocationContext:
         raise InterceptorRpcError(
             INVALID_PARAMS, "invalid interceptor/invoke params: context cannot be sent", {"field": field}
         ) from None
-    return dataclasses.replace(context, principal=dataclasses.replace(principal, claims=claims))
+    # Built directly: `dataclasses.replace` costs several times more, on every invoke of every chain.
+    copied = Principal(principal.type, principal.id, claims)
+    return InvocationContext(copied, context.trace_id, context.span_id, context.timestamp, context.session_id)
 
 
 def _admit(compiled: _Compiled, event: str, phase: Phase, config: Mapping[str, Any] | None) -> _Compiled:

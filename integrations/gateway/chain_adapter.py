@@ -136,7 +136,8 @@ class ChainAdapter:
             trace_id = f"gateway-call-{state.call}"
         if context is None:
             return InvocationContext(trace_id=trace_id, span_id=span)
-        return dataclasses.replace(context, trace_id=trace_id, span_id=span)
+        # built directly (`dataclasses.replace` costs several times more, twice per call)
+        return InvocationContext(context.principal, trace_id, span, context.timestamp, context.session_id)
 
     async def run(self, action: RunChain) -> ChainOutcome:
         trace = self.client_trace(action)

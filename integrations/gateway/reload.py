@@ -54,21 +54,26 @@ class _Tracked:
     def __init__(self, chain: Chain) -> None:
         self.chain = chain
         self.in_flight = 0
-        self.idle = anyio.Event()
-        self.idle.set()
+        self._idle: anyio.Event | None = None  # made only when someone waits: not on every execution
         execute = chain.execute
 
         async def counted(*args: Any, **options: Any) -> Any:
             self.in_flight += 1
-            self.idle = anyio.Event() if self.idle.is_set() else self.idle
             try:
                 return await execute(*args, **options)
             finally:
                 self.in_flight -= 1
-                if self.in_flight == 0:
-                    self.idle.set()
+                if self.in_flight == 0 and self._idle is not None:
+                    self._idle.set()
 
         chain.execute = counted  # type: ignore[method-assign]
+
+    async def wait_idle(self) -> None:
+        """Until no execution of this chain is in flight (at once when none is)."""
+        while self.in_flight:
+            if self._idle is None or self._idle.is_set():
+                self._idle = anyio.Event()
+            await self._idle.wait()
 
 
 class ReloadRejected(ValueError):
@@ -248,7 +253,7 @@ class Reloader:
 
     async def _retire(self, old: _Tracked, stale: list[_Remote]) -> None:
         with anyio.move_on_after(DRAIN_LIMIT_S):
-            await old.idle.wait()
+            await old.wait_idle()
         for remote in stale:
             remote.stop.set()
 

@@ -20,6 +20,7 @@ import anyio
 import anyio.abc
 
 from interceptors.codec import dumps_exact
+from interceptors_chain.concurrency import start_eagerly
 
 from .catalog import Catalog
 from .chain_adapter import ChainAdapter
@@ -190,6 +191,7 @@ class Runner:
 
     # Performing actions ---------------------------------------------------------------------------
     def perform(self, actions: list[Action]) -> None:
+        chains: list[RunChain] = []
         for action in actions:
             if isinstance(action, SendDownstream):
                 self.downstream.send(action.data)
@@ -202,11 +204,7 @@ class Runner:
                     now = asyncio.get_running_loop().time()
                     self._deadlines[action.request_id] = _Deadline(now + timeout, now + timeout * MAX_EXTENSIONS, 0)
             elif isinstance(action, RunChain):
-                # A bare task (not a task-group child): half the cost per chain run on the hot path; the
-                # runner keeps each one until it ends and cancels what is left when it stops.
-                run = asyncio.get_running_loop().create_task(self._run_chain(action))
-                self._chain_runs.add(run)
-                run.add_done_callback(self._chain_runs.discard)
+                chains.append(action)
             elif isinstance(action, Dropped):
                 logger.info("dropped %s: %s", action.method or "a message", action.reason)
             elif isinstance(action, CatalogChanged):
@@ -231,6 +229,22 @@ class Runner:
                     logger.error("%s", action.reason)
                 logger.error("the upstream server closed the connection")
                 self._finish(1)
+        for action in chains:
+            self._start_chain(action)
+
+    def _start_chain(self, action: RunChain) -> None:
+        """A chain run, started after the rest of its batch is performed (as a task would start). It runs on the
+        calling task until it first suspends: in-process stages usually finish there, without a task or a
+        turn of the loop. One that suspends (a remote interceptor, a worker thread) goes on in a bare task (not
+        a task-group child), which the runner keeps until it ends and cancels when it stops."""
+        try:
+            run = start_eagerly(self._run_chain(action))
+        except Exception as exc:  # never expected: `_run_chain` reports its failures; the gateway keeps running
+            logger.error("a chain run failed to start: %s", type(exc).__name__)
+            return
+        if run is not None:
+            self._chain_runs.add(run)
+            run.add_done_callback(self._chain_runs.discard)
 
     async def _run_chain(self, action: RunChain) -> None:
         outcome = await self.adapter.run(action)
