@@ -236,29 +236,3 @@ async def test_a_held_coroutine_gets_its_cancellation_where_it_suspended() -> No
     with anyio.move_on_after(0.05):
         await gather([quick, stubborn, quick])
     assert got == ["cancelled"]
-
-
-@pytest.mark.anyio
-async def test_start_eagerly_finishes_inline_or_goes_on_in_a_task_and_keeps_the_callers_context() -> None:
-    """The gateway's chain runs: one that never suspends costs no task; one that suspends goes on in a task; a
-    context variable either sets stays in its own copy of the context, as a task's would."""
-    from interceptors_chain.concurrency import start_eagerly
-
-    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="caller")
-    seen: list[str] = []
-
-    async def quick() -> None:
-        marker.set("quick")
-        seen.append("quick done")
-
-    async def slow() -> None:
-        marker.set("slow")
-        await asyncio.sleep(0)
-        seen.append(f"slow done in {marker.get()}")
-
-    assert start_eagerly(quick()) is None
-    assert seen == ["quick done"] and marker.get() == "caller"
-    task = start_eagerly(slow())
-    assert task is not None and seen == ["quick done"]
-    await task
-    assert seen == ["quick done", "slow done in slow"] and marker.get() == "caller"
