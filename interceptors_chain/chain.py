@@ -211,6 +211,25 @@ class Chain:
             )
         return plan
 
+    def movable(self, event: str, phase: Phase | str, direction: Direction | str) -> bool:
+        """Whether an execution of this plan may start on the caller's task and, should it suspend, go on in
+        another task: nothing it runs enters an anyio cancel scope (which must be left on the task that entered
+        it). True when every interceptor is in process with a sync handler registered `inline` (one above the
+        inline payload size waits on a plain future, see the host's worker threads), and there is no timeout,
+        deadline, execution handler or tracing. An empty plan is movable."""
+        plan = self.plan(event, phase, direction)
+        if plan.empty:
+            return True
+        if self.execution_handler is not None or _tracing.TRACER is not None or self.deadline_ms is not None:
+            return False
+        for entry in (*plan.validators, *plan.mutators):
+            server = entry.server
+            if server.local is None or server.runs_inline is None or (entry.timeout_ms or self.default_timeout_ms):
+                return False
+            if not server.runs_inline(entry.info.name):
+                return False
+        return True
+
     # Execution --------------------------------------------------------------------------------
     async def execute(
         self,

@@ -93,6 +93,24 @@ def _resume(coro: Coroutine[Any, Any, T], pending: Any, context: contextvars.Con
             return result
 
 
+def start_eagerly(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
+    """Run `coro` on the calling task until it first suspends, in its own copy of the caller's context (as a
+    task would run it): None when it finished there, which costs no task and no turn of the loop; else a task
+    that drives it on from where it stopped. Must be called on a running asyncio loop, and only for a coroutine
+    that never suspends inside an anyio cancel scope (see `Chain.movable`): a scope must be left on the task
+    that entered it."""
+    context = contextvars.copy_context()
+    try:
+        pending = context.run(coro.send, None)
+    except StopIteration:
+        return None
+    return asyncio.get_running_loop().create_task(_continued(coro, pending, context))
+
+
+async def _continued(coro: Coroutine[Any, Any, None], pending: Any, context: contextvars.Context) -> None:
+    await _resume(coro, pending, context)
+
+
 def _on_asyncio() -> bool:
     try:
         return asyncio.current_task() is not None

@@ -6,8 +6,12 @@ error table says. `install` binds it to an MCP server.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
+import contextvars
 import logging
+import threading
 import time
 import traceback
 from collections.abc import Mapping
@@ -410,4 +414,35 @@ async def _call(entry: RegisteredInterceptor, invocation: Invocation, payload_by
     if entry.inline and payload_bytes <= INLINE_MAX_PAYLOAD_BYTES:
         return entry.handler(invocation)
     # A sync handler may block or ignore cancellation: run it in a worker thread we can abandon on timeout.
+    if _on_asyncio():
+        return await _in_worker(entry.handler, invocation)
     return await anyio.to_thread.run_sync(entry.handler, invocation, abandon_on_cancel=True)
+
+
+WORKER_THREADS = 40
+"""The worker threads sync handlers share (anyio's default limit, so a blocking handler waits as it did there)."""
+_workers: concurrent.futures.ThreadPoolExecutor | None = None
+_workers_lock = threading.Lock()
+
+
+def _on_asyncio() -> bool:
+    try:
+        return asyncio.current_task() is not None
+    except RuntimeError:  # no asyncio loop: another anyio backend (trio)
+        return False
+
+
+async def _in_worker(handler: Any, invocation: Invocation) -> Any:
+    """The handler in a worker thread, in a copy of the caller's context, abandoned if the caller is cancelled.
+
+    A plain future, not `anyio.to_thread` (which enters a cancel scope): an invoke that suspends here holds no
+    scope, so an execution started on one task may go on in another (the gateway's chain runs, see
+    `Chain.movable`)."""
+    global _workers
+    if _workers is None:
+        with _workers_lock:
+            if _workers is None:
+                _workers = concurrent.futures.ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="interceptor")
+    context = contextvars.copy_context()
+    future = asyncio.get_running_loop().run_in_executor(_workers, context.run, handler, invocation)
+    return await future

@@ -236,3 +236,100 @@ async def test_a_held_coroutine_gets_its_cancellation_where_it_suspended() -> No
     with anyio.move_on_after(0.05):
         await gather([quick, stubborn, quick])
     assert got == ["cancelled"]
+
+
+# --- executions that move between tasks (the gateway's chain runs) ------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_start_eagerly_finishes_inline_or_goes_on_in_a_task_and_keeps_the_callers_context() -> None:
+    """One that never suspends costs no task; one that suspends goes on in a task; a context variable either
+    sets stays in its own copy of the context, as a task's would."""
+    from interceptors_chain.concurrency import start_eagerly
+
+    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="caller")
+    seen: list[str] = []
+
+    async def quick() -> None:
+        marker.set("quick")
+        seen.append("quick done")
+
+    async def slow() -> None:
+        marker.set("slow")
+        await asyncio.sleep(0)
+        seen.append(f"slow done in {marker.get()}")
+
+    assert start_eagerly(quick()) is None
+    assert seen == ["quick done"] and marker.get() == "caller"
+    task = start_eagerly(slow())
+    assert task is not None and seen == ["quick done"]
+    await task
+    assert seen == ["quick done", "slow done in slow"] and marker.get() == "caller"
+
+
+def _inline_registry() -> Registry:
+    registry = Registry()
+
+    @registry.validator("cheap", events=EVENT, phase="request", inline=True)
+    def cheap(inv: Invocation) -> Verdict:
+        return Verdict.allow()
+
+    @registry.mutator("tag", events=EVENT, phase="request", inline=True)
+    def tag(inv: Invocation) -> Any:
+        from interceptors import Mutation
+
+        return Mutation({**inv.payload, "tagged": True}, True)
+
+    return registry
+
+
+@pytest.mark.anyio
+async def test_movable_only_when_nothing_can_enter_a_cancel_scope() -> None:
+    """In process, sync, inline, no timeout: movable. A timeout, a deadline, an async or a plain (threaded)
+    sync handler: not."""
+    async with LocalChain(_inline_registry()) as chain:
+        assert chain.movable(EVENT, "request", "receiving")
+        assert chain.movable("prompts/get", "request", "receiving")  # an empty plan
+    async with LocalChain(_inline_registry(), default_timeout_ms=1000) as chain:
+        assert not chain.movable(EVENT, "request", "receiving")
+    async with LocalChain(_inline_registry(), deadline_ms=1000) as chain:
+        assert not chain.movable(EVENT, "request", "receiving")
+    for kind in ("async", "thread"):
+        registry = _inline_registry()
+        if kind == "async":
+
+            @registry.validator("slow", events=EVENT, phase="request")
+            async def slow(inv: Invocation) -> Verdict:
+                return Verdict.allow()
+        else:
+
+            @registry.validator("plain", events=EVENT, phase="request")
+            def plain(inv: Invocation) -> Verdict:
+                return Verdict.allow()
+
+        async with LocalChain(registry) as chain:
+            assert not chain.movable(EVENT, "request", "receiving"), kind
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("size", [10, 200_000])
+async def test_a_movable_execution_started_eagerly_ends_in_a_task_when_a_large_payload_takes_a_thread(
+    size: int,
+) -> None:
+    """Above the inline size an inline handler runs in a worker thread: the execution suspends there, holding
+    no cancel scope, and ends correctly in the task `start_eagerly` made (the gateway's case). Small: no task."""
+    from interceptors_chain.concurrency import start_eagerly
+
+    async with LocalChain(_inline_registry()) as chain:
+        assert chain.movable(EVENT, "request", "receiving")
+        payload = {**PAYLOAD, "filler": "x" * size}
+        out: list[ExecutionResult] = []
+
+        async def run() -> None:
+            out.append(await chain.execute(EVENT, "request", payload, direction="receiving"))
+
+        task = start_eagerly(run())
+        assert (task is None) is (size < 100_000)
+        if task is not None:
+            await task
+        assert out[0].status.value == "success" and out[0].final_payload == {**payload, "tagged": True}

@@ -139,6 +139,12 @@ class ChainAdapter:
         # built directly (`dataclasses.replace` costs several times more, twice per call)
         return InvocationContext(context.principal, trace_id, span, context.timestamp, context.session_id)
 
+    def movable(self, action: RunChain) -> bool:
+        """Whether `run(action)` may start on the caller's task and go on in another (see `Chain.movable`)."""
+        if _is_request_pass(action) and not self._plan_has_work(action.event, action.phase, action.direction):
+            return True  # it only reads the trace context
+        return self.chain.movable(action.event, action.phase, action.direction)
+
     async def run(self, action: RunChain) -> ChainOutcome:
         trace = self.client_trace(action)
         request_pass = _is_request_pass(action)

@@ -1023,13 +1023,8 @@ class HttpRunner(Runner):
             tool_schema=catalog.tool_schema if catalog is not None else None,
         )  # fmt: skip
 
-    def perform(self, actions: list[Any]) -> None:
-        front = self.front
-        for action in actions:
-            if isinstance(action, SendDownstream):
-                front.deliver(action)
-            else:
-                super().perform([action])
+    def send_downstream(self, action: SendDownstream) -> None:
+        self.front.deliver(action)
 
     async def run(self) -> int:
         http = HttpServer(self.front)

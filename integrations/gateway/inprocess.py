@@ -34,7 +34,7 @@ from .catalog import Catalog
 from .chain_adapter import ChainAdapter
 from .command import router_for
 from .local import LocalAnswers
-from .router import Action, SendDownstream
+from .router import SendDownstream
 from .runner import UPSTREAM_GONE, NoDownstream, Runner
 from .upstream_stdio import StdioUpstream
 
@@ -181,24 +181,20 @@ class _MemoryRunner(Runner):
         super().__init__(router, adapter, upstream, NoDownstream(), **kwargs)
         self.sessions: dict[str, MemoryObjectSendStream[SessionMessage | Exception]] = {}
 
-    def perform(self, actions: list[Action]) -> None:
-        for action in actions:
-            if isinstance(action, SendDownstream):
-                stream = self.sessions.get(action.session)
-                if stream is None:
-                    continue
-                try:
-                    message: SessionMessage | Exception = SessionMessage(
-                        types.jsonrpc_message_adapter.validate_json(action.data)
-                    )
-                except ValueError as exc:  # what the client's own transport would report
-                    message = exc
-                try:
-                    stream.send_nowait(message)
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    self.sessions.pop(action.session, None)
-            else:
-                super().perform([action])
+    def send_downstream(self, action: SendDownstream) -> None:
+        stream = self.sessions.get(action.session)
+        if stream is None:
+            return
+        try:
+            message: SessionMessage | Exception = SessionMessage(
+                types.jsonrpc_message_adapter.validate_json(action.data)
+            )
+        except ValueError as exc:  # what the client's own transport would report
+            message = exc
+        try:
+            stream.send_nowait(message)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self.sessions.pop(action.session, None)
 
     def stop(self) -> None:
         """End the gateway (the owner leaves its `async with`): status 0 unless the upstream went away first."""

@@ -20,6 +20,7 @@ import anyio
 import anyio.abc
 
 from interceptors.codec import dumps_exact
+from interceptors_chain.concurrency import start_eagerly
 
 from .catalog import Catalog
 from .chain_adapter import ChainAdapter
@@ -193,7 +194,7 @@ class Runner:
         chains: list[RunChain] = []
         for action in actions:
             if isinstance(action, SendDownstream):
-                self.downstream.send(action.data)
+                self.send_downstream(action)
             elif isinstance(action, SendUpstream):
                 self.upstream.send(action.data, action.request_id)
                 if action.request_id is not None and self.timeout is not None:
@@ -231,12 +232,27 @@ class Runner:
         for action in chains:
             self._start_chain(action)
 
+    def send_downstream(self, action: SendDownstream) -> None:
+        """Deliver one message to the client side (the seam a shell with other downstreams overrides)."""
+        self.downstream.send(action.data)
+
     def _start_chain(self, action: RunChain) -> None:
-        """A chain run as a bare task (not a task-group child): half the cost per chain run on the hot path; the
-        runner keeps each one until it ends and cancels what is left when it stops. Not started on the calling
-        task: a chain that suspends inside an anyio cancel scope (a remote invoke's timeout) must end on the
-        task that entered it, so it cannot move to a task halfway."""
-        run = asyncio.get_running_loop().create_task(self._run_chain(action))
+        """A chain run, started after the rest of its batch is performed. One the chain can move between tasks
+        (`Chain.movable`: in-process stages with inline sync handlers, no timeout) runs on the calling task until
+        it first suspends, and usually ends there: no task, no turn of the loop. Any other (a remote interceptor,
+        a timeout: a cancel scope that must end on the task that entered it) runs as a bare task (not a
+        task-group child). The runner keeps each task until it ends and cancels what is left when it stops."""
+        run: asyncio.Task[None] | None
+        if self.adapter.movable(action):
+            try:
+                run = start_eagerly(self._run_chain(action))
+            except Exception as exc:  # never expected: `_run_chain` reports its failures; the gateway keeps running
+                logger.error("a chain run failed: %s", type(exc).__name__)
+                return
+            if run is None:
+                return
+        else:
+            run = asyncio.get_running_loop().create_task(self._run_chain(action))
         self._chain_runs.add(run)
         run.add_done_callback(self._chain_runs.discard)
 
