@@ -241,6 +241,56 @@ async def test_inline_handlers_leave_the_loop_only_for_large_payloads(size: int,
 
 
 @pytest.mark.anyio
+async def test_blocking_sync_handlers_run_in_threads_of_their_own_at_once() -> None:
+    """Four validators that each wait for all four to arrive can only pass if each got a worker thread at once;
+    the mutator raising StopIteration (which no future can carry) fails closed like any other raising handler."""
+    registry = Registry()
+    arrived = threading.Barrier(4, timeout=30)
+
+    for index in range(4):
+
+        @registry.validator(f"wait-{index}", events=EVENT, phase="request")
+        def wait(inv: Invocation) -> Verdict:
+            arrived.wait()
+            return Verdict.allow()
+
+    @registry.mutator("stop", events=EVENT, phase="request")
+    def stop(inv: Invocation) -> Mutation:
+        raise StopIteration
+
+    async with LocalChain(registry) as chain:
+        result = await chain.execute(EVENT, "request", {"params": {}}, direction="receiving")
+    assert [r.error for r in result.results[:4]] == [None] * 4
+    assert result.blocked and result.aborted_at[0].interceptor == "stop"
+
+
+def test_an_abandoned_handler_that_never_returns_does_not_keep_the_process_alive(tmp_path: Any) -> None:
+    """The worker threads are daemons: a timed-out handler stuck forever is abandoned, and the process exits."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "stuck.py"
+    script.write_text(
+        "import threading, anyio\n"
+        "from interceptors import Registry, Verdict\n"
+        "from interceptors_server import LocalChain\n"
+        "registry = Registry()\n"
+        "@registry.validator('stuck', events='tools/call', phase='request')\n"
+        "def stuck(inv):\n"
+        "    threading.Event().wait()\n"
+        "    return Verdict.allow()\n"
+        "async def main():\n"
+        "    async with LocalChain(registry, default_timeout_ms=50) as chain:\n"
+        "        result = await chain.execute('tools/call', 'request', {}, direction='receiving')\n"
+        "    print(result.status.value)\n"
+        "anyio.run(main)\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "timeout"
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("transport", ["inprocess", "mcp"])
 async def test_a_handler_editing_the_principals_claims_grants_nothing(transport: Any) -> None:
     from interceptors import Principal
