@@ -243,7 +243,7 @@ class Runner:
         a timeout: a cancel scope that must end on the task that entered it) runs as a bare task (not a
         task-group child). The runner keeps each task until it ends and cancels what is left when it stops."""
         run: asyncio.Task[None] | None
-        if self.adapter.movable(action):
+        if asyncio.current_task() is not None and self.adapter.movable(action):  # (a loop callback has no task)
             try:
                 run = start_eagerly(self._run_chain(action))
             except Exception as exc:  # never expected: `_run_chain` reports its failures; the gateway keeps running
