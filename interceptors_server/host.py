@@ -6,12 +6,8 @@ error table says. `install` binds it to an MCP server.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import contextvars
 import logging
-import queue
-import threading
 import time
 import traceback
 from collections.abc import Mapping
@@ -41,6 +37,8 @@ from interceptors import (
 from interceptors.events import is_pattern
 from interceptors.outcomes import MalformedHandlerResult, to_mutation_result, to_validation_result
 from interceptors.wire import InvokeResult, MutationResult, ValidationResult
+
+from .workers import in_worker, on_asyncio
 
 logger = logging.getLogger("interceptors.host")
 
@@ -414,84 +412,6 @@ async def _call(entry: RegisteredInterceptor, invocation: Invocation, payload_by
     if entry.inline and payload_bytes <= INLINE_MAX_PAYLOAD_BYTES:
         return entry.handler(invocation)
     # A sync handler may block or ignore cancellation: run it in a worker thread we can abandon on timeout.
-    if _on_asyncio():
-        return await _in_worker(entry.handler, invocation)
+    if on_asyncio():
+        return await in_worker(entry.handler, invocation)
     return await anyio.to_thread.run_sync(entry.handler, invocation, abandon_on_cancel=True)
-
-
-WORKER_THREADS = 40
-"""At most this many worker threads for sync handlers (anyio's default limit, so blocking handlers queue as there)."""
-
-
-class _Workers:
-    """Daemon worker threads for sync handlers on asyncio, each result handed back as a plain future.
-
-    Not `anyio.to_thread` (it enters a cancel scope, so an invoke waiting there could not move to another task:
-    see `Chain.movable`), and not a `ThreadPoolExecutor` (the interpreter joins its threads at exit, so one
-    abandoned handler that never returns would keep the process alive)."""
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._jobs: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._threads = 0
-        self._idle = 0
-        self._queued = 0
-
-    def submit(self, handler: Any, invocation: Invocation) -> asyncio.Future[Any]:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
-        self._jobs.put((loop, future, contextvars.copy_context(), handler, invocation))
-        with self._lock:
-            self._queued += 1
-            if self._queued > self._idle and self._threads < self._limit:  # every queued job finds a thread
-                self._threads += 1
-                threading.Thread(target=self._work, name=f"interceptor-{self._threads}", daemon=True).start()
-        return future
-
-    def _work(self) -> None:
-        while True:
-            with self._lock:
-                self._idle += 1
-            loop, future, context, handler, invocation = self._jobs.get()
-            with self._lock:
-                self._idle -= 1
-                self._queued -= 1
-            if future.cancelled():  # abandoned before it started (racy, harmless: the result is dropped anyway)
-                continue
-            try:
-                outcome, failed = context.run(handler, invocation), False
-            except Exception as exc:  # delivered to the caller, who turns it into the host's error
-                # (a StopIteration cannot be set on a future; it is no less a failure)
-                outcome, failed = (RuntimeError("handler raised StopIteration") if isinstance(exc, StopIteration)
-                                   else exc), True  # fmt: skip
-            except BaseException:  # SystemExit, KeyboardInterrupt in a handler: a failure of the handler here
-                outcome, failed = RuntimeError("handler raised a BaseException"), True
-            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits any more
-                loop.call_soon_threadsafe(_deliver, future, outcome, failed)
-            del outcome, future, invocation
-
-
-def _deliver(future: asyncio.Future[Any], outcome: Any, failed: bool) -> None:
-    if future.cancelled():
-        return
-    if failed:
-        future.set_exception(outcome)
-    else:
-        future.set_result(outcome)
-
-
-_workers = _Workers(WORKER_THREADS)
-
-
-def _on_asyncio() -> bool:
-    try:
-        return asyncio.current_task() is not None
-    except RuntimeError:  # no asyncio loop: another anyio backend (trio)
-        return False
-
-
-async def _in_worker(handler: Any, invocation: Invocation) -> Any:
-    """The handler in a worker thread, in a copy of the caller's context, abandoned if the caller is cancelled.
-    Waits on a plain future: an invoke that suspends here holds no cancel scope."""
-    return await _workers.submit(handler, invocation)
