@@ -211,9 +211,12 @@ class InterceptorHost:
 
     def runs_inline(self, name: str) -> bool:
         """Whether `name`'s handler runs on the caller's task without suspending (a sync handler registered
-        `inline`), below `INLINE_MAX_PAYLOAD_BYTES` (above it, a worker thread). The invoker no longer needs to
-        know: it starts every validator on the caller's task and makes a task only for one that suspends."""
-        compiled = self._compiled.get(name)
+        `inline`), below `INLINE_MAX_PAYLOAD_BYTES` (above it, a worker thread waited on without a cancel scope):
+        what `Chain.movable` asks before an execution may start on one task and go on in another."""
+        try:
+            compiled = self._entries().get(name)  # as an invoke would find it, after any registry change
+        except InterceptorRpcError:  # misconfigured: the invoke itself will say so
+            return False
         return compiled is not None and compiled.runs_inline
 
     async def invoke_local(

@@ -243,7 +243,12 @@ class Runner:
         a timeout: a cancel scope that must end on the task that entered it) runs as a bare task (not a
         task-group child). The runner keeps each task until it ends and cancels what is left when it stops."""
         run: asyncio.Task[None] | None
-        if asyncio.current_task() is not None and self.adapter.movable(action):  # (a loop callback has no task)
+        try:
+            movable = asyncio.current_task() is not None and self.adapter.movable(action)  # (a callback has no task)
+        except Exception as exc:  # never expected; a task is always safe
+            logger.error("could not tell whether a chain run may start inline: %s", type(exc).__name__)
+            movable = False
+        if movable:
             try:
                 run = start_eagerly(self._run_chain(action))
             except Exception as exc:  # never expected: `_run_chain` reports its failures; the gateway keeps running
