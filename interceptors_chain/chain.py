@@ -104,6 +104,8 @@ class Chain:
         self.deadline_ms = deadline_ms
         self.protocol_version = protocol_version
         self._plans: dict[tuple[str, Phase, Direction], Plan] = {}
+        self._inline_plans: dict[tuple[str, Phase, Direction], bool] = {}
+        """`movable`'s answer for each cached plan's interceptors (cleared with the plans)."""
         self.generation = 0
         """Bumped whenever servers, descriptors or overrides change: callers may cache plans per generation."""
 
@@ -194,6 +196,7 @@ class Chain:
 
     def _invalidate(self) -> None:
         self._plans.clear()
+        self._inline_plans.clear()
         self.generation += 1
 
     def plan(self, event: str, phase: Phase | str, direction: Direction | str) -> Plan:
@@ -216,19 +219,24 @@ class Chain:
         another task: nothing it runs enters an anyio cancel scope (which must be left on the task that entered
         it). True when every interceptor is in process with a sync handler registered `inline` (one above the
         inline payload size waits on a plain future, see the host's worker threads), and there is no timeout,
-        deadline, execution handler or tracing. An empty plan is movable."""
+        deadline, execution handler or tracing. An empty plan is movable. The plan's part is found once per plan
+        (hosts only ever add interceptors, so a planned one keeps its handler); the chain's settings are read
+        each time."""
         plan = self.plan(event, phase, direction)
         if plan.empty:
             return True
         if self.execution_handler is not None or _tracing.TRACER is not None or self.deadline_ms is not None:
             return False
-        for entry in (*plan.validators, *plan.mutators):
-            server = entry.server
-            if server.local is None or server.runs_inline is None or (entry.timeout_ms or self.default_timeout_ms):
-                return False
-            if not server.runs_inline(entry.info.name):
-                return False
-        return True
+        if self.default_timeout_ms:
+            return False
+        key = (event, _phase_of(phase), direction if isinstance(direction, Direction) else _direction_of(direction))
+        inline = self._inline_plans.get(key)
+        if inline is None:
+            if len(self._inline_plans) >= _MAX_CACHED_PLANS:  # event names come from callers: bounded
+                self._inline_plans.clear()
+            entries = (*plan.validators, *plan.mutators)
+            inline = self._inline_plans[key] = all(_runs_inline(entry) for entry in entries)
+        return inline
 
     # Execution --------------------------------------------------------------------------------
     async def execute(
@@ -352,6 +360,14 @@ class Chain:
             reason = f"server {server.name!r} failed: {describe(exc)}"
             return _Attempt(None, None, reason, AbortKind.FAILED, mode, _since(started))
         return _checked(entry, phase, payload, wire, mode, _since(started))
+
+
+def _runs_inline(entry: PlanEntry) -> bool:
+    """In process, no timeout of its own, and a sync handler registered `inline`."""
+    server = entry.server
+    if server.local is None or server.runs_inline is None or entry.timeout_ms:
+        return False
+    return server.runs_inline(entry.info.name)
 
 
 def _check_overrides(

@@ -28,7 +28,7 @@ async def gather(factories: Sequence[Callable[[], Coroutine[Any, Any, T]]]) -> l
     """
     if len(factories) == 1:
         return [await factories[0]()]
-    if not _on_asyncio():
+    if not on_asyncio():
         return await _gather_anyio(factories)
     results: list[Any] = [None] * len(factories)
     base = contextvars.copy_context()  # what a task created now would copy
@@ -111,7 +111,8 @@ async def _continued(coro: Coroutine[Any, Any, None], pending: Any, context: con
     await _resume(coro, pending, context)
 
 
-def _on_asyncio() -> bool:
+def on_asyncio() -> bool:
+    """Whether the caller runs in an asyncio task (not another anyio backend, not a loop callback)."""
     try:
         return asyncio.current_task() is not None
     except RuntimeError:  # no asyncio loop: another anyio backend (trio)

@@ -37,8 +37,9 @@ from interceptors import (
 from interceptors.events import is_pattern
 from interceptors.outcomes import MalformedHandlerResult, to_mutation_result, to_validation_result
 from interceptors.wire import InvokeResult, MutationResult, ValidationResult
+from interceptors_chain.concurrency import on_asyncio
 
-from .workers import in_worker, on_asyncio
+from .workers import in_worker
 
 logger = logging.getLogger("interceptors.host")
 

@@ -77,13 +77,6 @@ def _deliver(future: asyncio.Future[Any], outcome: Any, failed: bool) -> None:
 _workers = _Workers(WORKER_THREADS)
 
 
-def on_asyncio() -> bool:
-    try:
-        return asyncio.current_task() is not None
-    except RuntimeError:  # no asyncio loop: another anyio backend (trio)
-        return False
-
-
 async def in_worker(handler: Callable[[Any], Any], invocation: Any) -> Any:
     """The handler in a worker thread, in a copy of the caller's context, abandoned if the caller is cancelled.
     Waits on a plain future: an invoke that suspends here holds no cancel scope."""
