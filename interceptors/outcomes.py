@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._fastinit import fast_init
 from .enums import Phase, Severity
 from .wire import MutationResult, Suggestion, ValidationMessage, ValidationResult
 
@@ -15,6 +16,7 @@ SUBSTITUTE_RESULT_KEY = "io.mcp-interceptors/result"
 """In a rejecting validator's `info`: a result to answer with instead of an error (e.g. an empty completion)."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """A validator's answer. Use `Verdict.allow()`, `Verdict.deny(...)` or `Verdict.warn(...)`."""
@@ -76,6 +78,7 @@ class Verdict:
         return cls.deny(message, severity=Severity.WARN, path=path, info=info)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Mutation:
     """A mutator's answer: the new payload. `modified=None` means "compare with the input"."""

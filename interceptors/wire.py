@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ._fastinit import fast_init
 from .enums import InterceptorType, Mode, Phase, Severity
 from .errors import WireError
 from .priority import Priority
@@ -202,6 +203,7 @@ class InterceptorInfo:
         return tuple(dict.fromkeys(event for hook in self.hooks for event in hook.events))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Principal:
     """Who the operation is for. Only the claims an interceptor needs should be sent."""
@@ -233,6 +235,7 @@ class Principal:
         return cls(data["type"], _opt_str(data, "id", path), claims)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class InvocationContext:
     """Facts about the operation an interceptor may use; the timestamp is informational only.

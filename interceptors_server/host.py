@@ -11,7 +11,7 @@ import logging
 import time
 import traceback
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import anyio
 import anyio.to_thread
@@ -326,19 +326,22 @@ def _sent_context(context: InvocationContext) -> InvocationContext:
     it. When every field is already a plain string (the common case), only the claims make the round trip."""
     principal = context.principal
     assert principal is not None
+    trace_id, span_id, session_id, claims = context.trace_id, context.span_id, context.session_id, principal.claims
     plain = (
         type(context.timestamp) is str
         and context.timestamp != ""
-        and all(type(v) is str or v is None for v in (context.trace_id, context.span_id, context.session_id))
-        and (type(principal.id) is str or principal.id is None)
-        and (principal.claims is None or type(principal.claims) is dict)
+        and (trace_id is None or type(trace_id) is str)
+        and (span_id is None or type(span_id) is str)
+        and (session_id is None or type(session_id) is str)
+        and (principal.id is None or type(principal.id) is str)
+        and (claims is None or type(claims) is dict)
     )
     try:
         if not plain:
             return InvocationContext.from_wire(loads(dumps(context.to_wire())))
-        if principal.claims is None:
+        if claims is None:
             return context  # nothing in it is anyone's object: frozen, and strings only
-        claims = loads(dumps(principal.claims))
+        claims = loads(dumps(claims))
     except (TypeError, WireError) as exc:
         field = exc.path if isinstance(exc, WireError) else "context"
         raise InterceptorRpcError(
@@ -346,7 +349,7 @@ def _sent_context(context: InvocationContext) -> InvocationContext:
         ) from None
     # Built directly: `dataclasses.replace` costs several times more, on every invoke of every chain.
     copied = Principal(principal.type, principal.id, claims)
-    return InvocationContext(copied, context.trace_id, context.span_id, context.timestamp, context.session_id)
+    return InvocationContext(copied, trace_id, span_id, context.timestamp, session_id)
 
 
 def _admit(compiled: _Compiled, event: str, phase: Phase, config: Mapping[str, Any] | None) -> _Compiled:
@@ -374,6 +377,9 @@ def _admit(compiled: _Compiled, event: str, phase: Phase, config: Mapping[str, A
     return compiled
 
 
+_PHASE_WIRE: Final = {phase: phase.value for phase in Phase}
+
+
 def _plain_reply(built: InvokeResult, encoded: bytes) -> tuple[InvokeResult, dict[str, Any]] | None:
     """The reply of the two commonest results without a JSON round trip, when nothing in it can be the handler's:
     a validation result that is only its verdict, or an unchanged mutation whose payload the handler left as it
@@ -384,15 +390,22 @@ def _plain_reply(built: InvokeResult, encoded: bytes) -> tuple[InvokeResult, dic
     if isinstance(built, ValidationResult):
         if built.messages is not None or built.suggestions is not None or built.valid.__class__ is not bool:
             return None
-        if built.severity is not None and built.severity.__class__ is not str:
+        severity = built.severity
+        if severity is not None and severity.__class__ is not str:
             return None
-        return built, built.to_wire()
+        verdict: dict[str, Any] = {"interceptor": built.interceptor, "type": "validation",
+                                   "phase": _PHASE_WIRE[built.phase], "valid": built.valid}  # fmt: skip
+        if built.duration_ms is not None:
+            verdict["durationMs"] = built.duration_ms
+        if severity is not None:
+            verdict["severity"] = severity
+        return built, verdict  # what `to_wire` gives for a bare verdict (no info, messages or suggestions)
     if built.modified or not built.echoed:
         return None
     pristine = loads(encoded)
     if built.payload != pristine:  # edited in place although unchanged: the round trip reports it as it is
         return None
-    wire: dict[str, Any] = {"interceptor": built.interceptor, "type": "mutation", "phase": built.phase.value,
+    wire: dict[str, Any] = {"interceptor": built.interceptor, "type": "mutation", "phase": _PHASE_WIRE[built.phase],
                             "modified": False, "payload": pristine, "durationMs": built.duration_ms}  # fmt: skip
     return MutationResult(built.interceptor, built.phase, False, pristine, built.duration_ms), wire
 

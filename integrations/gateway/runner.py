@@ -19,6 +19,7 @@ from typing import Any, Final, Protocol
 import anyio
 import anyio.abc
 
+from interceptors._fastinit import fast_init
 from interceptors.codec import dumps_exact
 from interceptors_chain.concurrency import start_eagerly
 
@@ -404,6 +405,7 @@ class Runner:
                 return
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class _Deadline:
     at: float

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._fastinit import fast_init
 from ..outcomes import REQUESTER_ERROR_KEY, SUBSTITUTE_RESULT_KEY
 from ..wire import Principal
 from .access import CompiledRule, decide
@@ -104,6 +105,7 @@ class _Access:
     decision: Decision  # the allowed Decision, shared by every hit
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class _Target:
     call_kind: str

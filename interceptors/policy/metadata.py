@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from .._fastinit import fast_init
 from .globs import Globs
 from .schema import CAPABILITIES, SENSITIVITIES
 from .uris import UriRefused, normalize_uri, uri_idents
@@ -216,6 +217,7 @@ class UriTemplate:
         return {name: found.group(f"v{index}") for index, name in enumerate(self.variables)}
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Resolved:
     """A requested primitive: its spec, every ident globs may match, and template variables (for audit)."""

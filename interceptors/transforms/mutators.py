@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._fastinit import fast_init
 from ..errors import INVALID_PARAMS
 from ..events import SERVER_INFO_EVENT
 from ..outcomes import Mutation, Verdict
@@ -58,6 +59,7 @@ _KINDS = {
 }
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CallFacts:
     """What a selector may use to pick the matching rules and hints of one call."""
@@ -71,6 +73,7 @@ class CallFacts:
     roles: tuple[str, ...] = ()
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Selection:
     """The policy engine's answer for one call: matching rules (in order), the primitive's hints and facts."""
@@ -137,6 +140,7 @@ def _call_key(invocation: Invocation) -> tuple[str, str, str, str] | None:
     return (principal, context.session_id or "", trace, invocation.event)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class _Call:
     """What the request phase learned about a call, for its input and response passes: selected once."""

@@ -11,12 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from interceptors import Direction, Phase
+from interceptors._fastinit import fast_init
 
 from .messages import RequestId
 
 SessionId = str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SendUpstream:
     """`request_id`: the upstream id when the message is a request (an HTTP shell reads its reply stream,
@@ -26,6 +28,7 @@ class SendUpstream:
     request_id: int | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SendDownstream:
     """`final`: this is the reply that ends request `related` (an HTTP shell then ends that response).
@@ -39,6 +42,7 @@ class SendDownstream:
     outgoing: RequestId | None = field(default=None, compare=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RequestState:
     """What one downstream request carries into every chain run until its final reply (never consumed).
@@ -54,6 +58,7 @@ class RequestState:
     learned: dict[str, Any] = field(default_factory=dict)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RunChain:
     """Run the chain for `event` in `phase`/`direction` on `payload`, then call `chain_done(ticket, outcome)`.
@@ -108,6 +113,7 @@ class Close:
 Action = SendUpstream | SendDownstream | RunChain | AnswerLocally | CatalogChanged | Dropped | Close
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ChainPassed:
     """The chain let the payload through: `payload` is the final one (the input when nothing changed).
@@ -121,6 +127,7 @@ class ChainPassed:
     learned: dict[str, Any] | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ChainBlocked:
     """The chain refused. `error` is the JSON-RPC error object the requester should get (None: a generic

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import orjson
 
+from interceptors._fastinit import fast_init
 from interceptors.codec import may_round_numbers
 
 PROTOCOL_VERSION_META_KEY: Final = "io.modelcontextprotocol/protocolVersion"
@@ -46,6 +47,7 @@ class Kind(StrEnum):
     INVALID = "invalid"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Problem:
     """Why a message is invalid, as the JSON-RPC error its sender should get (when it sent a request)."""
@@ -55,6 +57,7 @@ class Problem:
     data: dict[str, Any]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Message:
     """One decoded JSON-RPC message. `body` is the decoded object (None when it never decoded)."""
@@ -123,16 +126,16 @@ def parse(raw: bytes | str) -> Message:
     """The classified message in `raw` (one stdio line or one HTTP body, without framing)."""
     data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        scan = _scan(data.decode("utf-8", "replace"))
-        return _invalid(PARSE_ERROR, "Parse error", scan.request_id, reason=f"invalid UTF-8 at byte {exc.start}")
-    try:
-        value = orjson.loads(data)
+        value = orjson.loads(data)  # checks the UTF-8 itself: the text is decoded only where a path needs it
     except orjson.JSONDecodeError as exc:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            scan = _scan(data.decode("utf-8", "replace"))
+            return _invalid(PARSE_ERROR, "Parse error", scan.request_id, reason=f"invalid UTF-8 at byte {bad.start}")
         return _unreadable(text, str(exc))
     if may_round_numbers(data):  # orjson reads integers beyond 64 bits as floats: read them exactly
-        exact = json.loads(text)
+        exact = json.loads(data)
         if (path := _wide_integer_path(exact)) is not None:
             return _invalid(*_code_for(path), _id_of(exact), reason="an integer does not fit in 64 bits", path=path)
         value = exact
