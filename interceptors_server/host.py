@@ -321,13 +321,18 @@ class InterceptorHost:
         return result, encoded
 
 
+_last_plain: list[InvocationContext | None] = [None]
+"""The last context found plain: its fields are frozen, so the check holds for that object (one chain run hands
+the same context to each of its invokes); the claims' content is still copied on every invoke."""
+
+
 def _sent_context(context: InvocationContext) -> InvocationContext:
     """The context as a JSON round trip delivers it: the claims copied, every field checked as `from_wire` checks
     it. When every field is already a plain string (the common case), only the claims make the round trip."""
     principal = context.principal
     assert principal is not None
     trace_id, span_id, session_id, claims = context.trace_id, context.span_id, context.session_id, principal.claims
-    plain = (
+    plain = context is _last_plain[0] or (
         type(context.timestamp) is str
         and context.timestamp != ""
         and (trace_id is None or type(trace_id) is str)
@@ -339,6 +344,7 @@ def _sent_context(context: InvocationContext) -> InvocationContext:
     try:
         if not plain:
             return InvocationContext.from_wire(loads(dumps(context.to_wire())))
+        _last_plain[0] = context
         if claims is None:
             return context  # nothing in it is anyone's object: frozen, and strings only
         claims = loads(dumps(claims))
