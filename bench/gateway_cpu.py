@@ -7,8 +7,9 @@ client that sends a 2025-11-25 `tools/call` and waits for its reply, and an upst
 the bench's echo server does (it declares `logging`). Each call is timed in this process's CPU time, so the
 numbers hold on a busy machine; the ratios are against `--policy none` measured in the same run.
 
-`python -m bench.gateway_cpu [--quick] [--profile POLICY]` prints the table (`--profile` prints a cProfile of
-that policy's calls instead).
+`python -m bench.gateway_cpu [--quick] [--profile POLICY | --opcodes]` prints the table (`--profile` prints a
+cProfile of that policy's calls instead, `--opcodes` the Python opcodes each call executes: a count the machine's
+load does not move).
 """
 
 from __future__ import annotations
@@ -185,6 +186,34 @@ async def gateway_cpu(
     return {m.name: m for m in results.values()}, ratios
 
 
+async def opcodes_per_call(calls: int = 20, policies: tuple[str, ...] = ("none", "standard")) -> dict[str, float]:
+    """Python bytecodes executed per `tools/call`, per policy (`sys.settrace` opcode events): a count that does not
+    move with the machine's load, to compare two trees where CPU time cannot tell a few per cent apart. Frames
+    already running when tracing starts (the pumps' loops) are not counted; C code (orjson, pydantic) neither."""
+    counted = [0]
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        if event == "call":
+            frame.f_trace_opcodes = True
+        elif event == "opcode":
+            counted[0] += 1
+        return tracer
+
+    out: dict[str, float] = {}
+    async with AsyncExitStack() as stack:
+        for policy in policies:
+            client = await _gateway(stack, policy)
+            await _calls(client, 50)
+            counted[0] = 0
+            sys.settrace(tracer)
+            try:
+                await _calls(client, calls)
+            finally:
+                sys.settrace(None)
+            out[policy] = round(counted[0] / calls, 1)
+    return out
+
+
 async def _profile(policy: str, iterations: int) -> None:
     import cProfile
     import pstats
@@ -202,6 +231,10 @@ async def _profile(policy: str, iterations: int) -> None:
 def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     iterations, rounds = (300, 3) if quick else (2000, 5)
+    if "--opcodes" in argv:
+        for policy, count in asyncio.run(opcodes_per_call()).items():
+            print(f"--policy {policy}: {count:.0f} Python opcodes per tools/call")
+        return 0
     if "--profile" in argv:
         policy = argv[argv.index("--profile") + 1]
         asyncio.run(_profile(policy, iterations))

@@ -277,6 +277,7 @@ def main(args: argparse.Namespace) -> int:
     iterations, rounds = (200, 3) if args.quick else (1000, 7)
 
     from .gateway_bench import gateway_benchmarks  # imports this module: loaded late
+    from .gateway_cpu import gateway_cpu
     from .policy_bench import policy_benchmarks
     from .transforms_bench import transforms_benchmarks
     from .vault_bench import vault_benchmarks
@@ -285,7 +286,11 @@ def main(args: argparse.Namespace) -> int:
         results, ratios = await chain_benchmarks(iterations, rounds)
         remote_results, remote_ratios = await remote_benchmarks(300 if args.quick else 2000)
         gateway_results, gateway_ratios = await gateway_benchmarks(200 if args.quick else 1000, 3 if args.quick else 5)
-        return {**results, **remote_results, **gateway_results}, {**ratios, **remote_ratios, **gateway_ratios}
+        cpu_results, cpu_ratios = await gateway_cpu(100 if args.quick else 1000, 3 if args.quick else 5)
+        return (
+            {**results, **remote_results, **gateway_results, **cpu_results},
+            {**ratios, **remote_ratios, **gateway_ratios, **cpu_ratios},
+        )
 
     results, ratios = anyio.run(run)
     costs = {f"policy: {name}": value for name, value in policy_benchmarks(args.quick).items()}
