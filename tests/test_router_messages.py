@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from integrations.gateway.router.messages import MAX_DEPTH, Kind, parse
 
@@ -78,3 +80,24 @@ def test_era_hints_and_progress_token() -> None:
     assert message.protocol_version == "2026-07-28"
     assert message.progress_token == "t"
     assert parse(b'{"jsonrpc":"2.0","id":1,"method":"ping"}').protocol_version is None
+
+
+@given(
+    prefix=st.sampled_from(
+        [b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"x":"', b'{"jsonrpc":"2.0","id":', b""]
+    ),
+    middle=st.binary(max_size=40),
+)
+def test_bytes_that_are_not_utf8_are_named_at_their_first_bad_byte_and_nothing_raises(
+    prefix: bytes, middle: bytes
+) -> None:
+    """orjson checks the UTF-8 itself (the text is decoded only on error paths): whatever it refuses for its
+    encoding is still told as `invalid UTF-8 at byte N`, N where Python's decoder stops."""
+    raw = prefix + middle + b'"}}'
+    message = parse(raw)
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        assert message.kind is Kind.INVALID and message.problem is not None
+        assert message.problem.code == -32700
+        assert message.problem.data["reason"] == f"invalid UTF-8 at byte {exc.start}"
