@@ -7,10 +7,10 @@ alike. Ratios, not absolute numbers, are the claims.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import sys
-import gc
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack

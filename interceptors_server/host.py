@@ -117,6 +117,9 @@ class InterceptorHost:
 
     def _entries(self) -> dict[str, _Compiled]:
         """The compiled entries, rebuilt when any registry changed since the last look."""
+        registries = self._registries
+        if len(registries) == 1 and registries[0].version == self._seen_versions[0]:
+            return self._compiled  # the common host, unchanged: one comparison per invoke
         for registry, seen in zip(self._registries, self._seen_versions, strict=True):
             if registry.version != seen:
                 try:
