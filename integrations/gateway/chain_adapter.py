@@ -100,15 +100,18 @@ class ChainAdapter:
         self._work.clear()
         self._generation = chain.generation
 
-    def client_trace(self, action: RunChain) -> ClientTrace | None:
-        """The client's trace context of the request this pass belongs to (None: none, or a side pass)."""
+    def client_trace(self, action: RunChain, request_pass: bool | None = None) -> ClientTrace | None:
+        """The client's trace context of the request this pass belongs to (None: none, or a side pass).
+        `request_pass`: `_is_request_pass(action)`, when the caller already knows it."""
         state = action.request
         if state is None or action.channel in SIDE_CHANNELS:
             return None
-        if not _is_request_pass(action):
+        if not (_is_request_pass(action) if request_pass is None else request_pass):
             known = state.learned.get(TRACE_LEARNED)
             return known if isinstance(known, ClientTrace) else None
         params = _request_params(action.payload)
+        if params.__class__ is dict and "_meta" not in params:
+            return None  # the common request: no `_meta`, so no traceparent to read
         parsed = tracing.parse_traceparent(tracing.traceparent_of(params))
         if parsed is None:
             return None
@@ -146,8 +149,8 @@ class ChainAdapter:
         return self.chain.movable(action.event, action.phase, action.direction)
 
     async def run(self, action: RunChain) -> ChainOutcome:
-        trace = self.client_trace(action)
         request_pass = _is_request_pass(action)
+        trace = self.client_trace(action, request_pass)
         if request_pass and not self._plan_has_work(action.event, action.phase, action.direction):
             # run only to learn the trace context for the response passes (see `has_work`)
             return ChainPassed(action.payload, learned={TRACE_LEARNED: trace} if trace is not None else None)
