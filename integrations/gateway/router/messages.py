@@ -135,7 +135,7 @@ def parse(raw: bytes | str) -> Message:
             return _invalid(PARSE_ERROR, "Parse error", scan.request_id, reason=f"invalid UTF-8 at byte {bad.start}")
         return _unreadable(text, str(exc))
     if may_round_numbers(data):  # orjson reads integers beyond 64 bits as floats: read them exactly
-        exact = json.loads(data)
+        exact = json.loads(data.decode("utf-8"))  # valid UTF-8: orjson read it
         if (path := _wide_integer_path(exact)) is not None:
             return _invalid(*_code_for(path), _id_of(exact), reason="an integer does not fit in 64 bits", path=path)
         value = exact
