@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Required, TypedDict, TypeVar, Unpack
 
+from ._fastinit import fast_init
 from .enums import InterceptorType, Mode, Phase
 from .priority import Priority
 from .wire import Compat, Hook, InterceptorInfo, InvocationContext
@@ -16,6 +17,7 @@ Handler = Callable[["Invocation"], Any] | Callable[["Invocation"], Awaitable[Any
 H = TypeVar("H", bound=Callable[..., Any])
 
 
+@fast_init  # built once per invoke: the descriptor-writing __init__ (see `_fastinit`)
 @dataclass(frozen=True, slots=True)
 class Invocation:
     """What a handler receives. Read-only: validators run concurrently on the same payload."""
@@ -37,23 +39,8 @@ class Invocation:
         config: Mapping[str, Any] | None,
         context: InvocationContext | None,
     ) -> Invocation:
-        """The same object as the constructor gives, a third of its cost (a host builds one per invoke; the frozen
-        constructor pays a `object.__setattr__` call per field)."""
-        built = _new(cls)
-        _SET_INTERCEPTOR(built, interceptor)
-        _SET_EVENT(built, event)
-        _SET_PHASE(built, phase)
-        _SET_PAYLOAD(built, payload)
-        _SET_CONFIG(built, config)
-        _SET_CONTEXT(built, context)
-        return built
-
-
-_new = object.__new__
-# The slots' own setters: they write a frozen instance's fields the way its generated __init__ does.
-_SET_INTERCEPTOR, _SET_EVENT, _SET_PHASE, _SET_PAYLOAD, _SET_CONFIG, _SET_CONTEXT = (
-    getattr(Invocation, field).__set__ for field in ("interceptor", "event", "phase", "payload", "config", "context")
-)
+        """The constructor with every field given (kept for callers; `fast_init` made the constructor as cheap)."""
+        return cls(interceptor, event, phase, payload, config, context)
 
 
 @dataclass(frozen=True, slots=True)

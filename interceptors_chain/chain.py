@@ -13,7 +13,6 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from time import perf_counter
 from typing import Any
 
 import anyio
@@ -287,7 +286,7 @@ class Chain:
 
     async def invoke(self, entry: PlanEntry, run: _Run, payload: Any) -> _Attempt:
         """One invoke with every failure turned into an `_Attempt` (never raised)."""
-        started = perf_counter()
+        started = time.perf_counter()
         mode = entry.mode
         timeout_ms = entry.timeout_ms or self.default_timeout_ms
         limit = None if timeout_ms is None else timeout_ms / 1000
@@ -318,7 +317,7 @@ class Chain:
             if isinstance(result, MutationResult) and not result.modified and result.payload != payload:
                 reason = "malformed result: result.payload: differs from the input although modified is false"
                 return _Attempt(None, None, reason, AbortKind.FAILED, mode, _since(started))
-            return _Attempt(result, wire, None, None, mode, (perf_counter() - started) * 1000)  # `_since`, inline
+            return _Attempt(result, wire, None, None, mode, _since(started))
         event, phase = run.event, run.phase
         params: dict[str, Any] = {
             "name": entry.info.name,
@@ -442,9 +441,6 @@ class _Run:
     async def _attempts(self, entries: tuple[PlanEntry, ...], payload: Any) -> list[_Attempt]:
         """Every validator's attempt, in plan order, concurrently. Each starts on the caller's task (see `gather`):
         one that completes without suspending, as an in-process validator usually does, costs no task."""
-        if self.span is None:  # no tracing: straight to the invoke, without `_attempt`'s frame
-            invoke = self.chain.invoke
-            return await gather([functools.partial(invoke, entry, self, payload) for entry in entries])
         return await gather([functools.partial(self._attempt, entry, payload) for entry in entries])
 
     async def validate(self, entries: tuple[PlanEntry, ...], payload: Any, out: ExecutionResult) -> None:
@@ -485,9 +481,7 @@ class _Run:
         """Mutators in order; a blocking failure stops the pass and releases nothing partial."""
         current = payload
         for entry in entries:
-            attempt = await (
-                self.chain.invoke(entry, self, current) if self.span is None else self._attempt(entry, current)
-            )
+            attempt = await self._attempt(entry, current)
             applied = False
             if attempt.error is None and attempt.mode is Mode.ACTIVE:
                 result = attempt.result

@@ -93,7 +93,9 @@ def tracestate_of(params: Any) -> str | None:
 
 def traceparent_of(params: Any) -> str | None:
     """The `_meta.traceparent` of request params when it is valid, else None."""
-    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    meta = params.get("_meta") if params.__class__ is dict or isinstance(params, Mapping) else None
+    if meta is None:
+        return None  # the common request: no `_meta`, nothing to parse
     value = meta.get("traceparent") if isinstance(meta, Mapping) else None
     return value if parse_traceparent(value) is not None else None
 

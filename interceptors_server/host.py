@@ -11,7 +11,7 @@ import logging
 import time
 import traceback
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -117,9 +117,6 @@ class InterceptorHost:
 
     def _entries(self) -> dict[str, _Compiled]:
         """The compiled entries, rebuilt when any registry changed since the last look."""
-        registries = self._registries
-        if len(registries) == 1 and registries[0].version == self._seen_versions[0]:
-            return self._compiled  # the common host, unchanged: one comparison per invoke
         for registry, seen in zip(self._registries, self._seen_versions, strict=True):
             if registry.version != seen:
                 try:
@@ -277,7 +274,7 @@ class InterceptorHost:
         if config is not None:  # the caller's config objects stay the caller's, as over the wire
             config = loads(dumps(config))
         entry = compiled.entry
-        invocation = Invocation.build(entry.name, event, phase, payload, config, context)
+        invocation = Invocation(entry.name, event, phase, payload, config, context)
         started = time.perf_counter()
         raw: Any = None
         try:
@@ -324,18 +321,13 @@ class InterceptorHost:
         return result, encoded
 
 
-_last_plain: list[InvocationContext | None] = [None]
-"""The last context found plain: its fields are frozen, so the check holds for that object (one chain run hands
-the same context to each of its invokes); the claims' content is still copied on every invoke."""
-
-
 def _sent_context(context: InvocationContext) -> InvocationContext:
     """The context as a JSON round trip delivers it: the claims copied, every field checked as `from_wire` checks
     it. When every field is already a plain string (the common case), only the claims make the round trip."""
     principal = context.principal
     assert principal is not None
     trace_id, span_id, session_id, claims = context.trace_id, context.span_id, context.session_id, principal.claims
-    plain = context is _last_plain[0] or (
+    plain = (
         type(context.timestamp) is str
         and context.timestamp != ""
         and (trace_id is None or type(trace_id) is str)
@@ -347,7 +339,6 @@ def _sent_context(context: InvocationContext) -> InvocationContext:
     try:
         if not plain:
             return InvocationContext.from_wire(loads(dumps(context.to_wire())))
-        _last_plain[0] = context
         if claims is None:
             return context  # nothing in it is anyone's object: frozen, and strings only
         claims = loads(dumps(claims))
@@ -386,9 +377,6 @@ def _admit(compiled: _Compiled, event: str, phase: Phase, config: Mapping[str, A
     return compiled
 
 
-_PHASE_WIRE: Final = {phase: phase.value for phase in Phase}
-
-
 def _plain_reply(built: InvokeResult, encoded: bytes) -> tuple[InvokeResult, dict[str, Any]] | None:
     """The reply of the two commonest results without a JSON round trip, when nothing in it can be the handler's:
     a validation result that is only its verdict, or an unchanged mutation whose payload the handler left as it
@@ -399,22 +387,15 @@ def _plain_reply(built: InvokeResult, encoded: bytes) -> tuple[InvokeResult, dic
     if isinstance(built, ValidationResult):
         if built.messages is not None or built.suggestions is not None or built.valid.__class__ is not bool:
             return None
-        severity = built.severity
-        if severity is not None and severity.__class__ is not str:
+        if built.severity is not None and built.severity.__class__ is not str:
             return None
-        verdict: dict[str, Any] = {"interceptor": built.interceptor, "type": "validation",
-                                   "phase": _PHASE_WIRE[built.phase], "valid": built.valid}  # fmt: skip
-        if built.duration_ms is not None:
-            verdict["durationMs"] = built.duration_ms
-        if severity is not None:
-            verdict["severity"] = severity
-        return built, verdict  # what `to_wire` gives for a bare verdict (no info, messages or suggestions)
+        return built, built.to_wire()
     if built.modified or not built.echoed:
         return None
     pristine = loads(encoded)
     if built.payload != pristine:  # edited in place although unchanged: the round trip reports it as it is
         return None
-    wire: dict[str, Any] = {"interceptor": built.interceptor, "type": "mutation", "phase": _PHASE_WIRE[built.phase],
+    wire: dict[str, Any] = {"interceptor": built.interceptor, "type": "mutation", "phase": built.phase.value,
                             "modified": False, "payload": pristine, "durationMs": built.duration_ms}  # fmt: skip
     return MutationResult(built.interceptor, built.phase, False, pristine, built.duration_ms), wire
 

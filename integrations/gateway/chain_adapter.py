@@ -110,8 +110,6 @@ class ChainAdapter:
             known = state.learned.get(TRACE_LEARNED)
             return known if isinstance(known, ClientTrace) else None
         params = _request_params(action.payload)
-        if params.__class__ is dict and "_meta" not in params:
-            return None  # the common request: no `_meta`, so no traceparent to read
         parsed = tracing.parse_traceparent(tracing.traceparent_of(params))
         if parsed is None:
             return None
