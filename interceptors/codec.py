@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -15,17 +16,17 @@ _LONG_DIGITS = re.compile(rb"[0-9]{19}")  # orjson reads integers beyond 64 bits
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 
 
-def dumps(value: Any) -> bytes:
-    """Compact JSON bytes; non-string keys and non-JSON values are a TypeError."""
-    return orjson.dumps(value)
+dumps: Callable[[Any], bytes] = orjson.dumps
+"""Compact JSON bytes; non-string keys and non-JSON values are a TypeError. orjson's own function, not a wrapper:
+every in-process invoke calls it and `loads` several times."""
 
 
 def dumps_str(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def loads(data: bytes | str) -> Any:
-    return orjson.loads(data)
+loads: Callable[[bytes | str], Any] = orjson.loads
+"""JSON text to Python values (orjson's own function, as `dumps`)."""
 
 
 def may_round_numbers(data: bytes) -> bool:

@@ -12,6 +12,11 @@ class Phase(StrEnum):
     RESPONSE = "response"
 
 
+PHASE_TEXT: dict[Phase, str] = {phase: phase.value for phase in Phase}
+"""Each phase's wire text: `Phase.value` is an enum property (a Python call), and every result's wire form needs
+it on every invoke."""
+
+
 class Mode(StrEnum):
     """`active` interceptors can block or change traffic; `audit` ones only observe."""
 

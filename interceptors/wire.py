@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ._fastinit import fast_init
-from .enums import InterceptorType, Mode, Phase, Severity
+from .enums import PHASE_TEXT, InterceptorType, Mode, Phase, Severity
 from .errors import WireError
 from .priority import Priority
 
@@ -352,7 +352,7 @@ class ValidationResult:
         out: dict[str, Any] = {
             "interceptor": self.interceptor,
             "type": "validation",
-            "phase": self.phase.value,
+            "phase": PHASE_TEXT[self.phase],
             "valid": self.valid,
         }
         if self.duration_ms is not None:
@@ -423,7 +423,7 @@ class MutationResult:
         out: dict[str, Any] = {
             "interceptor": self.interceptor,
             "type": "mutation",
-            "phase": self.phase.value,
+            "phase": PHASE_TEXT[self.phase],
             "modified": self.modified,
         }
         if self.echoed:
@@ -486,7 +486,7 @@ class InvokeParams:
         out: dict[str, Any] = {
             "name": self.name,
             "event": self.event,
-            "phase": self.phase.value,
+            "phase": PHASE_TEXT[self.phase],
             "payload": self.payload,
         }
         if self.timeout_ms is not None:

@@ -217,23 +217,30 @@ class Chain:
     def movable(self, event: str, phase: Phase | str, direction: Direction | str) -> bool:
         """Whether an execution of this plan may start on the caller's task and, should it suspend, go on in
         another task: nothing it runs enters an anyio cancel scope (which must be left on the task that entered
-        it). True when every interceptor is in process with a sync handler registered `inline` (one above the
-        inline payload size waits on a plain future, see the host's worker threads), and there is no timeout,
-        deadline, execution handler or tracing. An empty plan is movable. The plan's part is found once per plan
-        (hosts only ever add interceptors, so a planned one keeps its handler); the chain's settings are read
-        each time."""
+        it). True when the plan is empty or `_runs_inline` (a payload above the inline size waits on a plain
+        future, see the host's worker threads)."""
+        phase = _phase_of(phase)
+        direction = direction if isinstance(direction, Direction) else _direction_of(direction)
+        key = (event, phase, direction)
+        plan = self._plans.get(key) or self.plan(event, phase, direction)
+        return plan.empty or self._runs_inline(key, plan)
+
+    def _runs_inline(self, key: tuple[str, Phase, Direction], plan: Plan) -> bool:
+        """Whether every interceptor of `plan` is in process with a sync handler registered `inline`, and no
+        setting of the chain needs a cancel scope or a coroutine around an invoke (a timeout, a deadline, an
+        execution handler, tracing): then each invoke is a function call (`InlineInvoke`). The plan's part is
+        found once per plan (hosts only ever add interceptors, so a planned one keeps its handler); the chain's
+        settings are read each time."""
         if self.execution_handler is not None or _tracing.TRACER is not None or self.deadline_ms is not None:
-            return self.plan(event, phase, direction).empty
+            return False
         if self.default_timeout_ms:
-            return self.plan(event, phase, direction).empty
-        key = (event, _phase_of(phase), direction if isinstance(direction, Direction) else _direction_of(direction))
+            return False
         inline = self._inline_plans.get(key)  # cleared with the plans: a hit is this plan's answer
         if inline is None:
-            plan = self.plan(event, phase, direction)
             if len(self._inline_plans) >= _MAX_CACHED_PLANS:  # event names come from callers: bounded
                 self._inline_plans.clear()
             entries = (*plan.validators, *plan.mutators)
-            inline = self._inline_plans[key] = all(_runs_inline(entry) for entry in entries)
+            inline = self._inline_plans[key] = all(_entry_runs_inline(entry) for entry in entries)
         return inline
 
     # Execution --------------------------------------------------------------------------------
@@ -251,13 +258,14 @@ class Chain:
         phase = _phase_of(phase)
         if not isinstance(direction, Direction):
             direction = _direction_of(direction)
-        plan = self._plans.get((event, phase, direction)) or self.plan(event, phase, direction)
+        key = (event, phase, direction)
+        plan = self._plans.get(key) or self.plan(event, phase, direction)
         if plan.empty:
             return ExecutionResult(Status.SUCCESS, event, phase, direction)
         started = time.perf_counter()
         budget = deadline_ms if deadline_ms is not None else self.deadline_ms
         deadline = None if budget is None else started + budget / 1000
-        run = _Run(self, event, phase, context, deadline)
+        run = _Run(self, event, phase, context, deadline, deadline is None and self._runs_inline(key, plan))
         if _tracing.TRACER is not None:
             run.span = _tracing.start_chain(event, phase, direction, plan, run.wire_context())
         result = ExecutionResult(Status.SUCCESS, event, phase, direction)
@@ -302,22 +310,18 @@ class Chain:
             # The connection's typed in-process path: the same outcomes, no wire dicts.
             try:
                 if limit is None:
-                    result, wire = await local(entry.info.name, run.event, run.phase, payload, entry.config,
-                                               run.context)  # fmt: skip
+                    reply = await local(entry.info.name, run.event, run.phase, payload, entry.config, run.context)
                 else:
                     with anyio.fail_after(limit):
-                        result, wire = await local(entry.info.name, run.event, run.phase, payload, entry.config,
-                                                   run.context)  # fmt: skip
+                        reply = await local(entry.info.name, run.event, run.phase, payload, entry.config,
+                                            run.context)  # fmt: skip
             except TimeoutError:
                 return _Attempt(None, None, "timeout", AbortKind.TIMEOUT, mode, _since(started))
             except InterceptorRpcError as exc:
                 return _error_attempt(server.name, exc.code, exc.data, mode, started)
             except Exception:  # a host bug: what the host's MCP binding answers (-32603), never the exception text
                 return _error_attempt(server.name, INTERNAL_ERROR, None, mode, started)
-            if isinstance(result, MutationResult) and not result.modified and result.payload != payload:
-                reason = "malformed result: result.payload: differs from the input although modified is false"
-                return _Attempt(None, None, reason, AbortKind.FAILED, mode, _since(started))
-            return _Attempt(result, wire, None, None, mode, _since(started))
+            return _local_attempt(reply, payload, mode, started)
         event, phase = run.event, run.phase
         params: dict[str, Any] = {
             "name": entry.info.name,
@@ -360,12 +364,24 @@ class Chain:
         return _checked(entry, phase, payload, wire, mode, _since(started))
 
 
-def _runs_inline(entry: PlanEntry) -> bool:
-    """In process, no timeout of its own, and a sync handler registered `inline`."""
+def _entry_runs_inline(entry: PlanEntry) -> bool:
+    """In process with a synchronous path, no timeout of its own, and a sync handler registered `inline`."""
     server = entry.server
-    if server.local is None or server.runs_inline is None or entry.timeout_ms:
+    if server.inline is None or server.runs_inline is None or entry.timeout_ms:
         return False
     return server.runs_inline(entry.info.name)
+
+
+def _local_attempt(
+    reply: tuple[ValidationResult | MutationResult, dict[str, Any]], payload: Any, mode: Mode, started: float
+) -> _Attempt:
+    """An in-process host's reply as an attempt, after the invoker's `modified: false` check (the host built the
+    result itself, so M1 holds by construction)."""
+    result, wire = reply
+    if result.__class__ is MutationResult and not result.modified and result.payload != payload:
+        reason = "malformed result: result.payload: differs from the input although modified is false"
+        return _Attempt(None, None, reason, AbortKind.FAILED, mode, _since(started))
+    return _Attempt(result, wire, None, None, mode, _since(started))
 
 
 def _check_overrides(
@@ -414,16 +430,24 @@ def _checked(entry: PlanEntry, phase: Phase, payload: Any, wire: Any, mode: Mode
 class _Run:
     """The state of one execution: event, phase, context and the aggregate deadline."""
 
-    __slots__ = ("_wire_context", "chain", "context", "deadline", "event", "phase", "span")
+    __slots__ = ("_wire_context", "chain", "context", "deadline", "event", "inline", "phase", "span")
 
     def __init__(
-        self, chain: Chain, event: str, phase: Phase, context: InvocationContext | None, deadline: float | None
+        self,
+        chain: Chain,
+        event: str,
+        phase: Phase,
+        context: InvocationContext | None,
+        deadline: float | None,
+        inline: bool = False,
     ) -> None:
         self.chain = chain
         self.event = event
         self.phase = phase
         self.context = context
         self.deadline = deadline
+        self.inline = inline
+        """Every invoke tried as a function call first (`Chain._runs_inline`)."""
         self._wire_context: dict[str, Any] | None = None
         self.span: Any = None  # the execution's span when tracing is on
 
@@ -438,10 +462,32 @@ class _Run:
             return await _tracing.invoke(self.span, self.chain, entry, self, payload)
         return await self.chain.invoke(entry, self, payload)
 
+    def _inline_attempt(self, entry: PlanEntry, payload: Any) -> _Attempt | None:
+        """One invoke as a function call (`InlineInvoke`); None, having run nothing, when the host declines it."""
+        server = entry.server
+        assert server.inline is not None
+        started = time.perf_counter()
+        try:
+            reply = server.inline(entry.info.name, self.event, self.phase, payload, entry.config, self.context)
+        except InterceptorRpcError as exc:
+            return _error_attempt(server.name, exc.code, exc.data, entry.mode, started)
+        except Exception:  # a host bug: what the host's MCP binding answers (-32603), never the exception text
+            return _error_attempt(server.name, INTERNAL_ERROR, None, entry.mode, started)
+        return None if reply is None else _local_attempt(reply, payload, entry.mode, started)
+
     async def _attempts(self, entries: tuple[PlanEntry, ...], payload: Any) -> list[_Attempt]:
         """Every validator's attempt, in plan order, concurrently. Each starts on the caller's task (see `gather`):
-        one that completes without suspending, as an in-process validator usually does, costs no task."""
-        return await gather([functools.partial(self._attempt, entry, payload) for entry in entries])
+        one that completes without suspending, as an in-process validator usually does, costs no task. On an
+        inline run each is a function call; those the host declines (a large payload) then run concurrently."""
+        if not self.inline:
+            return await gather([functools.partial(self._attempt, entry, payload) for entry in entries])
+        found = [self._inline_attempt(entry, payload) for entry in entries]
+        declined = [index for index, attempt in enumerate(found) if attempt is None]
+        if declined:
+            late = await gather([functools.partial(self._attempt, entries[index], payload) for index in declined])
+            for index, attempt in zip(declined, late, strict=True):
+                found[index] = attempt
+        return found  # type: ignore[return-value]  # every None was replaced
 
     async def validate(self, entries: tuple[PlanEntry, ...], payload: Any, out: ExecutionResult) -> None:
         """Every validator runs to completion, concurrently; outcomes are judged in plan order."""
@@ -481,7 +527,9 @@ class _Run:
         """Mutators in order; a blocking failure stops the pass and releases nothing partial."""
         current = payload
         for entry in entries:
-            attempt = await self._attempt(entry, current)
+            attempt = (self._inline_attempt(entry, current) if self.inline else None) or await self._attempt(
+                entry, current
+            )
             applied = False
             if attempt.error is None and attempt.mode is Mode.ACTIVE:
                 result = attempt.result

@@ -46,6 +46,24 @@ class LocalInvoke(Protocol):
     ) -> tuple[InvokeResult, dict[str, Any]]: ...
 
 
+class InlineInvoke(Protocol):
+    """A connection's optional synchronous path to a host in this process (`HostConnection.invoke_inline`).
+
+    `LocalInvoke` run to its end on the caller's stack, for an interceptor whose handler never suspends; None,
+    having run nothing, when this invoke cannot run so (the invoker then awaits `LocalInvoke`).
+    """
+
+    def __call__(
+        self,
+        name: str,
+        event: str,
+        phase: Phase,
+        payload: Any,
+        config: Mapping[str, Any] | None,
+        context: InvocationContext | None,
+    ) -> tuple[InvokeResult, dict[str, Any]] | None: ...
+
+
 ExpressRequest = Callable[[ClientSession, str, dict[str, Any], float | None], Awaitable[dict[str, Any]]]
 """A transport's own path for the session's requests (see `stdio_pipe.StdioPipe.request`)."""
 

@@ -34,6 +34,7 @@ from interceptors import (
     hooks_match,
     loads,
 )
+from interceptors.enums import PHASE_TEXT
 from interceptors.events import is_pattern
 from interceptors.outcomes import MalformedHandlerResult, to_mutation_result, to_validation_result
 from interceptors.wire import InvokeResult, MutationResult, ValidationResult
@@ -179,12 +180,8 @@ class InterceptorHost:
             ) from None
         return invoke, _admit(entries[invoke.name], invoke.event, invoke.phase, invoke.config)
 
-    def _isolated_payload(self, payload: Any) -> tuple[Any, bytes]:
-        """A private copy of the payload and its JSON, refused if oversized, before any handler runs.
-
-        In-memory transports hand over the caller's objects; a handler must never be able to change the
-        invoker's payload (or another concurrent validator's), so it gets its own copy.
-        """
+    def _encoded(self, payload: Any) -> bytes:
+        """The payload's JSON, refused if it cannot be encoded or is oversized, before any handler runs."""
         try:
             encoded = dumps(payload)
         except TypeError:
@@ -193,14 +190,13 @@ class InterceptorHost:
                 "payload cannot be encoded as JSON (integers beyond 64 bits?)",
                 {"field": "payload"},
             ) from None
-        size = len(encoded)
-        if self.max_payload_bytes is not None and size > self.max_payload_bytes:
+        if self.max_payload_bytes is not None and len(encoded) > self.max_payload_bytes:
             raise InterceptorRpcError(
                 INVALID_PARAMS,
                 "payload exceeds the host's maximum size",
-                {"field": "payload", "size": size, "maxBytes": self.max_payload_bytes},
+                {"field": "payload", "size": len(encoded), "maxBytes": self.max_payload_bytes},
             )
-        return loads(encoded), encoded
+        return encoded
 
     async def invoke(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
         """Run one interceptor. Every failure is an InterceptorRpcError, never a "successful" result."""
@@ -220,6 +216,17 @@ class InterceptorHost:
             return False
         return compiled is not None and compiled.runs_inline
 
+    def _admitted(self, name: str, event: str, phase: Phase, config: Mapping[str, Any] | None) -> _Compiled:
+        """`name`'s entry, after the checks `_admit` makes (remembered per (event, phase) when there is no config)."""
+        compiled = self._entries().get(name)
+        if compiled is None:
+            raise InterceptorRpcError(INVALID_PARAMS, f"unknown interceptor {name!r}", {"name": name})
+        if config is not None or (event, phase) not in compiled.admitted:
+            _admit(compiled, event, phase, config)
+            if config is None and len(compiled.admitted) < 256:  # events come from callers: bounded
+                compiled.admitted.add((event, phase))
+        return compiled
+
     async def invoke_local(
         self,
         name: str,
@@ -234,29 +241,46 @@ class InterceptorHost:
         Nothing is parsed from or written to wire dicts but the reply, which is copied once as a JSON round trip
         gives it; the same isolation and the same errors as `invoke`. Returns the result and its wire form.
         """
-        compiled = self._entries().get(name)
-        if compiled is None:
-            raise InterceptorRpcError(INVALID_PARAMS, f"unknown interceptor {name!r}", {"name": name})
-        if config is not None or (event, phase) not in compiled.admitted:
-            _admit(compiled, event, phase, config)
-            if config is None and len(compiled.admitted) < 256:  # events come from callers: bounded
-                compiled.admitted.add((event, phase))
+        compiled = self._admitted(name, event, phase, config)
         if context is not None and context.principal is not None:
             # As over the wire: the principal's claims are the caller's objects (see `_parse_invoke`).
             context = _sent_context(context)
         result, encoded = await self._run(compiled, event, phase, payload, config, context, None)
-        reply = _plain_reply(result, encoded)
-        if reply is not None:
-            return reply
+        return _reply(name, result, encoded)
+
+    def invoke_inline(
+        self,
+        name: str,
+        event: str,
+        phase: Phase,
+        payload: Any,
+        config: Mapping[str, Any] | None,
+        context: InvocationContext | None,
+    ) -> tuple[InvokeResult, dict[str, Any]] | None:
+        """`invoke_local` run to its end on the caller's stack, for a sync handler registered `inline`: no coroutine,
+        no task, the same isolation, errors and reply. None, having run nothing, when `name`'s handler is not one
+        or the payload's JSON is above `INLINE_MAX_PAYLOAD_BYTES` (it must not stall the loop): the caller then
+        awaits `invoke_local`, which takes it to a worker thread."""
+        compiled = self._admitted(name, event, phase, config)
+        if not compiled.runs_inline:
+            return None
+        encoded = self._encoded(payload)
+        if len(encoded) > INLINE_MAX_PAYLOAD_BYTES:
+            return None
+        if context is not None and context.principal is not None:
+            context = _sent_context(context)
+        if config is not None:
+            config = loads(dumps(config))
+        entry = compiled.entry
+        invocation = Invocation(name, event, phase, loads(encoded), config, context)
+        started = time.perf_counter()
         try:
-            wire: dict[str, Any] = loads(dumps(result.to_wire()))
-        except TypeError:  # a handler returned something JSON cannot carry: no wire could deliver it either
-            raise InterceptorRpcError(
-                INTERNAL_ERROR,
-                f"interceptor {name!r} returned a malformed result",
-                {"interceptor": name, "reason": "malformed result: not representable as JSON"},
-            ) from None
-        return _from_fresh_wire(result, wire), wire
+            raw = entry.handler(invocation)
+        except InterceptorRpcError:
+            raise
+        except Exception as exc:
+            raise _handler_failure(name, exc) from None
+        return _reply(name, _result_of(entry, raw, phase, invocation.payload, started), encoded)
 
     async def _run(
         self,
@@ -269,18 +293,23 @@ class InterceptorHost:
         timeout_ms: int | None,
     ) -> tuple[InvokeResult, bytes]:
         """The handler's result, and the payload's JSON as it was before the handler ran."""
-        payload, encoded = self._isolated_payload(payload)
+        encoded = self._encoded(payload)
         size = len(encoded)
         if config is not None:  # the caller's config objects stay the caller's, as over the wire
             config = loads(dumps(config))
         entry = compiled.entry
-        invocation = Invocation(entry.name, event, phase, payload, config, context)
+        # A private copy: in-memory transports hand over the caller's objects, and a handler must never change the
+        # invoker's payload (or another concurrent validator's).
+        invocation = Invocation(entry.info.name, event, phase, loads(encoded), config, context)
         started = time.perf_counter()
         raw: Any = None
         try:
             if timeout_ms is None:
-                if compiled.runs_inline and size <= INLINE_MAX_PAYLOAD_BYTES:
-                    raw = entry.handler(invocation)  # what `_call` does, without a coroutine of its own
+                # What `_call` does, without a coroutine of its own, for the two commonest handlers.
+                if entry.is_async:
+                    raw = await entry.handler(invocation)
+                elif compiled.runs_inline and size <= INLINE_MAX_PAYLOAD_BYTES:
+                    raw = entry.handler(invocation)
                 else:
                     raw = await _call(entry, invocation, size)
             else:
@@ -297,28 +326,51 @@ class InterceptorHost:
         except (anyio.get_cancelled_exc_class(), InterceptorRpcError):
             raise
         except Exception as exc:
-            # The exception text may quote the payload: log the type only, never the message.
-            logger.warning("interceptor %r failed: its handler raised %s", entry.name, type(exc).__name__)
-            log_traceback(logger, exc)
-            raise InterceptorRpcError(
-                INTERNAL_ERROR,
-                f"interceptor {entry.name!r} failed",
-                {"interceptor": entry.name, "reason": f"handler raised {type(exc).__name__}"},
-            ) from None
-        try:
-            result: InvokeResult
-            if entry.info.type is InterceptorType.VALIDATION:
-                result = to_validation_result(raw, entry.name, phase)
-            else:
-                result = to_mutation_result(raw, entry.name, phase, payload)
-        except MalformedHandlerResult as exc:
-            raise InterceptorRpcError(
-                INTERNAL_ERROR,
-                f"interceptor {entry.name!r} returned a malformed result",
-                {"interceptor": entry.name, "reason": f"malformed result: {exc}"},
-            ) from None
-        result.duration_ms = round((time.perf_counter() - started) * 1000, 3)
-        return result, encoded
+            raise _handler_failure(entry.name, exc) from None
+        return _result_of(entry, raw, phase, invocation.payload, started), encoded
+
+
+def _handler_failure(name: str, exc: Exception) -> InterceptorRpcError:
+    """A handler raised: -32603 naming its exception type. The text may quote the payload: never logged or sent."""
+    logger.warning("interceptor %r failed: its handler raised %s", name, type(exc).__name__)
+    log_traceback(logger, exc)
+    reason = f"handler raised {type(exc).__name__}"
+    return InterceptorRpcError(INTERNAL_ERROR, f"interceptor {name!r} failed", {"interceptor": name, "reason": reason})
+
+
+def _result_of(entry: RegisteredInterceptor, raw: Any, phase: Phase, payload: Any, started: float) -> InvokeResult:
+    """What a handler returned, as the result of its type (`payload`: the copy it got), timed from `started`."""
+    try:
+        result: InvokeResult
+        info = entry.info
+        if info.type is InterceptorType.VALIDATION:
+            result = to_validation_result(raw, info.name, phase)
+        else:
+            result = to_mutation_result(raw, info.name, phase, payload)
+    except MalformedHandlerResult as exc:
+        raise InterceptorRpcError(
+            INTERNAL_ERROR,
+            f"interceptor {entry.name!r} returned a malformed result",
+            {"interceptor": entry.name, "reason": f"malformed result: {exc}"},
+        ) from None
+    result.duration_ms = round((time.perf_counter() - started) * 1000, 3)
+    return result
+
+
+def _reply(name: str, result: InvokeResult, encoded: bytes) -> tuple[InvokeResult, dict[str, Any]]:
+    """A local invoke's reply: the result and its wire form, with nothing in either the handler's objects."""
+    reply = _plain_reply(result, encoded)
+    if reply is not None:
+        return reply
+    try:
+        wire: dict[str, Any] = loads(dumps(result.to_wire()))
+    except TypeError:  # a handler returned something JSON cannot carry: no wire could deliver it either
+        raise InterceptorRpcError(
+            INTERNAL_ERROR,
+            f"interceptor {name!r} returned a malformed result",
+            {"interceptor": name, "reason": "malformed result: not representable as JSON"},
+        ) from None
+    return _from_fresh_wire(result, wire), wire
 
 
 def _sent_context(context: InvocationContext) -> InvocationContext:
@@ -395,7 +447,7 @@ def _plain_reply(built: InvokeResult, encoded: bytes) -> tuple[InvokeResult, dic
     pristine = loads(encoded)
     if built.payload != pristine:  # edited in place although unchanged: the round trip reports it as it is
         return None
-    wire: dict[str, Any] = {"interceptor": built.interceptor, "type": "mutation", "phase": built.phase.value,
+    wire: dict[str, Any] = {"interceptor": built.interceptor, "type": "mutation", "phase": PHASE_TEXT[built.phase],
                             "modified": False, "payload": pristine, "durationMs": built.duration_ms}  # fmt: skip
     return MutationResult(built.interceptor, built.phase, False, pristine, built.duration_ms), wire
 
