@@ -211,7 +211,7 @@ def main(argv: list[str]) -> int:
         anyio.run(_serve_upstream_http, "--nodelay" in argv)
         return 0
     quick = "--quick" in argv
-    iterations, rounds = (200, 3) if quick else (1000, 5)
+    iterations, rounds = (200, 3) if quick else (1000, 7)
     if "--http" in argv:
         results, ratios = anyio.run(http_benchmarks, iterations // 2, rounds)
         print_table(results, ratios)
