@@ -69,20 +69,21 @@ ORIGINAL = {"params": {"name": "t", "arguments": {"x": "original"}}}
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("inline", [False, True])
 @pytest.mark.parametrize("transport", ["inprocess", "mcp"])
-async def test_a_handler_editing_its_input_changes_nothing_outside(transport: Any) -> None:
+async def test_a_handler_editing_its_input_changes_nothing_outside(transport: Any, inline: bool) -> None:
     """Edits in place (payload and config) reach neither the caller, the next interceptor, nor the next call."""
     registry = Registry()
     seen: list[Any] = []
     configs: list[Any] = []
 
-    @registry.validator("look", events=EVENT, phase="request")
+    @registry.validator("look", events=EVENT, phase="request", inline=inline)
     def look(inv: Invocation) -> Verdict:
         seen.append(copy.deepcopy(inv.payload))
         inv.payload["params"] = "gone"  # a concurrent validator's view, and the caller's, stay as they were
         return Verdict.allow()
 
-    @registry.mutator("editor", events=EVENT, phase="request", priority=0)
+    @registry.mutator("editor", events=EVENT, phase="request", priority=0, inline=inline)
     def editor(inv: Invocation) -> Any:
         seen.append(copy.deepcopy(inv.payload))
         configs.append(copy.deepcopy(inv.config))
@@ -91,7 +92,7 @@ async def test_a_handler_editing_its_input_changes_nothing_outside(transport: An
         inv.payload["params"]["arguments"]["x"] = "edited"
         return Mutation(inv.payload, True)
 
-    @registry.mutator("next", events=EVENT, phase="request", priority=1)
+    @registry.mutator("next", events=EVENT, phase="request", priority=1, inline=inline)
     def next_one(inv: Invocation) -> Any:
         seen.append(copy.deepcopy(inv.payload))
         inv.payload["params"]["arguments"]["x"] = "next"
@@ -291,26 +292,43 @@ def test_an_abandoned_handler_that_never_returns_does_not_keep_the_process_alive
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("inline", [False, True])
 @pytest.mark.parametrize("transport", ["inprocess", "mcp"])
-async def test_a_handler_editing_the_principals_claims_grants_nothing(transport: Any) -> None:
+async def test_a_handler_editing_the_principals_claims_grants_nothing(transport: Any, inline: bool) -> None:
+    """An edit in place of the claims by one handler is never seen by the next, in this run or the next, nor by the
+    caller, whether handlers run inline (one after another on the caller's stack), in threads or over MCP; an
+    edit the caller makes between runs reaches the next run."""
     from interceptors import Principal
 
     registry = Registry()
     seen: list[Any] = []
 
-    @registry.mutator("escalate", events=EVENT, phase="request", priority=0)
-    def escalate(inv: Invocation) -> Any:
+    def roles_of(inv: Invocation) -> Any:
         assert inv.context is not None and inv.context.principal is not None
         claims = inv.context.principal.claims
         assert claims is not None
-        seen.append(list(claims["roles"]))
-        claims["roles"].append("admin")
+        return claims["roles"]
+
+    @registry.validator("grab", events=EVENT, phase="request", inline=inline)
+    def grab(inv: Invocation) -> Any:
+        seen.append(list(roles_of(inv)))
+        roles_of(inv).append("root")
+        return Verdict.allow()
+
+    @registry.validator("check", events=EVENT, phase="request", inline=inline)
+    def check(inv: Invocation) -> Any:
+        seen.append(list(roles_of(inv)))
+        return Verdict.allow()
+
+    @registry.mutator("escalate", events=EVENT, phase="request", priority=0, inline=inline)
+    def escalate(inv: Invocation) -> Any:
+        seen.append(list(roles_of(inv)))
+        roles_of(inv).append("admin")
         return Mutation.unchanged()
 
-    @registry.mutator("look", events=EVENT, phase="request", priority=1)
+    @registry.mutator("look", events=EVENT, phase="request", priority=1, inline=inline)
     def look(inv: Invocation) -> Any:
-        assert inv.context is not None and inv.context.principal is not None and inv.context.principal.claims
-        seen.append(list(inv.context.principal.claims["roles"]))
+        seen.append(list(roles_of(inv)))
         return Mutation.unchanged()
 
     principal = Principal("user", "alice", {"roles": ["reader"]})
@@ -319,8 +337,10 @@ async def test_a_handler_editing_the_principals_claims_grants_nothing(transport:
         for _ in range(2):
             result = await chain.execute(EVENT, "request", {"params": {}}, direction="receiving", context=context)
             assert not result.blocked
-    assert principal.claims == {"roles": ["reader"]}
-    assert seen == [["reader"]] * 4
+        principal.claims["roles"].append("writer")  # the caller's own edit between runs reaches the next run
+        await chain.execute(EVENT, "request", {"params": {}}, direction="receiving", context=context)
+    assert principal.claims == {"roles": ["reader", "writer"]}
+    assert seen == [["reader"]] * 8 + [["reader", "writer"]] * 4
 
 
 def test_invocation_build_is_the_constructor() -> None:

@@ -47,6 +47,8 @@ class InterceptorSpec:
     behaviour: str
     is_async: bool
     events: tuple[str, ...] = ("tools/call",)
+    inline: bool = False
+    """A sync handler registered `inline` (run on the caller's stack, see `InterceptorHost.invoke_inline`)."""
 
     @property
     def server(self) -> str:
@@ -65,7 +67,7 @@ class ChainPlan:
     def __repr__(self) -> str:
         parts = [
             f"{s.label}({s.kind[0]},{s.mode},{'open' if s.fail_open else 'closed'},p={s.priority},{s.hooked},"
-            f"{'|'.join(s.events)},{s.behaviour}{',async' if s.is_async else ''})"
+            f"{'|'.join(s.events)},{s.behaviour}{',async' if s.is_async else ''}{',inline' if s.inline else ''})"
             for s in self.specs
         ]
         return f"ChainPlan({self.registries} registries: {', '.join(parts)})"
@@ -107,6 +109,7 @@ def chain_plans(
                 st.one_of(st.integers(-1, 1).map(lambda p: (p, p)), st.tuples(st.integers(-1, 1), st.integers(-1, 1)))
             )
             events = tuple(draw(st.lists(st.sampled_from(list(event_patterns)), min_size=1, max_size=2, unique=True)))
+            is_async = behaviour == "slow" or draw(st.booleans())
             specs.append(
                 InterceptorSpec(
                     registry=registry,
@@ -117,8 +120,9 @@ def chain_plans(
                     priority=priority,
                     hooked=draw(st.sampled_from(("request", "response", "both"))),
                     behaviour=behaviour,
-                    is_async=behaviour == "slow" or draw(st.booleans()),
+                    is_async=is_async,
                     events=events,
+                    inline=not is_async and draw(st.booleans()),
                 )
             )
         return ChainPlan(registries, tuple(specs))
@@ -276,6 +280,7 @@ def build_registries(plan: ChainPlan, log: Observed) -> list[Registry]:
             priority=request if request == response else {"request": request, "response": response},
             mode=spec.mode,
             fail_open=spec.fail_open,
+            inline=spec.inline,
         )
     return regs
 
