@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from integrations.gateway.spec_check import SpecCheck
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mcp_types.methods import SERVER_RESULTS
+from pydantic import TypeAdapter, ValidationError
+
+from integrations.gateway.spec_check import SpecCheck, plain_text_tool_result
 
 SECRET = "ghp_2f9Qx7LmTz4Vb8Nc1Rd6Yh3Kw5Js0Pa9UeXo"
 
@@ -32,3 +38,57 @@ def test_an_invalid_result_is_named_by_location_and_type_never_by_value() -> Non
     bad_list = check("resources/read", {"contents": [{"uri": 3, "text": SECRET}]}, "2025-11-25")
     assert bad_list is not None
     assert SECRET not in json.dumps([problem, modern, bad_list])
+
+
+_TEXT_BLOCK = st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=8)})
+_NEAR_BLOCK = st.one_of(
+    _TEXT_BLOCK,
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["text", "image", "Text"]), "text": st.one_of(st.text(), st.none(), st.integers())}
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("text"), "text": st.text(max_size=4), "annotations": st.just({"priority": 0.5})}
+    ),
+    st.fixed_dictionaries({"type": st.just("text")}),
+    st.lists(st.text(max_size=2), max_size=2),
+    st.text(max_size=3),
+)
+_NEAR_RESULT = st.one_of(
+    st.fixed_dictionaries({"content": st.lists(_TEXT_BLOCK, max_size=3)}, optional={"isError": st.booleans()}),
+    st.fixed_dictionaries(
+        {"content": st.one_of(st.lists(_NEAR_BLOCK, max_size=3), st.none(), st.text(max_size=2), st.just({}))},
+        optional={
+            "isError": st.one_of(st.booleans(), st.none(), st.integers(0, 1), st.just("false")),
+            "structuredContent": st.just({"x": 1}),
+            "resultType": st.sampled_from(["complete", "input_required"]),
+            "_meta": st.just({"k": "v"}),
+        },
+    ),
+    st.fixed_dictionaries({"isError": st.booleans()}),
+)
+_VERSIONS = sorted(version for method, version in SERVER_RESULTS if method == "tools/call")
+
+
+@settings(max_examples=300, deadline=None)
+@given(result=_NEAR_RESULT, version=st.sampled_from(_VERSIONS))
+def test_the_plain_text_fast_path_answers_as_the_model_does(result: dict[str, Any], version: str) -> None:
+    """The pydantic-free accept of text-only tools/call results never accepts what the version's model refuses, and the
+    check answers exactly as the model alone does (with or without the fast path)."""
+    check = SpecCheck()
+    adapter = TypeAdapter(SERVER_RESULTS[("tools/call", version)])
+    try:
+        adapter.validate_python(result, by_alias=True, by_name=False)
+        valid = True
+    except ValidationError:
+        valid = False
+    if plain_text_tool_result(result) and check._accepts_plain_text(version):
+        assert valid
+    answer = check("tools/call", result, version)
+    assert (answer is None) == (valid or "task" in result)
+
+
+def test_the_fast_path_is_taken_only_at_versions_that_accept_the_plain_shape() -> None:
+    check = SpecCheck()
+    assert check._accepts_plain_text("2025-11-25")
+    assert not check._accepts_plain_text("2026-07-28")  # its results carry resultType: the model decides
+    assert not check._accepts_plain_text("1999-01-01")  # no model at all
