@@ -11,6 +11,7 @@ from mcp_types.methods import SERVER_RESULTS
 from pydantic import TypeAdapter, ValidationError
 
 from integrations.gateway.spec_check import SpecCheck, plain_text_tool_result
+from interceptors.testing import json_values
 
 SECRET = "ghp_2f9Qx7LmTz4Vb8Nc1Rd6Yh3Kw5Js0Pa9UeXo"
 
@@ -54,14 +55,17 @@ _NEAR_BLOCK = st.one_of(
     st.text(max_size=3),
 )
 _NEAR_RESULT = st.one_of(
-    st.fixed_dictionaries({"content": st.lists(_TEXT_BLOCK, max_size=3)}, optional={"isError": st.booleans()}),
+    st.fixed_dictionaries(
+        {"content": st.lists(_TEXT_BLOCK, max_size=3)},
+        optional={"isError": st.booleans(), "_meta": st.dictionaries(st.text(max_size=3), json_values(), max_size=3)},
+    ),
     st.fixed_dictionaries(
         {"content": st.one_of(st.lists(_NEAR_BLOCK, max_size=3), st.none(), st.text(max_size=2), st.just({}))},
         optional={
             "isError": st.one_of(st.booleans(), st.none(), st.integers(0, 1), st.just("false")),
             "structuredContent": st.just({"x": 1}),
             "resultType": st.sampled_from(["complete", "input_required"]),
-            "_meta": st.just({"k": "v"}),
+            "_meta": st.one_of(st.just({"k": "v"}), st.none(), st.just([]), st.just({1: "int key"})),
         },
     ),
     st.fixed_dictionaries({"isError": st.booleans()}),

@@ -8,9 +8,9 @@ validated, with one cached `TypeAdapter` per (method, version); methods the SDK 
 error type only, never by value (the value may be a credential).
 
 The commonest result, a `tools/call` result of text blocks only (`{"content": [{"type": "text", "text": ...}],
-"isError": ...}`, nothing else), is accepted without pydantic at the versions whose model accepts that shape
-(found once per version by validating a sample): a third of what the gateway spends on a plain call's result.
-Anything else, however close, goes to the model.
+"isError": ..., "_meta": {...}}`, nothing else), is accepted without pydantic at the versions whose model
+accepts that shape (found once per version by validating a sample): 0.5 µs instead of about 5. Anything else,
+however close, goes to the model.
 """
 
 from __future__ import annotations
@@ -27,13 +27,24 @@ _PLAIN_SAMPLE: Final = {"content": [{"type": "text", "text": ""}], "isError": Fa
 
 
 def plain_text_tool_result(result: dict[str, Any]) -> bool:
-    """Only text blocks (each exactly `type` and a string `text`), an optional boolean `isError`, nothing else."""
+    """Only text blocks (each exactly `type` and a string `text`), an optional boolean `isError` and an optional
+    `_meta` object with string keys (what the transforms' annotations add), nothing else."""
     content = result.get("content")
-    if content.__class__ is not list or len(result) > 2:
+    if content.__class__ is not list:
         return False
-    if len(result) == 2:
-        flag = result.get("isError", 0)
-        if flag is not True and flag is not False:
+    extra = len(result) - 1
+    if extra:
+        if "isError" in result:
+            flag = result["isError"]
+            if flag is not True and flag is not False:
+                return False
+            extra -= 1
+        if "_meta" in result:
+            meta = result["_meta"]
+            if meta.__class__ is not dict or any(key.__class__ is not str for key in meta):
+                return False
+            extra -= 1
+        if extra:
             return False
     for block in content:
         if block.__class__ is not dict or len(block) != 2 or block.get("type") != "text":
