@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Required, TypedDict, TypeVar, Unpack
+from typing import Any, ClassVar, Literal, Required, TypedDict, TypeVar, Unpack
 
 from ._fastinit import fast_init
 from .enums import InterceptorType, Mode, Phase
@@ -103,6 +103,10 @@ class InterceptorOptions(TypedDict, total=False):
 class Registry:
     """An ordered set of interceptors with unique names. Hosts serve registries over MCP."""
 
+    changes: ClassVar[int] = 0
+    """Bumped on every change of any registry: a host serving several finds with one comparison, on every invoke,
+    that none of them changed (and looks at each one's `version` only when some registry did)."""
+
     def __init__(self, *interceptors: RegisteredInterceptor) -> None:
         self._entries: dict[str, RegisteredInterceptor] = {}
         self._version = 0
@@ -114,6 +118,7 @@ class Registry:
             raise ValueError(f"an interceptor named {entry.name!r} is already registered")
         self._entries[entry.name] = entry
         self._version += 1
+        Registry.changes += 1
         return entry
 
     def register(

@@ -98,6 +98,8 @@ class InterceptorHost:
         self._registries: list[Registry] = []
         self._compiled: dict[str, _Compiled] = {}
         self._seen_versions: tuple[int, ...] = ()
+        self._seen_changes = -1
+        """`Registry.changes` when the entries were last found current."""
         self.max_payload_bytes = max_payload_bytes
         for registry in registries:
             self.add_registry(registry)
@@ -118,6 +120,9 @@ class InterceptorHost:
 
     def _entries(self) -> dict[str, _Compiled]:
         """The compiled entries, rebuilt when any registry changed since the last look."""
+        changes = Registry.changes
+        if changes == self._seen_changes:
+            return self._compiled  # no registry anywhere changed: one comparison per invoke
         for registry, seen in zip(self._registries, self._seen_versions, strict=True):
             if registry.version != seen:
                 try:
@@ -128,6 +133,7 @@ class InterceptorHost:
                         INTERNAL_ERROR, "the interceptor host is misconfigured", {"reason": str(exc)}
                     ) from None
                 break
+        self._seen_changes = changes
         return self._compiled
 
     def infos(self) -> list[InterceptorInfo]:
