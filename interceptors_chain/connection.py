@@ -46,22 +46,13 @@ class LocalInvoke(Protocol):
     ) -> tuple[InvokeResult, dict[str, Any]]: ...
 
 
-class InlineInvoke(Protocol):
-    """A connection's optional synchronous path to a host in this process (`HostConnection.invoke_inline`).
-
-    `LocalInvoke` run to its end on the caller's stack, for an interceptor whose handler never suspends; None,
-    having run nothing, when this invoke cannot run so (the invoker then awaits `LocalInvoke`).
-    """
-
-    def __call__(
-        self,
-        name: str,
-        event: str,
-        phase: Phase,
-        payload: Any,
-        config: Mapping[str, Any] | None,
-        context: InvocationContext | None,
-    ) -> tuple[InvokeResult, dict[str, Any]] | None: ...
+InlineInvoke = Callable[
+    [str, str, Phase, Any, Mapping[str, Any] | None, InvocationContext | None],
+    tuple[InvokeResult, dict[str, Any]] | None,
+]
+"""A connection's optional synchronous path to a host in this process (`HostConnection.invoke_inline`): `LocalInvoke`
+(same arguments) run to its end on the caller's stack, for an interceptor whose handler never suspends; None,
+having run nothing, when this invoke cannot run so (the invoker then awaits `LocalInvoke`)."""
 
 
 ExpressRequest = Callable[[ClientSession, str, dict[str, Any], float | None], Awaitable[dict[str, Any]]]
