@@ -7,6 +7,7 @@ blocks and is never applied; failures block unless the interceptor is audit or f
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 import time
@@ -481,10 +482,17 @@ class _Run:
         inline run each is a function call; those the host declines (a large payload) then run concurrently."""
         if not self.inline:
             return await gather([functools.partial(self._attempt, entry, payload) for entry in entries])
-        found = [self._inline_attempt(entry, payload) for entry in entries]
+        # As `gather` runs them: the first in the caller's context, each other in its own copy of it.
+        base = contextvars.copy_context() if len(entries) > 1 else None  # taken before the first one runs
+        found = [self._inline_attempt(entries[0], payload)]
+        if base is not None:
+            found.extend(base.copy().run(self._inline_attempt, entry, payload) for entry in entries[1:])
         declined = [index for index, attempt in enumerate(found) if attempt is None]
         if declined:
-            late = await gather([functools.partial(self._attempt, entries[index], payload) for index in declined])
+            late = await gather(
+                [functools.partial(self._attempt, entries[index], payload) for index in declined],
+                all_copied=declined[0] != 0,
+            )
             for index, attempt in zip(declined, late, strict=True):
                 found[index] = attempt
         return found  # type: ignore[return-value]  # every None was replaced

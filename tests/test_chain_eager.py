@@ -218,6 +218,71 @@ async def test_each_coroutine_after_the_first_runs_in_its_own_context(implementa
 
 
 @pytest.mark.anyio
+async def test_all_copied_runs_the_first_coroutine_in_a_copy_too() -> None:
+    seen: list[str] = []
+
+    async def step() -> str:
+        seen.append(VAR.get())
+        VAR.set("changed")
+        return VAR.get()
+
+    token = VAR.set("caller")
+    try:
+        assert await gather([step, step], all_copied=True) == ["changed", "changed"]
+        assert await gather([step], all_copied=True) == ["changed"]
+        assert seen == ["caller"] * 3
+        assert VAR.get() == "caller"
+    finally:
+        VAR.reset(token)
+
+
+async def _context_trail(kind: str, payload: Any) -> tuple[list[tuple[str, str]], str]:
+    """What three validators and a mutator read of `VAR` (each sets its own name), and the caller's value after."""
+    registry = Registry()
+    trail: list[tuple[str, str]] = []
+
+    def body(name: str) -> Any:
+        def sync(inv: Invocation) -> Any:
+            trail.append((name, VAR.get()))
+            VAR.set(name)
+            return None
+
+        async def awaited(inv: Invocation) -> Any:
+            return sync(inv)
+
+        return sync if kind == "inline" else awaited
+
+    for name in ("v0", "v1", "v2"):
+        registry.register(body(name), name=name, type="validation", events=EVENT, inline=kind == "inline")
+    registry.register(body("m0"), name="m0", type="mutation", events=EVENT, inline=kind == "inline")
+    async with LocalChain(registry) as chain:
+        token = VAR.set("caller")
+        try:
+            result = await chain.execute(EVENT, "request", payload, direction="receiving")
+            assert not result.blocked
+            return trail, VAR.get()
+        finally:
+            VAR.reset(token)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("size", [10, 100_000], ids=["inline", "declined-to-threads"])
+async def test_inline_handlers_see_and_leave_context_variables_as_awaited_ones_do(size: int) -> None:
+    """The chain's inline run (handlers as function calls) keeps `gather`'s contexts: the first validator in the
+    caller's, each other in its own copy, mutators in the caller's; also when the host declines the inline run
+    for a large payload and the handlers go to worker threads."""
+    payload = {**PAYLOAD, "blob": "x" * size}
+    inline = await _context_trail("inline", payload)
+    awaited = await _context_trail("async", payload)
+    if size < 1000:
+        assert inline == awaited
+        assert awaited == ([("v0", "caller"), ("v1", "caller"), ("v2", "caller"), ("m0", "v0")], "m0")
+    else:  # worker threads run in copies of the context: nothing they set comes back
+        assert [name for name, _ in inline[0]] == ["v0", "v1", "v2", "m0"]
+        assert all(value == "caller" for _, value in inline[0]) and inline[1] == "caller"
+
+
+@pytest.mark.anyio
 async def test_a_held_coroutine_gets_its_cancellation_where_it_suspended() -> None:
     """The caller's cancellation reaches a coroutine driven on the caller's task after an eager start."""
     got: list[str] = []
