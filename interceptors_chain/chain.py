@@ -379,7 +379,7 @@ def _local_attempt(
     """An in-process host's reply as an attempt, after the invoker's `modified: false` check (the host built the
     result itself, so M1 holds by construction)."""
     result, wire = reply
-    if result.__class__ is MutationResult and not result.modified and result.payload != payload:
+    if isinstance(result, MutationResult) and not result.modified and result.payload != payload:
         reason = "malformed result: result.payload: differs from the input although modified is false"
         return _Attempt(None, None, reason, AbortKind.FAILED, mode, _since(started))
     return _Attempt(result, wire, None, None, mode, _since(started))
