@@ -277,8 +277,9 @@ async def test_inline_handlers_see_and_leave_context_variables_as_awaited_ones_d
     if size < 1000:
         assert inline == awaited
         assert awaited == ([("v0", "caller"), ("v1", "caller"), ("v2", "caller"), ("m0", "v0")], "m0")
-    else:  # worker threads run in copies of the context: nothing they set comes back
-        assert [name for name, _ in inline[0]] == ["v0", "v1", "v2", "m0"]
+    else:  # worker threads, concurrent for validators, run in copies of the context: nothing they set comes back
+        names = [name for name, _ in inline[0]]
+        assert sorted(names[:3]) == ["v0", "v1", "v2"] and names[3] == "m0"
         assert all(value == "caller" for _, value in inline[0]) and inline[1] == "caller"
 
 
