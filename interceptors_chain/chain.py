@@ -318,10 +318,8 @@ class Chain:
                                             run.context)  # fmt: skip
             except TimeoutError:
                 return _Attempt(None, None, "timeout", AbortKind.TIMEOUT, mode, _since(started))
-            except InterceptorRpcError as exc:
-                return _error_attempt(server.name, exc.code, exc.data, mode, started)
-            except Exception:  # a host bug: what the host's MCP binding answers (-32603), never the exception text
-                return _error_attempt(server.name, INTERNAL_ERROR, None, mode, started)
+            except Exception as exc:
+                return _host_failure(server.name, exc, mode, started)
             return _local_attempt(reply, payload, mode, started)
         event, phase = run.event, run.phase
         params: dict[str, Any] = {
@@ -383,6 +381,14 @@ def _local_attempt(
         reason = "malformed result: result.payload: differs from the input although modified is false"
         return _Attempt(None, None, reason, AbortKind.FAILED, mode, _since(started))
     return _Attempt(result, wire, None, None, mode, _since(started))
+
+
+def _host_failure(server: str, exc: Exception, mode: Mode, started: float) -> _Attempt:
+    """An in-process host's raised error as an attempt: its JSON-RPC error, or for a host bug what the host's MCP
+    binding answers (-32603), never the exception text."""
+    if isinstance(exc, InterceptorRpcError):
+        return _error_attempt(server, exc.code, exc.data, mode, started)
+    return _error_attempt(server, INTERNAL_ERROR, None, mode, started)
 
 
 def _check_overrides(
@@ -470,32 +476,30 @@ class _Run:
         started = time.perf_counter()
         try:
             reply = server.inline(entry.info.name, self.event, self.phase, payload, entry.config, self.context)
-        except InterceptorRpcError as exc:
-            return _error_attempt(server.name, exc.code, exc.data, entry.mode, started)
-        except Exception:  # a host bug: what the host's MCP binding answers (-32603), never the exception text
-            return _error_attempt(server.name, INTERNAL_ERROR, None, entry.mode, started)
+        except Exception as exc:
+            return _host_failure(server.name, exc, entry.mode, started)
         return None if reply is None else _local_attempt(reply, payload, entry.mode, started)
 
     async def _attempts(self, entries: tuple[PlanEntry, ...], payload: Any) -> list[_Attempt]:
         """Every validator's attempt, in plan order, concurrently. Each starts on the caller's task (see `gather`):
         one that completes without suspending, as an in-process validator usually does, costs no task. On an
-        inline run each is a function call; those the host declines (a large payload) then run concurrently."""
-        if not self.inline:
-            return await gather([functools.partial(self._attempt, entry, payload) for entry in entries])
-        # As `gather` runs them: the first in the caller's context, each other in its own copy of it.
-        base = contextvars.copy_context() if len(entries) > 1 else None  # taken before the first one runs
-        found = [self._inline_attempt(entries[0], payload)]
-        if base is not None:
-            found.extend(base.copy().run(self._inline_attempt, entry, payload) for entry in entries[1:])
-        declined = [index for index, attempt in enumerate(found) if attempt is None]
-        if declined:
-            late = await gather(
-                [functools.partial(self._attempt, entries[index], payload) for index in declined],
-                all_copied=declined[0] != 0,
-            )
-            for index, attempt in zip(declined, late, strict=True):
-                found[index] = attempt
-        return found  # type: ignore[return-value]  # every None was replaced
+        inline run each is a function call, in the context `gather` would give it (the first in the caller's,
+        each other in its own copy); the host declines for the payload alone, so if it declines the first it
+        declines them all, and they run as `gather` runs them."""
+        if self.inline:
+            base = contextvars.copy_context() if len(entries) > 1 else None  # taken before the first one runs
+            first = self._inline_attempt(entries[0], payload)
+            if first is not None:
+                found: list[_Attempt | None] = [first]
+                if base is not None:
+                    found.extend(base.copy().run(self._inline_attempt, entry, payload) for entry in entries[1:])
+                # A later decline cannot happen (planned interceptors keep their handlers; the payload is the
+                # same): were it to, that one is awaited here, in order, with the same outcome.
+                return [
+                    attempt if attempt is not None else await self._attempt(entry, payload)
+                    for entry, attempt in zip(entries, found, strict=True)
+                ]
+        return await gather([functools.partial(self._attempt, entry, payload) for entry in entries])
 
     async def validate(self, entries: tuple[PlanEntry, ...], payload: Any, out: ExecutionResult) -> None:
         """Every validator runs to completion, concurrently; outcomes are judged in plan order."""

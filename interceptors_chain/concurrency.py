@@ -15,7 +15,7 @@ import anyio
 T = TypeVar("T")
 
 
-async def gather(factories: Sequence[Callable[[], Coroutine[Any, Any, T]]], *, all_copied: bool = False) -> list[T]:
+async def gather(factories: Sequence[Callable[[], Coroutine[Any, Any, T]]]) -> list[T]:
     """Results in input order, each coroutine started in turn on the calling task (an eager start).
 
     On asyncio a coroutine that completes without suspending costs no task at all (Python 3.11 has no eager
@@ -24,13 +24,12 @@ async def gather(factories: Sequence[Callable[[], Coroutine[Any, Any, T]]], *, a
     runs in its own task, started before that first one resumes, so they still run concurrently. Each
     coroutine but the first runs in its own copy of the caller's context, as a task would. If the caller is
     cancelled, every task is cancelled and awaited before the cancellation propagates, so nothing outlives
-    the call. The coroutines must not raise (they report failures as values). `all_copied`: the first runs in a
-    copy of the caller's context too (the caller already ran others in its own).
+    the call. The coroutines must not raise (they report failures as values).
     """
-    if len(factories) == 1 and not all_copied:
+    if len(factories) == 1:
         return [await factories[0]()]
     if not on_asyncio():
-        return await _gather_anyio(factories, all_copied)
+        return await _gather_anyio(factories)
     results: list[Any] = [None] * len(factories)
     base = contextvars.copy_context()  # what a task created now would copy
     loop = asyncio.get_running_loop()
@@ -41,7 +40,7 @@ async def gather(factories: Sequence[Callable[[], Coroutine[Any, Any, T]]], *, a
             if held is not None:
                 tasks.append((index, loop.create_task(factory(), context=base.copy())))
                 continue
-            context = None if index == 0 and not all_copied else base.copy()
+            context = None if index == 0 else base.copy()
             coro = factory()
             try:
                 pending = coro.send(None) if context is None else context.run(coro.send, None)
@@ -120,17 +119,16 @@ def on_asyncio() -> bool:
         return False
 
 
-async def _gather_anyio(factories: Sequence[Callable[[], Awaitable[T]]], all_copied: bool = False) -> list[T]:
+async def _gather_anyio(factories: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
     results: list[T | None] = [None] * len(factories)
 
     async def run(index: int) -> None:
         results[index] = await factories[index]()
 
     async with anyio.create_task_group() as group:
-        for index in range(0 if all_copied else 1, len(factories)):
+        for index in range(1, len(factories)):
             group.start_soon(run, index)  # a task runs in a copy of the caller's context
-        if not all_copied:
-            await run(0)
+        await run(0)
     return results  # type: ignore[return-value]
 
 

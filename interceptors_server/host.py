@@ -196,13 +196,16 @@ class InterceptorHost:
                 "payload cannot be encoded as JSON (integers beyond 64 bits?)",
                 {"field": "payload"},
             ) from None
+        self._check_size(encoded)
+        return encoded
+
+    def _check_size(self, encoded: bytes) -> None:
         if self.max_payload_bytes is not None and len(encoded) > self.max_payload_bytes:
             raise InterceptorRpcError(
                 INVALID_PARAMS,
                 "payload exceeds the host's maximum size",
                 {"field": "payload", "size": len(encoded), "maxBytes": self.max_payload_bytes},
             )
-        return encoded
 
     async def invoke(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
         """Run one interceptor. Every failure is an InterceptorRpcError, never a "successful" result."""
@@ -264,15 +267,21 @@ class InterceptorHost:
         context: InvocationContext | None,
     ) -> tuple[InvokeResult, dict[str, Any]] | None:
         """`invoke_local` run to its end on the caller's stack, for a sync handler registered `inline`: no coroutine,
-        no task, the same isolation, errors and reply. None, having run nothing, when `name`'s handler is not one
-        or the payload's JSON is above `INLINE_MAX_PAYLOAD_BYTES` (it must not stall the loop): the caller then
-        awaits `invoke_local`, which takes it to a worker thread."""
-        compiled = self._admitted(name, event, phase, config)
-        if not compiled.runs_inline:
+        no task, the same isolation, errors and reply. None, having checked and run nothing, when `name`'s handler
+        is not one, or for the payload alone: it cannot be encoded, or its JSON is above `INLINE_MAX_PAYLOAD_BYTES`
+        (it must not stall the loop). Every invoke of one payload is then declined alike, and the caller awaits
+        `invoke_local`, which answers in its own order (or takes the handler to a worker thread)."""
+        compiled = self._entries().get(name)
+        if compiled is None or not compiled.runs_inline:
             return None
-        encoded = self._encoded(payload)
+        try:
+            encoded = dumps(payload)
+        except TypeError:
+            return None
         if len(encoded) > INLINE_MAX_PAYLOAD_BYTES:
             return None
+        self._admitted(name, event, phase, config)  # as `invoke_local`: admission first, then the payload's size
+        self._check_size(encoded)
         if context is not None and context.principal is not None:
             context = _sent_context(context)
         if config is not None:

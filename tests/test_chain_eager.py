@@ -217,25 +217,6 @@ async def test_each_coroutine_after_the_first_runs_in_its_own_context(implementa
         VAR.reset(token)
 
 
-@pytest.mark.anyio
-async def test_all_copied_runs_the_first_coroutine_in_a_copy_too() -> None:
-    seen: list[str] = []
-
-    async def step() -> str:
-        seen.append(VAR.get())
-        VAR.set("changed")
-        return VAR.get()
-
-    token = VAR.set("caller")
-    try:
-        assert await gather([step, step], all_copied=True) == ["changed", "changed"]
-        assert await gather([step], all_copied=True) == ["changed"]
-        assert seen == ["caller"] * 3
-        assert VAR.get() == "caller"
-    finally:
-        VAR.reset(token)
-
-
 async def _context_trail(kind: str, payload: Any) -> tuple[list[tuple[str, str]], str]:
     """What three validators and a mutator read of `VAR` (each sets its own name), and the caller's value after."""
     registry = Registry()

@@ -22,7 +22,16 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
 from integrations.testing import run_plan
-from interceptors import CAPABILITY, Invocation, InvocationContext, Mutation, Registry, Verdict
+from interceptors import (
+    CAPABILITY,
+    InterceptorRpcError,
+    Invocation,
+    InvocationContext,
+    Mutation,
+    Phase,
+    Registry,
+    Verdict,
+)
 from interceptors.testing import ChainPlan, chain_plans, json_values
 from interceptors_chain import Chain, InterceptorOverride
 from interceptors_server import InterceptorHost, LocalChain
@@ -239,6 +248,68 @@ async def test_inline_handlers_leave_the_loop_only_for_large_payloads(size: int,
     loop_thread = threading.get_ident()
     assert (threads[0] == loop_thread) is on_loop
     assert threads[1] != loop_thread
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("name", "event", "payload", "inline"),
+    [
+        ("ok", EVENT, {"a": 1}, "runs"),
+        ("ok", "tools/list", {"a": 1}, "runs"),  # admission error, as invoke_local gives it
+        ("ok", EVENT, "x" * 100, "runs"),  # above the host's maximum: its size error
+        ("ok", "tools/list", "x" * 100, "runs"),  # admission comes first, then the size
+        ("boom", EVENT, {"a": 1}, "runs"),
+        ("nope", EVENT, {"a": 1}, "declines"),
+        ("threaded", EVENT, {"a": 1}, "declines"),
+        ("ok", "tools/list", 2**70, "declines"),  # cannot be encoded: declined for the payload alone
+        ("ok", "tools/list", "x" * (INLINE_MAX_PAYLOAD_BYTES + 1), "declines"),
+    ],
+)
+async def test_invoke_inline_answers_as_invoke_local_or_declines_having_run_nothing(
+    name: str, event: str, payload: Any, inline: str
+) -> None:
+    """Declines are for the name or the payload alone (so one payload is declined for every validator alike);
+    anything else is invoke_local's outcome, its errors in its order."""
+    registry = Registry()
+    calls: list[str] = []
+
+    @registry.validator("ok", events=EVENT, phase="request", inline=True)
+    def ok(inv: Invocation) -> Verdict:
+        calls.append("ok")
+        return Verdict.allow()
+
+    @registry.validator("boom", events=EVENT, phase="request", inline=True)
+    def boom(inv: Invocation) -> Verdict:
+        calls.append("boom")
+        raise RuntimeError("secret text")
+
+    @registry.validator("threaded", events=EVENT, phase="request")
+    def threaded(inv: Invocation) -> Verdict:
+        calls.append("threaded")
+        return Verdict.allow()
+
+    big = isinstance(payload, str) and len(payload) > INLINE_MAX_PAYLOAD_BYTES
+    host = InterceptorHost(registry, max_payload_bytes=None if big else 64)
+    phase = Phase.REQUEST
+
+    def outcome(call: Any) -> Any:
+        try:
+            reply = call()
+        except InterceptorRpcError as exc:
+            return ("error", exc.code, exc.data)
+        return reply if reply is None else ("reply", without_durations(reply[1]))
+
+    got = outcome(lambda: host.invoke_inline(name, event, phase, payload, None, None))
+    if inline == "declines":
+        assert got is None and calls == []
+        return
+    inline_calls = list(calls)
+    calls.clear()
+    try:
+        local = ("reply", without_durations((await host.invoke_local(name, event, phase, payload, None, None))[1]))
+    except InterceptorRpcError as exc:
+        local = ("error", exc.code, exc.data)
+    assert got == local and inline_calls == calls
 
 
 @pytest.mark.anyio
