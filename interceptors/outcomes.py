@@ -104,6 +104,10 @@ class _Unchanged:
 _UNCHANGED: Any = _Unchanged()
 _ALLOW = Verdict(True)
 _NO_CHANGE = Mutation(_UNCHANGED, False)
+PLAIN_ALLOW = _ALLOW
+"""What `Verdict.allow()` returns: a host may answer it (or None, or True) without building anything else."""
+PLAIN_UNCHANGED = _NO_CHANGE
+"""What `Mutation.unchanged()` returns: likewise, with None."""
 
 
 class MalformedHandlerResult(TypeError):

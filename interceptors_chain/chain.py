@@ -50,6 +50,9 @@ logger = logging.getLogger("interceptors.chain")
 
 _MAX_CACHED_PLANS = 4096
 
+_GENERAL, _LOCAL, _INLINE = 0, 1, 2
+"""How a run invokes (`Chain._run_kind`)."""
+
 
 class DiscoveryError(RuntimeError):
     """An interceptor server could not be listed."""
@@ -105,8 +108,8 @@ class Chain:
         self.deadline_ms = deadline_ms
         self.protocol_version = protocol_version
         self._plans: dict[tuple[str, Phase, Direction], Plan] = {}
-        self._inline_plans: dict[tuple[str, Phase, Direction], bool] = {}
-        """`movable`'s answer for each cached plan's interceptors (cleared with the plans)."""
+        self._run_kinds: dict[tuple[str, Phase, Direction], int] = {}
+        """`_run_kind`'s answer for each cached plan's interceptors (cleared with the plans)."""
         self.generation = 0
         """Bumped whenever servers, descriptors or overrides change: callers may cache plans per generation."""
 
@@ -197,7 +200,7 @@ class Chain:
 
     def _invalidate(self) -> None:
         self._plans.clear()
-        self._inline_plans.clear()
+        self._run_kinds.clear()
         self.generation += 1
 
     def plan(self, event: str, phase: Phase | str, direction: Direction | str) -> Plan:
@@ -218,31 +221,36 @@ class Chain:
     def movable(self, event: str, phase: Phase | str, direction: Direction | str) -> bool:
         """Whether an execution of this plan may start on the caller's task and, should it suspend, go on in
         another task: nothing it runs enters an anyio cancel scope (which must be left on the task that entered
-        it). True when the plan is empty or `_runs_inline` (a payload above the inline size waits on a plain
-        future, see the host's worker threads)."""
+        it). True when the plan is empty or its runs are `_INLINE` (a payload above the inline size waits on a
+        plain future, see the host's worker threads)."""
         phase = _phase_of(phase)
         direction = direction if isinstance(direction, Direction) else _direction_of(direction)
         key = (event, phase, direction)
         plan = self._plans.get(key) or self.plan(event, phase, direction)
-        return plan.empty or self._runs_inline(key, plan)
+        return plan.empty or self._run_kind(key, plan) == _INLINE
 
-    def _runs_inline(self, key: tuple[str, Phase, Direction], plan: Plan) -> bool:
-        """Whether every interceptor of `plan` is in process with a sync handler registered `inline`, and no
-        setting of the chain needs a cancel scope or a coroutine around an invoke (a timeout, a deadline, an
-        execution handler, tracing): then each invoke is a function call (`InlineInvoke`). The plan's part is
-        found once per plan (hosts only ever add interceptors, so a planned one keeps its handler); the chain's
-        settings are read each time."""
+    def _run_kind(self, key: tuple[str, Phase, Direction], plan: Plan) -> int:
+        """How an execution of `plan` may invoke, when no setting of the chain needs a cancel scope or a coroutine
+        around an invoke (a timeout, a deadline, an execution handler, tracing): `_LOCAL` when every interceptor
+        is in process with no timeout of its own (each invoke a bare call of `LocalInvoke`), `_INLINE` when each
+        also has a sync handler registered `inline` (each a function call, `InlineInvoke`); else `_GENERAL`. The
+        plan's part is found once per plan (hosts only ever add interceptors, so a planned one keeps its
+        handler); the chain's settings are read each time."""
         if self.execution_handler is not None or _tracing.TRACER is not None or self.deadline_ms is not None:
-            return False
+            return _GENERAL
         if self.default_timeout_ms:
-            return False
-        inline = self._inline_plans.get(key)  # cleared with the plans: a hit is this plan's answer
-        if inline is None:
-            if len(self._inline_plans) >= _MAX_CACHED_PLANS:  # event names come from callers: bounded
-                self._inline_plans.clear()
+            return _GENERAL
+        kind = self._run_kinds.get(key)  # cleared with the plans: a hit is this plan's answer
+        if kind is None:
+            if len(self._run_kinds) >= _MAX_CACHED_PLANS:  # event names come from callers: bounded
+                self._run_kinds.clear()
             entries = (*plan.validators, *plan.mutators)
-            inline = self._inline_plans[key] = all(_entry_runs_inline(entry) for entry in entries)
-        return inline
+            if not all(entry.server.local is not None and not entry.timeout_ms for entry in entries):
+                kind = _GENERAL
+            else:
+                kind = _INLINE if all(_entry_runs_inline(entry) for entry in entries) else _LOCAL
+            self._run_kinds[key] = kind
+        return kind
 
     # Execution --------------------------------------------------------------------------------
     async def execute(
@@ -266,7 +274,9 @@ class Chain:
         started = time.perf_counter()
         budget = deadline_ms if deadline_ms is not None else self.deadline_ms
         deadline = None if budget is None else started + budget / 1000
-        run = _Run(self, event, phase, context, deadline, deadline is None and self._runs_inline(key, plan))
+        run = _Run(
+            self, event, phase, context, deadline, _GENERAL if deadline is not None else self._run_kind(key, plan)
+        )
         if _tracing.TRACER is not None:
             run.span = _tracing.start_chain(event, phase, direction, plan, run.wire_context())
         result = ExecutionResult(Status.SUCCESS, event, phase, direction)
@@ -309,13 +319,11 @@ class Chain:
         local = server.local
         if local is not None and self.execution_handler is None:
             # The connection's typed in-process path: the same outcomes, no wire dicts.
+            if limit is None:
+                return await run.local_attempt(entry, payload)
             try:
-                if limit is None:
+                with anyio.fail_after(limit):
                     reply = await local(entry.info.name, run.event, run.phase, payload, entry.config, run.context)
-                else:
-                    with anyio.fail_after(limit):
-                        reply = await local(entry.info.name, run.event, run.phase, payload, entry.config,
-                                            run.context)  # fmt: skip
             except TimeoutError:
                 return _Attempt(None, None, "timeout", AbortKind.TIMEOUT, mode, _since(started))
             except Exception as exc:
@@ -437,7 +445,7 @@ def _checked(entry: PlanEntry, phase: Phase, payload: Any, wire: Any, mode: Mode
 class _Run:
     """The state of one execution: event, phase, context and the aggregate deadline."""
 
-    __slots__ = ("_wire_context", "chain", "context", "deadline", "event", "inline", "phase", "span")
+    __slots__ = ("_wire_context", "attempt", "chain", "context", "deadline", "event", "inline", "phase", "span")
 
     def __init__(
         self,
@@ -446,15 +454,17 @@ class _Run:
         phase: Phase,
         context: InvocationContext | None,
         deadline: float | None,
-        inline: bool = False,
+        kind: int = _GENERAL,
     ) -> None:
         self.chain = chain
         self.event = event
         self.phase = phase
         self.context = context
         self.deadline = deadline
-        self.inline = inline
-        """Every invoke tried as a function call first (`Chain._runs_inline`)."""
+        self.inline = kind == _INLINE
+        """Every invoke tried as a function call first (`Chain._run_kind`)."""
+        self.attempt = self.local_attempt if kind != _GENERAL else self._general_attempt
+        """One invoke, awaited: a bare in-process call on a run with nothing around its invokes."""
         self._wire_context: dict[str, Any] | None = None
         self.span: Any = None  # the execution's span when tracing is on
 
@@ -464,10 +474,22 @@ class _Run:
             self._wire_context = self.context.to_wire()
         return self._wire_context
 
-    async def _attempt(self, entry: PlanEntry, payload: Any) -> _Attempt:
+    async def _general_attempt(self, entry: PlanEntry, payload: Any) -> _Attempt:
         if self.span is not None:
             return await _tracing.invoke(self.span, self.chain, entry, self, payload)
         return await self.chain.invoke(entry, self, payload)
+
+    async def local_attempt(self, entry: PlanEntry, payload: Any) -> _Attempt:
+        """One invoke of an in-process host (`LocalInvoke`) with no timeout or deadline around it."""
+        server = entry.server
+        local = server.local
+        assert local is not None
+        started = time.perf_counter()
+        try:
+            reply = await local(entry.info.name, self.event, self.phase, payload, entry.config, self.context)
+        except Exception as exc:
+            return _host_failure(server.name, exc, entry.mode, started)
+        return _local_attempt(reply, payload, entry.mode, started)
 
     def _inline_attempt(self, entry: PlanEntry, payload: Any) -> _Attempt | None:
         """One invoke as a function call (`InlineInvoke`); None, having run nothing, when the host declines it."""
@@ -496,10 +518,10 @@ class _Run:
                 # A later decline cannot happen (planned interceptors keep their handlers; the payload is the
                 # same): were it to, that one is awaited here, in order, with the same outcome.
                 return [
-                    attempt if attempt is not None else await self._attempt(entry, payload)
+                    attempt if attempt is not None else await self.attempt(entry, payload)
                     for entry, attempt in zip(entries, found, strict=True)
                 ]
-        return await gather([functools.partial(self._attempt, entry, payload) for entry in entries])
+        return await gather([functools.partial(self.attempt, entry, payload) for entry in entries])
 
     async def validate(self, entries: tuple[PlanEntry, ...], payload: Any, out: ExecutionResult) -> None:
         """Every validator runs to completion, concurrently; outcomes are judged in plan order."""
@@ -539,7 +561,7 @@ class _Run:
         """Mutators in order; a blocking failure stops the pass and releases nothing partial."""
         current = payload
         for entry in entries:
-            attempt = (self._inline_attempt(entry, current) if self.inline else None) or await self._attempt(
+            attempt = (self._inline_attempt(entry, current) if self.inline else None) or await self.attempt(
                 entry, current
             )
             applied = False

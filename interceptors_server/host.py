@@ -36,7 +36,13 @@ from interceptors import (
 )
 from interceptors.enums import PHASE_TEXT
 from interceptors.events import is_pattern
-from interceptors.outcomes import MalformedHandlerResult, to_mutation_result, to_validation_result
+from interceptors.outcomes import (
+    PLAIN_ALLOW,
+    PLAIN_UNCHANGED,
+    MalformedHandlerResult,
+    to_mutation_result,
+    to_validation_result,
+)
 from interceptors.wire import InvokeResult, MutationResult, ValidationResult
 from interceptors_chain.concurrency import on_asyncio
 
@@ -254,8 +260,21 @@ class InterceptorHost:
         if context is not None and context.principal is not None:
             # As over the wire: the principal's claims are the caller's objects (see `_parse_invoke`).
             context = _sent_context(context)
-        result, encoded = await self._run(compiled, event, phase, payload, config, context, None)
-        return _reply(name, result, encoded)
+        entry = compiled.entry
+        if not entry.is_async:
+            result, encoded = await self._run(compiled, event, phase, payload, config, context, None)
+            return _reply(name, result, encoded)
+        # The commonest in-process invoke (an async handler, no timeout: the caller enforces its own) is `_run`
+        # without its branches.
+        invocation, encoded = self._invocation(name, event, phase, payload, config, context)
+        started = time.perf_counter()
+        try:
+            raw = await entry.handler(invocation)
+        except (anyio.get_cancelled_exc_class(), InterceptorRpcError):
+            raise
+        except Exception as exc:
+            raise _handler_failure(name, exc) from None
+        return _answer(entry, raw, phase, invocation.payload, encoded, started)
 
     def invoke_inline(
         self,
@@ -295,7 +314,24 @@ class InterceptorHost:
             raise
         except Exception as exc:
             raise _handler_failure(name, exc) from None
-        return _reply(name, _result_of(entry, raw, phase, invocation.payload, started), encoded)
+        return _answer(entry, raw, phase, invocation.payload, encoded, started)
+
+    def _invocation(
+        self,
+        name: str,
+        event: str,
+        phase: Phase,
+        payload: Any,
+        config: Mapping[str, Any] | None,
+        context: InvocationContext | None,
+    ) -> tuple[Invocation, bytes]:
+        """What a handler gets, and the payload's JSON (checked): private copies of the payload and the config, as
+        a wire delivers them (in-memory transports hand over the caller's objects, and a handler must never
+        change the invoker's payload, or another concurrent validator's)."""
+        encoded = self._encoded(payload)
+        if config is not None:
+            config = loads(dumps(config))
+        return Invocation(name, event, phase, loads(encoded), config, context), encoded
 
     async def _run(
         self,
@@ -308,14 +344,9 @@ class InterceptorHost:
         timeout_ms: int | None,
     ) -> tuple[InvokeResult, bytes]:
         """The handler's result, and the payload's JSON as it was before the handler ran."""
-        encoded = self._encoded(payload)
-        size = len(encoded)
-        if config is not None:  # the caller's config objects stay the caller's, as over the wire
-            config = loads(dumps(config))
         entry = compiled.entry
-        # A private copy: in-memory transports hand over the caller's objects, and a handler must never change the
-        # invoker's payload (or another concurrent validator's).
-        invocation = Invocation(entry.info.name, event, phase, loads(encoded), config, context)
+        invocation, encoded = self._invocation(entry.info.name, event, phase, payload, config, context)
+        size = len(encoded)
         started = time.perf_counter()
         raw: Any = None
         try:
@@ -370,6 +401,29 @@ def _result_of(entry: RegisteredInterceptor, raw: Any, phase: Phase, payload: An
         ) from None
     result.duration_ms = round((time.perf_counter() - started) * 1000, 3)
     return result
+
+
+def _answer(
+    entry: RegisteredInterceptor, raw: Any, phase: Phase, payload: Any, encoded: bytes, started: float
+) -> tuple[InvokeResult, dict[str, Any]]:
+    """A local invoke's reply to what the handler returned (`payload`: the copy it got; `encoded`: the JSON it was
+    made from). The two commonest answers, a plain allow and an unchanged mutation, are built at once, exactly as
+    `_result_of` and `_reply` build them; any other goes through those two."""
+    info = entry.info
+    if info.type is InterceptorType.VALIDATION:
+        if raw is PLAIN_ALLOW or raw is None or raw is True:
+            duration = round((time.perf_counter() - started) * 1000, 3)
+            wire = {"interceptor": info.name, "type": "validation", "phase": PHASE_TEXT[phase], "valid": True,
+                    "durationMs": duration}  # fmt: skip
+            return ValidationResult(info.name, phase, True, None, None, None, duration), wire
+    elif raw is PLAIN_UNCHANGED or raw is None:
+        pristine = loads(encoded)  # the echo: a fresh decoding, as a JSON round trip of the reply gives it
+        if payload == pristine:  # else edited in place although unchanged: reported as the round trip reports it
+            duration = round((time.perf_counter() - started) * 1000, 3)
+            wire = {"interceptor": info.name, "type": "mutation", "phase": PHASE_TEXT[phase], "modified": False,
+                    "payload": pristine, "durationMs": duration}  # fmt: skip
+            return MutationResult(info.name, phase, False, pristine, duration), wire
+    return _reply(info.name, _result_of(entry, raw, phase, payload, started), encoded)
 
 
 def _reply(name: str, result: InvokeResult, encoded: bytes) -> tuple[InvokeResult, dict[str, Any]]:
