@@ -13,7 +13,6 @@ import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -58,16 +57,8 @@ class DiscoveryError(RuntimeError):
     """An interceptor server could not be listed."""
 
 
-@dataclass(slots=True)
-class _Attempt:
-    """The outcome of one invoke, before the chain decides what it means."""
-
-    result: ValidationResult | MutationResult | None
-    wire: dict[str, Any] | None
-    error: str | None
-    kind: AbortKind | None
-    mode: Mode
-    duration_ms: float
+_Attempt = tuple[InvocationRecord, ValidationResult | MutationResult | None]
+"""The outcome of one invoke: its record (`applied` still False), and its result when it has one."""
 
 
 def _phase_of(value: Phase | str) -> Phase:
@@ -304,7 +295,7 @@ class Chain:
         return result
 
     async def invoke(self, entry: PlanEntry, run: _Run, payload: Any) -> _Attempt:
-        """One invoke with every failure turned into an `_Attempt` (never raised)."""
+        """One invoke with every failure turned into a failed record (never raised)."""
         started = time.perf_counter()
         mode = entry.mode
         timeout_ms = entry.timeout_ms or self.default_timeout_ms
@@ -313,7 +304,7 @@ class Chain:
         if deadline is not None:
             remaining = deadline - started
             if remaining <= 0:
-                return _Attempt(None, None, "deadline exceeded before invocation", AbortKind.TIMEOUT, mode, 0.0)
+                return _failed(entry, "deadline exceeded before invocation", AbortKind.TIMEOUT, mode, 0.0)
             limit = remaining if limit is None else min(limit, remaining)
         server = entry.server
         local = server.local
@@ -325,10 +316,10 @@ class Chain:
                 with anyio.fail_after(limit):
                     reply = await local(entry.info.name, run.event, run.phase, payload, entry.config, run.context)
             except TimeoutError:
-                return _Attempt(None, None, "timeout", AbortKind.TIMEOUT, mode, _since(started))
+                return _failed(entry, "timeout", AbortKind.TIMEOUT, mode, _since(started))
             except Exception as exc:
-                return _host_failure(server.name, exc, mode, started)
-            return _local_attempt(reply, payload, mode, started)
+                return _host_failure(entry, exc, mode, started)
+            return _local_attempt(entry, reply, payload, mode, started)
         event, phase = run.event, run.phase
         params: dict[str, Any] = {
             "name": entry.info.name,
@@ -360,14 +351,14 @@ class Chain:
                     else:
                         wire = outcome
         except TimeoutError:
-            return _Attempt(None, None, "timeout", AbortKind.TIMEOUT, mode, _since(started))
+            return _failed(entry, "timeout", AbortKind.TIMEOUT, mode, _since(started))
         except InvokerFailure as exc:  # our own words, naming the server (unavailable, malformed reply)
-            return _Attempt(None, None, exc.error.message, AbortKind.FAILED, mode, _since(started))
+            return _failed(entry, exc.error.message, AbortKind.FAILED, mode, _since(started))
         except MCPError as exc:
-            return _error_attempt(server.name, exc.error.code, exc.error.data, mode, started)
+            return _error_attempt(entry, exc.error.code, exc.error.data, mode, started)
         except Exception as exc:
             reason = f"server {server.name!r} failed: {describe(exc)}"
-            return _Attempt(None, None, reason, AbortKind.FAILED, mode, _since(started))
+            return _failed(entry, reason, AbortKind.FAILED, mode, _since(started))
         return _checked(entry, phase, payload, wire, mode, _since(started))
 
 
@@ -380,23 +371,35 @@ def _entry_runs_inline(entry: PlanEntry) -> bool:
 
 
 def _local_attempt(
-    reply: tuple[ValidationResult | MutationResult, dict[str, Any]], payload: Any, mode: Mode, started: float
+    entry: PlanEntry,
+    reply: tuple[ValidationResult | MutationResult, dict[str, Any]],
+    payload: Any,
+    mode: Mode,
+    started: float,
 ) -> _Attempt:
     """An in-process host's reply as an attempt, after the invoker's `modified: false` check (the host built the
     result itself, so M1 holds by construction)."""
     result, wire = reply
+    duration = (time.perf_counter() - started) * 1000
     if isinstance(result, MutationResult) and not result.modified and result.payload != payload:
         reason = "malformed result: result.payload: differs from the input although modified is false"
-        return _Attempt(None, None, reason, AbortKind.FAILED, mode, _since(started))
-    return _Attempt(result, wire, None, None, mode, _since(started))
+        return _failed(entry, reason, AbortKind.FAILED, mode, duration)
+    info = entry.info  # positional: records are built on every invoke, keywords cost half as much again
+    return InvocationRecord(info.name, entry.server.name, info.type, mode, wire, None, None, False, duration), result
 
 
-def _host_failure(server: str, exc: Exception, mode: Mode, started: float) -> _Attempt:
+def _failed(entry: PlanEntry, reason: str, kind: AbortKind, mode: Mode, duration: float) -> _Attempt:
+    """A failed invoke's attempt: the reason (never payload content) and no result."""
+    info = entry.info
+    return InvocationRecord(info.name, entry.server.name, info.type, mode, None, reason, kind, False, duration), None
+
+
+def _host_failure(entry: PlanEntry, exc: Exception, mode: Mode, started: float) -> _Attempt:
     """An in-process host's raised error as an attempt: its JSON-RPC error, or for a host bug what the host's MCP
     binding answers (-32603), never the exception text."""
     if isinstance(exc, InterceptorRpcError):
-        return _error_attempt(server, exc.code, exc.data, mode, started)
-    return _error_attempt(server, INTERNAL_ERROR, None, mode, started)
+        return _error_attempt(entry, exc.code, exc.data, mode, started)
+    return _error_attempt(entry, INTERNAL_ERROR, None, mode, started)
 
 
 def _check_overrides(
@@ -411,11 +414,12 @@ def _check_overrides(
                     override.check_narrows(info)
 
 
-def _error_attempt(server: str, code: int, data: Any, mode: Mode, started: float) -> _Attempt:
+def _error_attempt(entry: PlanEntry, code: int, data: Any, mode: Mode, started: float) -> _Attempt:
     """A host's JSON-RPC error as an attempt: a timeout by its code or `data.reason`, else a failure."""
     if is_timeout_code(code) or (isinstance(data, dict) and data.get("reason") == "timeout"):
-        return _Attempt(None, None, "timeout", AbortKind.TIMEOUT, mode, _since(started))
-    return _Attempt(None, None, f"server {server!r} returned error {code}", AbortKind.FAILED, mode, _since(started))
+        return _failed(entry, "timeout", AbortKind.TIMEOUT, mode, _since(started))
+    reason = f"server {entry.server.name!r} returned error {code}"
+    return _failed(entry, reason, AbortKind.FAILED, mode, _since(started))
 
 
 def _since(started: float) -> float:
@@ -438,8 +442,9 @@ def _checked(entry: PlanEntry, phase: Phase, payload: Any, wire: Any, mode: Mode
         if result.phase is not phase:
             raise WireError("result.phase", "does not echo the invoked phase")
     except WireError as exc:
-        return _Attempt(None, None, f"malformed result: {exc}", AbortKind.FAILED, mode, duration)
-    return _Attempt(result, wire, None, None, mode, duration)
+        return _failed(entry, f"malformed result: {exc}", AbortKind.FAILED, mode, duration)
+    info = entry.info
+    return InvocationRecord(info.name, entry.server.name, info.type, mode, wire, None, None, False, duration), result
 
 
 class _Run:
@@ -488,8 +493,8 @@ class _Run:
         try:
             reply = await local(entry.info.name, self.event, self.phase, payload, entry.config, self.context)
         except Exception as exc:
-            return _host_failure(server.name, exc, entry.mode, started)
-        return _local_attempt(reply, payload, entry.mode, started)
+            return _host_failure(entry, exc, entry.mode, started)
+        return _local_attempt(entry, reply, payload, entry.mode, started)
 
     def _inline_attempt(self, entry: PlanEntry, payload: Any) -> _Attempt | None:
         """One invoke as a function call (`InlineInvoke`); None, having run nothing, when the host declines it."""
@@ -499,8 +504,8 @@ class _Run:
         try:
             reply = server.inline(entry.info.name, self.event, self.phase, payload, entry.config, self.context)
         except Exception as exc:
-            return _host_failure(server.name, exc, entry.mode, started)
-        return None if reply is None else _local_attempt(reply, payload, entry.mode, started)
+            return _host_failure(entry, exc, entry.mode, started)
+        return None if reply is None else _local_attempt(entry, reply, payload, entry.mode, started)
 
     async def _attempts(self, entries: tuple[PlanEntry, ...], payload: Any) -> list[_Attempt]:
         """Every validator's attempt, in plan order, concurrently. Each starts on the caller's task (see `gather`):
@@ -529,13 +534,14 @@ class _Run:
             return
         attempts = await self._attempts(entries, payload)
         summary = out.validation_summary
-        for entry, attempt in zip(entries, attempts, strict=True):
-            out.results.append(_record(entry, attempt))
-            if attempt.error is not None:
-                if attempt.mode is Mode.ACTIVE and not entry.fail_open:
-                    out.aborted_at.append(_abort(entry, self.phase, attempt.kind or AbortKind.FAILED, attempt.error))
+        for entry, (record, result) in zip(entries, attempts, strict=True):
+            out.results.append(record)
+            if record.error is not None:
+                if record.mode is Mode.ACTIVE and not entry.fail_open:
+                    out.aborted_at.append(
+                        _abort(entry, self.phase, record.error_kind or AbortKind.FAILED, record.error)
+                    )
                 continue
-            result = attempt.result
             assert isinstance(result, ValidationResult)
             for message in result.messages or ():
                 if message.severity == "warn":
@@ -544,7 +550,7 @@ class _Run:
                     summary.infos += 1
                 else:
                     summary.errors += 1
-            if result.blocks and attempt.mode is Mode.ACTIVE:
+            if result.blocks and record.mode is Mode.ACTIVE:
                 texts = tuple(m.message for m in result.messages or ())
                 info = result.info or {}
                 chosen, substitute = info.get(REQUESTER_ERROR_KEY), info.get(SUBSTITUTE_RESULT_KEY)
@@ -561,28 +567,21 @@ class _Run:
         """Mutators in order; a blocking failure stops the pass and releases nothing partial."""
         current = payload
         for entry in entries:
-            attempt = (self._inline_attempt(entry, current) if self.inline else None) or await self.attempt(
+            record, result = (self._inline_attempt(entry, current) if self.inline else None) or await self.attempt(
                 entry, current
             )
-            applied = False
-            if attempt.error is None and attempt.mode is Mode.ACTIVE:
-                result = attempt.result
-                assert isinstance(result, MutationResult)
-                if result.modified:
-                    current = result.payload
-                    out.final_payload, out.modified = current, True
-                    applied = True
-            out.results.append(_record(entry, attempt, applied))
-            if attempt.error is not None and attempt.mode is Mode.ACTIVE and not entry.fail_open:
-                out.aborted_at.append(_abort(entry, self.phase, attempt.kind or AbortKind.FAILED, attempt.error))
+            out.results.append(record)
+            if record.error is None:
+                if record.mode is Mode.ACTIVE:
+                    assert isinstance(result, MutationResult)
+                    if result.modified:
+                        current = result.payload
+                        out.final_payload, out.modified = current, True
+                        record.applied = True
+            elif record.mode is Mode.ACTIVE and not entry.fail_open:
+                out.aborted_at.append(_abort(entry, self.phase, record.error_kind or AbortKind.FAILED, record.error))
                 return original
         return current
-
-
-def _record(entry: PlanEntry, attempt: _Attempt, applied: bool = False) -> InvocationRecord:
-    info = entry.info  # positional: two records per call of every chain, keywords cost half as much again
-    return InvocationRecord(info.name, entry.server.name, info.type, attempt.mode, attempt.wire, attempt.error,
-                            attempt.kind, applied, attempt.duration_ms)  # fmt: skip
 
 
 def _abort(entry: PlanEntry, phase: Phase, kind: AbortKind, reason: str, messages: tuple[str, ...] = ()) -> AbortInfo:

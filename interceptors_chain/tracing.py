@@ -193,9 +193,9 @@ def end_chain(span: Any, result: ExecutionResult) -> None:
 
 
 def _outcome(attempt: _Attempt) -> str:
-    if attempt.error is not None:
-        return "timeout" if attempt.kind is not None and attempt.kind.value == "timeout" else "failed"
-    result = attempt.result
+    record, result = attempt
+    if record.error is not None:
+        return "timeout" if record.error_kind is not None and record.error_kind.value == "timeout" else "failed"
     if result is None:
         return "failed"
     if getattr(result, "modified", False):
@@ -227,9 +227,10 @@ async def invoke(chain_span: Any, chain: Chain, entry: PlanEntry, run: _Run, pay
     finally:
         otel_context.detach(token)
     outcome = _outcome(attempt)
-    span.set_attribute(PREFIX + "mode", attempt.mode.value)
+    record = attempt[0]
+    span.set_attribute(PREFIX + "mode", record.mode.value)
     span.set_attribute(PREFIX + "outcome", outcome)
-    span.set_attribute(PREFIX + "duration_ms", round(attempt.duration_ms, 3))
+    span.set_attribute(PREFIX + "duration_ms", round(record.duration_ms, 3))
     if outcome in ("failed", "timeout"):
         span.set_status(trace.Status(trace.StatusCode.ERROR, outcome))
     span.end()

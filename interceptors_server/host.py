@@ -202,16 +202,16 @@ class InterceptorHost:
                 "payload cannot be encoded as JSON (integers beyond 64 bits?)",
                 {"field": "payload"},
             ) from None
-        self._check_size(encoded)
+        if self.max_payload_bytes is not None and len(encoded) > self.max_payload_bytes:
+            raise self._oversized(encoded)
         return encoded
 
-    def _check_size(self, encoded: bytes) -> None:
-        if self.max_payload_bytes is not None and len(encoded) > self.max_payload_bytes:
-            raise InterceptorRpcError(
-                INVALID_PARAMS,
-                "payload exceeds the host's maximum size",
-                {"field": "payload", "size": len(encoded), "maxBytes": self.max_payload_bytes},
-            )
+    def _oversized(self, encoded: bytes) -> InterceptorRpcError:
+        return InterceptorRpcError(
+            INVALID_PARAMS,
+            "payload exceeds the host's maximum size",
+            {"field": "payload", "size": len(encoded), "maxBytes": self.max_payload_bytes},
+        )
 
     async def invoke(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
         """Run one interceptor. Every failure is an InterceptorRpcError, never a "successful" result."""
@@ -233,7 +233,8 @@ class InterceptorHost:
 
     def _admitted(self, name: str, event: str, phase: Phase, config: Mapping[str, Any] | None) -> _Compiled:
         """`name`'s entry, after the checks `_admit` makes (remembered per (event, phase) when there is no config)."""
-        compiled = self._entries().get(name)
+        entries = self._compiled if Registry.changes == self._seen_changes else self._entries()  # (its fast path)
+        compiled = entries.get(name)
         if compiled is None:
             raise InterceptorRpcError(INVALID_PARAMS, f"unknown interceptor {name!r}", {"name": name})
         if config is not None or (event, phase) not in compiled.admitted:
@@ -300,7 +301,8 @@ class InterceptorHost:
         if len(encoded) > INLINE_MAX_PAYLOAD_BYTES:
             return None
         self._admitted(name, event, phase, config)  # as `invoke_local`: admission first, then the payload's size
-        self._check_size(encoded)
+        if self.max_payload_bytes is not None and len(encoded) > self.max_payload_bytes:
+            raise self._oversized(encoded)
         if context is not None and context.principal is not None:
             context = _sent_context(context)
         if config is not None:
