@@ -1,9 +1,12 @@
 """`mcp-interceptors bench`: the chain's cost, each number next to a baseline measured in the same run.
 
-Scenarios run interleaved in rounds, and each reports its best (fastest) round: interference from the rest of
-the machine only ever adds time, so the least disturbed round is the steadiest estimate of what a call costs,
-and interleaving gives every scenario the same chances at a quiet moment. Ratios, not absolute numbers, are
-the claims.
+Scenarios always take turns, so every one meets the same machine. In-process chains (`chain_benchmarks`, CPU
+time) take turns in short blocks of calls and report each scenario's median block (`measure_blocks`): on a
+shared virtual machine the CPU time of one call moves with the neighbours (caches, clock), by 25% from one
+process to the next, and a scenario's luckiest round says more about its luck than about its cost, while the
+median of blocks taken side by side repeats within about 2%. Scenarios across processes (the gateways, wall
+time) run in rounds and report their best (fastest) round (`measure`): there interference only adds time, and
+the least disturbed round is the steadiest estimate. Ratios, not absolute numbers, are the claims.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -109,11 +113,37 @@ async def measure(
     return out
 
 
+async def measure_blocks(
+    scenarios: dict[str, Call], calls: int, *, block: int = 100, clock: Callable[[], float] = time.process_time
+) -> dict[str, Measurement]:
+    """Per-call time of each scenario's median block: `calls` calls each, in blocks of `block`, the scenarios
+    taking turns block by block (see the module's docstring). Each turn starts one scenario further on, so each
+    follows every other equally often: a block run just after a scenario that evicts its code from the caches
+    starts cold, and the median sets those aside instead of charging one scenario for its neighbour."""
+    for call in scenarios.values():  # warm-up: plans compiled, caches filled, code paths hot
+        await _time(call, max(20, calls // 50), clock)
+    items = list(scenarios.items())
+    samples: dict[str, list[float]] = {name: [] for name in scenarios}
+    gc.collect()
+    for turn in range(max(1, calls // block)):
+        start = turn % len(items)
+        for name, call in items[start:] + items[:start]:
+            started = clock()
+            for _ in range(block):
+                await call()
+            samples[name].append((clock() - started) / block)
+    out = {}
+    for name, values in samples.items():
+        middle = statistics.median(values)
+        out[name] = Measurement(name, round(middle * 1e6, 1), round(1 / middle, 1))
+    return out
+
+
 async def chain_benchmarks(iterations: int, rounds: int) -> tuple[dict[str, Measurement], dict[str, float]]:
-    """In-process chains, in CPU time per call: a bare in-memory tools/call vs the same call with a
-    non-matching chain and with 2+2 no-op interceptors; one matched invoke over the in-process transport and
-    over the SDK's in-memory MCP transport vs the bare SDK custom-method round trip; the built-in `standard`
-    stages on one small tools/call (request and response)."""
+    """In-process chains, in CPU time per call (`measure_blocks`, `iterations * rounds` calls of each): a bare
+    in-memory tools/call vs the same call with a non-matching chain and with 2+2 no-op interceptors; one
+    matched invoke over the in-process transport and over the SDK's in-memory MCP transport vs the bare SDK
+    custom-method round trip; the built-in `standard` stages on one small tools/call (request and response)."""
     arguments = {"text": "hello", "count": 3}
     invoke_like = {
         "name": "bench/validator-0",
@@ -172,7 +202,7 @@ async def chain_benchmarks(iterations: int, rounds: int) -> tuple[dict[str, Meas
             ),
             "standard stages, small tools/call (request + response)": standard_call,
         }
-        results = await measure(scenarios, iterations, rounds, clock=time.process_time)
+        results = await measure_blocks(scenarios, iterations * rounds)
     us = {name: m.per_call_us for name, m in results.items()}
     bare_us = us["tools/call bare (in-memory)"]
     custom_us = us["custom method round trip (bare SDK)"]

@@ -240,6 +240,21 @@ def test_default_context_timestamp_is_utc_milliseconds() -> None:
     assert len(stamp) == len("2026-01-01T00:00:00.000Z")
 
 
+@given(st.lists(st.integers(min_value=0, max_value=4_102_444_800_000_000_000), min_size=1, max_size=5))
+def test_timestamps_are_the_iso_form_of_the_clock_at_millisecond_precision(clock_ns: list[int]) -> None:
+    """Whatever the clock reads, in whatever order (the formatted second is remembered between calls)."""
+    from datetime import UTC, datetime, timedelta
+
+    from interceptors import wire
+
+    for now in clock_ns:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(wire.time, "time_ns", lambda now=now: now)
+            stamp = wire.utc_timestamp()
+        moment = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=now // 1_000_000)
+        assert stamp == moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 # Priority ----------------------------------------------------------------------------------------
 
 
