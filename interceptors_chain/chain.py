@@ -272,14 +272,17 @@ class Chain:
             run.span = _tracing.start_chain(event, phase, direction, plan, run.wire_context())
         result = ExecutionResult(Status.SUCCESS, event, phase, direction)
         current = payload
-        stages = ("mutate", "validate") if plan.mutate_first else ("validate", "mutate")
-        for stage in stages:
-            if stage == "validate":
-                await run.validate(plan.validators, current, result)
-            else:
-                current = await run.mutate(plan.mutators, current, payload, result)
-            if result.aborted_at:
-                break
+        validators, mutators = plan.validators, plan.mutators
+        if plan.mutate_first:  # sending: mutate, then validate what leaves
+            if mutators:
+                current = await run.mutate(mutators, current, payload, result)
+            if validators and not result.aborted_at:
+                await run.validate(validators, current, result)
+        else:  # receiving: validate what arrived, then mutate
+            if validators:
+                await run.validate(validators, current, result)
+            if mutators and not result.aborted_at:
+                current = await run.mutate(mutators, current, payload, result)
         if result.aborted_at:
             first = result.aborted_at[0]
             if first.kind is AbortKind.TIMEOUT:

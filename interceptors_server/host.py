@@ -291,7 +291,8 @@ class InterceptorHost:
         is not one, or for the payload alone: it cannot be encoded, or its JSON is above `INLINE_MAX_PAYLOAD_BYTES`
         (it must not stall the loop). Every invoke of one payload is then declined alike, and the caller awaits
         `invoke_local`, which answers in its own order (or takes the handler to a worker thread)."""
-        compiled = self._entries().get(name)
+        entries = self._compiled if Registry.changes == self._seen_changes else self._entries()  # (its fast path)
+        compiled = entries.get(name)
         if compiled is None or not compiled.runs_inline:
             return None
         try:
@@ -300,7 +301,8 @@ class InterceptorHost:
             return None
         if len(encoded) > INLINE_MAX_PAYLOAD_BYTES:
             return None
-        self._admitted(name, event, phase, config)  # as `invoke_local`: admission first, then the payload's size
+        if config is not None or (event, phase) not in compiled.admitted:  # as `invoke_local`: admission first,
+            self._admitted(name, event, phase, config)  # then the payload's size
         if self.max_payload_bytes is not None and len(encoded) > self.max_payload_bytes:
             raise self._oversized(encoded)
         if context is not None and context.principal is not None:
