@@ -4,7 +4,7 @@ Scenarios always take turns, so every one meets the same machine. In-process cha
 time) take turns in short blocks of calls and report each scenario's median block (`measure_blocks`): on a
 shared virtual machine the CPU time of one call moves with the neighbours (caches, clock), by 25% from one
 process to the next, and a scenario's luckiest round says more about its luck than about its cost, while the
-median of blocks taken side by side repeats within about 2%. Scenarios across processes (the gateways, wall
+median of blocks taken side by side repeats within a few percent. Scenarios across processes (the gateways, wall
 time) run in rounds and report their best (fastest) round (`measure`): there interference only adds time, and
 the least disturbed round is the steadiest estimate. Ratios, not absolute numbers, are the claims.
 """
