@@ -267,7 +267,8 @@ class InterceptorHost:
             return _reply(name, result, encoded)
         # The commonest in-process invoke (an async handler, no timeout: the caller enforces its own) is `_run`
         # without its branches.
-        invocation, encoded = self._invocation(name, event, phase, payload, config, context)
+        encoded = self._encoded(payload)
+        invocation = _invocation(name, event, phase, encoded, config, context)
         started = time.perf_counter()
         try:
             raw = await entry.handler(invocation)
@@ -307,10 +308,8 @@ class InterceptorHost:
             raise self._oversized(encoded)
         if context is not None and context.principal is not None:
             context = _sent_context(context)
-        if config is not None:
-            config = loads(dumps(config))
         entry = compiled.entry
-        invocation = Invocation(name, event, phase, loads(encoded), config, context)
+        invocation = _invocation(name, event, phase, encoded, config, context)
         started = time.perf_counter()
         try:
             raw = entry.handler(invocation)
@@ -319,23 +318,6 @@ class InterceptorHost:
         except Exception as exc:
             raise _handler_failure(name, exc) from None
         return _answer(entry, raw, phase, invocation.payload, encoded, started)
-
-    def _invocation(
-        self,
-        name: str,
-        event: str,
-        phase: Phase,
-        payload: Any,
-        config: Mapping[str, Any] | None,
-        context: InvocationContext | None,
-    ) -> tuple[Invocation, bytes]:
-        """What a handler gets, and the payload's JSON (checked): private copies of the payload and the config, as
-        a wire delivers them (in-memory transports hand over the caller's objects, and a handler must never
-        change the invoker's payload, or another concurrent validator's)."""
-        encoded = self._encoded(payload)
-        if config is not None:
-            config = loads(dumps(config))
-        return Invocation(name, event, phase, loads(encoded), config, context), encoded
 
     async def _run(
         self,
@@ -349,7 +331,8 @@ class InterceptorHost:
     ) -> tuple[InvokeResult, bytes]:
         """The handler's result, and the payload's JSON as it was before the handler ran."""
         entry = compiled.entry
-        invocation, encoded = self._invocation(entry.info.name, event, phase, payload, config, context)
+        encoded = self._encoded(payload)
+        invocation = _invocation(entry.info.name, event, phase, encoded, config, context)
         size = len(encoded)
         started = time.perf_counter()
         raw: Any = None
@@ -378,6 +361,22 @@ class InterceptorHost:
         except Exception as exc:
             raise _handler_failure(entry.name, exc) from None
         return _result_of(entry, raw, phase, invocation.payload, started), encoded
+
+
+def _invocation(
+    name: str,
+    event: str,
+    phase: Phase,
+    encoded: bytes,
+    config: Mapping[str, Any] | None,
+    context: InvocationContext | None,
+) -> Invocation:
+    """What a handler gets: private copies of the payload (from its JSON) and of the config, as a wire delivers
+    them (in-memory transports hand over the caller's objects, and a handler must never change the invoker's
+    payload, or another concurrent validator's)."""
+    if config is not None:
+        config = loads(dumps(config))
+    return Invocation(name, event, phase, loads(encoded), config, context)
 
 
 def _handler_failure(name: str, exc: Exception) -> InterceptorRpcError:
