@@ -52,7 +52,9 @@ InlineInvoke = Callable[
 ]
 """A connection's optional synchronous path to a host in this process (`HostConnection.invoke_inline`): `LocalInvoke`
 (same arguments) run to its end on the caller's stack, for an interceptor whose handler never suspends; None,
-having run nothing, when this invoke cannot run so (the invoker then awaits `LocalInvoke`)."""
+having checked and run nothing, when this invoke cannot run so (the invoker then awaits `LocalInvoke`). It may
+decline for the interceptor's name or for the payload alone, never for anything else: the chain counts on one
+payload being declined for every validator of a run alike."""
 
 
 ExpressRequest = Callable[[ClientSession, str, dict[str, Any], float | None], Awaitable[dict[str, Any]]]

@@ -420,12 +420,10 @@ def _answer(
                     "durationMs": duration}  # fmt: skip
             return ValidationResult(info.name, phase, True, None, None, None, duration), wire
     elif raw is PLAIN_UNCHANGED or raw is None:
-        pristine = loads(encoded)  # the echo: a fresh decoding, as a JSON round trip of the reply gives it
-        if payload == pristine:  # else edited in place although unchanged: reported as the round trip reports it
-            duration = round((time.perf_counter() - started) * 1000, 3)
-            wire = {"interceptor": info.name, "type": "mutation", "phase": PHASE_TEXT[phase], "modified": False,
-                    "payload": pristine, "durationMs": duration}  # fmt: skip
-            return MutationResult(info.name, phase, False, pristine, duration), wire
+        duration = round((time.perf_counter() - started) * 1000, 3)
+        unchanged = _unchanged_reply(info.name, phase, payload, encoded, duration)
+        if unchanged is not None:
+            return unchanged
     return _reply(info.name, _result_of(entry, raw, phase, payload, started), encoded)
 
 
@@ -516,12 +514,21 @@ def _plain_reply(built: InvokeResult, encoded: bytes) -> tuple[InvokeResult, dic
         return built, built.to_wire()
     if built.modified or not built.echoed:
         return None
+    return _unchanged_reply(built.interceptor, built.phase, built.payload, encoded, built.duration_ms)
+
+
+def _unchanged_reply(
+    name: str, phase: Phase, payload: Any, encoded: bytes, duration: float | None
+) -> tuple[MutationResult, dict[str, Any]] | None:
+    """An unchanged mutation's reply, its echo a fresh decoding of the payload's JSON (what a JSON round trip of the
+    reply gives). None when the handler edited `payload` (its copy) in place although it answered unchanged: the
+    round trip then reports the payload as it is."""
     pristine = loads(encoded)
-    if built.payload != pristine:  # edited in place although unchanged: the round trip reports it as it is
+    if payload != pristine:
         return None
-    wire: dict[str, Any] = {"interceptor": built.interceptor, "type": "mutation", "phase": PHASE_TEXT[built.phase],
-                            "modified": False, "payload": pristine, "durationMs": built.duration_ms}  # fmt: skip
-    return MutationResult(built.interceptor, built.phase, False, pristine, built.duration_ms), wire
+    wire: dict[str, Any] = {"interceptor": name, "type": "mutation", "phase": PHASE_TEXT[phase], "modified": False,
+                            "payload": pristine, "durationMs": duration}  # fmt: skip
+    return MutationResult(name, phase, False, pristine, duration), wire
 
 
 def _from_fresh_wire(built: InvokeResult, wire: dict[str, Any]) -> InvokeResult:
