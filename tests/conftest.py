@@ -12,9 +12,15 @@ from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
-settings.register_profile("default", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("thorough", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The suite is deterministic by default: the README's test command and CI (`HYPOTHESIS_PROFILE=ci`, set by
+# .ci/run) draw the same examples on every machine and hash seed, with no example database that could replay
+# an old failure into another test. `--hypothesis-profile=thorough` explores (random draws, a database):
+# every failure it finds becomes an `@example` next to its property.
+_QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]
+_FIXED = {"derandomize": True, "database": None, "print_blob": True, "deadline": None, "suppress_health_check": _QUIET}
+settings.register_profile("default", max_examples=60, **_FIXED)
+settings.register_profile("ci", max_examples=60, **_FIXED)
+settings.register_profile("thorough", max_examples=1000, deadline=None, suppress_health_check=_QUIET)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
