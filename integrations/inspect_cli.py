@@ -21,11 +21,10 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED
 
 from interceptors import INVOKE_METHOD, LIST_METHOD, InterceptorInfo, WireError
 from interceptors_chain import SessionConnection
-from interceptors_chain.failures import describe
+from interceptors_chain.failures import ConnectionLost, InvokerFailure, describe
 from interceptors_chain.failures import leaf as failure_leaf
 from interceptors_chain.stdio_pipe import express_capable, open_stdio_pipe
 
@@ -106,12 +105,17 @@ async def connect(target: str) -> AsyncIterator[SessionConnection]:
         raise ValueError("--server needs a URL or a command")
     parameters = StdioServerParameters(command=argv[0], args=argv[1:])
     closed = anyio.Event()
-    async with (
-        open_stdio_pipe(parameters, sys.stderr, closed.set, who=f"the server {argv[0]!r}", junk_limit=16) as pipe,
-        Client(pipe.transport()) as client,
-    ):
-        express = pipe.request if express_capable(client.session) else None
-        yield SessionConnection(client.session, express)
+    who = f"the server {argv[0]!r}"
+    async with open_stdio_pipe(parameters, sys.stderr, closed.set, who=who, junk_limit=16) as pipe:
+        try:
+            async with Client(pipe.transport()) as client:
+                express = pipe.request if express_capable(client.session) else None
+                yield SessionConnection(client.session, express, closed=lambda: pipe.closed, who=who)
+        except (MCPError, BaseExceptionGroup) as exc:  # the handshake's requests: a closed pipe is no answer
+            found = failure_leaf(exc)
+            if pipe.closed and isinstance(found, MCPError) and not isinstance(found, InvokerFailure):
+                raise ConnectionLost(who) from None
+            raise
 
 
 def _print_error(exc: MCPError) -> None:
@@ -148,12 +152,14 @@ def _run(main: Callable[[], Awaitable[dict[str, Any]]], timeout_s: float) -> dic
         return EXIT_INTERRUPTED
     except (Exception, BaseExceptionGroup) as exc:
         leaf = failure_leaf(exc)
-        if isinstance(leaf, MCPError) and leaf.error.code != CONNECTION_CLOSED:
+        if isinstance(leaf, ConnectionLost):
+            print(f"error: could not talk to the server: {leaf.error.message}", file=sys.stderr)
+        elif isinstance(leaf, anyio.BrokenResourceError | anyio.ClosedResourceError | anyio.EndOfStream):
+            print("error: could not talk to the server: it closed the connection", file=sys.stderr)
+        elif isinstance(leaf, MCPError):  # the server's own answer, whatever its code (-32000 is a peer's timeout)
             _print_error(leaf)
         elif isinstance(leaf, TimeoutError):
             print(f"error: the server did not answer within {timeout_s:g} s (see --timeout)", file=sys.stderr)
-        elif isinstance(leaf, MCPError | anyio.BrokenResourceError | anyio.ClosedResourceError | anyio.EndOfStream):
-            print("error: could not talk to the server: it closed the connection", file=sys.stderr)
         elif isinstance(leaf, OSError):
             print(f"error: could not talk to the server: {describe(leaf)}", file=sys.stderr)
         else:

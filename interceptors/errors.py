@@ -9,6 +9,21 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+OLD_SEP_TIMEOUT = -32000
+"""What the Go implementation and the working group's SDKs answer for a `timeoutMs` expiry (SEP-2624 now says
+-32603 with `data.reason: "timeout"`); a timeout answer whatever the code, never a lost connection."""
+
+
+def integral(value: object) -> int | None:
+    """`value` as an int when it is a JSON number with an integral value (200 and 200.0 alike: JSON has one
+    number type), else None (booleans, 200.5, non-finite floats, anything else)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
 
 
 class WireError(ValueError):

@@ -7,18 +7,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from .enums import Phase
-from .errors import WireError
+from .errors import WireError, integral
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 
 
 def _check_int32(value: object, path: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    number = integral(value)
+    if number is None:
         raise WireError(path, "must be an integer")
-    if not INT32_MIN <= value <= INT32_MAX:
+    if not INT32_MIN <= number <= INT32_MAX:
         raise WireError(path, "must fit a signed 32-bit integer")
-    return value
+    return number
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +52,8 @@ class Priority:
 
     @classmethod
     def from_wire(cls, value: Any, path: str = "priorityHint") -> Priority:
-        """Accept exactly an int32 or an object with optional int32 `request`/`response` keys."""
+        """Accept an int32 (an integral JSON number: 1.0 is 1) or an object with optional int32 `request`/`response`
+        keys."""
         if isinstance(value, Mapping):
             extra = set(value) - {"request", "response"}
             if extra:

@@ -42,6 +42,18 @@ class Invocation:
         """The constructor with every field given (kept for callers; `fast_init` made the constructor as cheap)."""
         return cls(interceptor, event, phase, payload, config, context)
 
+    @property
+    def params(self) -> Any:
+        """A request's params whatever shape the caller sent: SEP-2624's `{method, params}` request payload, or
+        the bare params object that Go and the working group's SDKs send. Anything else (a response's result)
+        is the payload itself. Read `invocation.params["name"]` to serve every invoker alike."""
+        payload = self.payload
+        if self.phase is Phase.REQUEST and isinstance(payload, Mapping) and "method" in payload:
+            params = payload.get("params")
+            if isinstance(params, Mapping):
+                return params
+        return payload
+
 
 @dataclass(frozen=True, slots=True)
 class RegisteredInterceptor:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ._fastinit import fast_init
 from .enums import PHASE_TEXT, InterceptorType, Mode, Phase, Severity
-from .errors import WireError
+from .errors import WireError, integral
 from .priority import Priority
 
 PRINCIPAL_TYPES = frozenset({"user", "service", "anonymous"})
@@ -506,8 +506,10 @@ class InvokeParams:
         if "payload" not in data:
             raise WireError(f"{path}.payload", "is required")
         timeout = data.get("timeoutMs")
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int) or timeout <= 0):
-            raise WireError(f"{path}.timeoutMs", "must be a positive integer")
+        if timeout is not None:
+            timeout = integral(timeout)
+            if timeout is None or timeout <= 0:
+                raise WireError(f"{path}.timeoutMs", "must be a positive integer")
         config = data.get("config")
         if config is not None:
             _obj(config, path, "config")

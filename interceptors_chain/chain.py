@@ -38,7 +38,7 @@ from interceptors.outcomes import REQUESTER_ERROR_KEY, SUBSTITUTE_RESULT_KEY
 
 from . import tracing as _tracing
 from .concurrency import gather
-from .connection import Connection, SessionConnection, is_timeout_code
+from .connection import Connection, SessionConnection, is_timeout_answer
 from .failures import InvokerFailure, describe
 from .plan import Plan, PlanEntry, ServerEntry, compile_plan
 from .policy import ExecutionHandler, HandlerOutcome, InterceptorOverride, InvokeCall
@@ -418,8 +418,8 @@ def _check_overrides(
 
 
 def _error_attempt(entry: PlanEntry, code: int, data: Any, mode: Mode, started: float) -> _Attempt:
-    """A host's JSON-RPC error as an attempt: a timeout by its code or `data.reason`, else a failure."""
-    if is_timeout_code(code) or (isinstance(data, dict) and data.get("reason") == "timeout"):
+    """A host's JSON-RPC error as an attempt: a timeout answer (see `is_timeout_answer`), else a failure."""
+    if is_timeout_answer(code, data):
         return _failed(entry, "timeout", AbortKind.TIMEOUT, mode, _since(started))
     reason = f"server {entry.server.name!r} returned error {code}"
     return _failed(entry, reason, AbortKind.FAILED, mode, _since(started))

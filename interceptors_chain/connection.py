@@ -7,11 +7,15 @@ from typing import Any, Protocol
 
 from mcp import types
 from mcp.client.session import ClientSession
-from mcp_types import REQUEST_TIMEOUT
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from pydantic import TypeAdapter
 
 from interceptors import InvocationContext, Phase
+from interceptors.errors import OLD_SEP_TIMEOUT
 from interceptors.wire import InvokeResult
+
+from .failures import ConnectionLost, InvokerFailure
 
 _ENVELOPE_KEYS = ("resultType", "_meta")
 _ANY_RESULT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
@@ -71,25 +75,48 @@ class SessionConnection:
     Concurrent requests are multiplexed on the one session.
     """
 
-    __slots__ = ("_express", "_fast", "session")
+    __slots__ = ("_closed", "_express", "_fast", "session", "who")
 
-    def __init__(self, session: ClientSession, express: ExpressRequest | None = None) -> None:
+    def __init__(
+        self,
+        session: ClientSession,
+        express: ExpressRequest | None = None,
+        *,
+        closed: Callable[[], bool] | None = None,
+        who: str = "the server",
+    ) -> None:
         self.session = session
         self._fast = _has_raw_path(session)
         self._express = express
+        self._closed = closed
+        self.who = who
 
     async def request(self, method: str, params: dict[str, Any], timeout_s: float | None) -> dict[str, Any]:
-        if self._express is not None:
-            return strip_envelope(await self._express(self.session, method, params, timeout_s))
-        if self._fast:
-            return strip_envelope(await _send_raw(self.session, method, params, timeout_s))
-        # A dict TypeAdapter skips building a model per result (the SDK TypeVar bound is too strict).
-        result = await self.session.send_request(
-            _CustomRequest(method=method, params=params),
-            _ANY_RESULT,  # type: ignore[type-var]
-            request_read_timeout_seconds=timeout_s,
-        )
+        try:
+            if self._express is not None:
+                return strip_envelope(await self._express(self.session, method, params, timeout_s))
+            if self._fast:
+                return strip_envelope(await _send_raw(self.session, method, params, timeout_s))
+            # A dict TypeAdapter skips building a model per result (the SDK TypeVar bound is too strict).
+            result = await self.session.send_request(
+                _CustomRequest(method=method, params=params),
+                _ANY_RESULT,  # type: ignore[type-var]
+                request_read_timeout_seconds=timeout_s,
+            )
+        except MCPError as exc:
+            # The SDK reports a closed transport with the code a server may also answer (-32000, which peers
+            # use for a timeout): where the error came from decides, never its code.
+            if exc.error.code == CONNECTION_CLOSED and not isinstance(exc, InvokerFailure) and self._lost(exc):
+                raise ConnectionLost(self.who) from None
+            raise
         return strip_envelope(result)
+
+    def _lost(self, exc: MCPError) -> bool:
+        """Whether the transport gave up on the request: the owner's word where it knows its transport (the
+        stdio pipe does), else the session's state or the SDK's own wording for an abandoned request."""
+        if self._closed is not None:
+            return self._closed()
+        return _session_closed(self.session) or (exc.error.message in _TRANSPORT_TEXTS and exc.error.data is None)
 
 
 # The SDK's private API, used in these two functions only. `send_request` builds a pydantic request
@@ -121,5 +148,16 @@ def strip_envelope(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def is_timeout_code(code: int) -> bool:
-    return code == REQUEST_TIMEOUT
+# What the SDK's transports answer in place of a reply that can never come (not a server's own words).
+_TRANSPORT_TEXTS = frozenset({"Connection closed", "SSE stream ended without a response"})
+
+
+def _session_closed(session: ClientSession) -> bool:
+    """Whether the session's dispatcher saw its transport end (the SDK's private state, read here only)."""
+    return getattr(getattr(session, "_dispatcher", None), "_closed", None) is True
+
+
+def is_timeout_answer(code: int, data: Any) -> bool:
+    """A host's answer that its interceptor timed out: SEP-2624's `data.reason`, the SDK's request timeout, or
+    the -32000 that Go and the working group's SDKs send."""
+    return code in (REQUEST_TIMEOUT, OLD_SEP_TIMEOUT) or (isinstance(data, dict) and data.get("reason") == "timeout")

@@ -23,6 +23,14 @@ class MalformedReply(InvokerFailure):
         super().__init__(INTERNAL_ERROR, f"{who} sent a malformed reply: {problem}")
 
 
+class ConnectionLost(InvokerFailure):
+    """The transport to the server closed (a dead process, a closed pipe, a broken stream): never an answer the
+    server sent, whatever that answer's code."""
+
+    def __init__(self, who: str) -> None:
+        super().__init__(CONNECTION_CLOSED, f"{who}: the connection closed")
+
+
 def leaf(exc: BaseException) -> BaseException:
     """The first real exception inside (nested) exception groups."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
@@ -36,7 +44,7 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, InvokerFailure):
         return exc.error.message
     if isinstance(exc, MCPError):
-        if exc.error.code == CONNECTION_CLOSED:
+        if exc.error.code == CONNECTION_CLOSED and exc.error.message == "Connection closed":  # the SDK's words
             return "the connection closed"
         if exc.error.code == REQUEST_TIMEOUT:
             return "the request timed out"

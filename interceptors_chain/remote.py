@@ -28,7 +28,7 @@ from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from .concurrency import Slots
 from .connection import SessionConnection
-from .failures import InvokerFailure, describe
+from .failures import ConnectionLost, InvokerFailure, describe
 from .stdio_pipe import DEFAULT_MAX_LINE_BYTES, StdioPipe, express_capable, open_stdio_pipe
 
 logger = logging.getLogger("interceptors.remote")
@@ -129,6 +129,10 @@ class RemoteServer:
         self._stderr = _StderrPump(name, stderr_lines) if command is not None else None
 
     @property
+    def _who(self) -> str:
+        return f"interceptor server {self.name!r}"
+
+    @property
     def connected(self) -> bool:
         return self._connection is not None
 
@@ -161,11 +165,11 @@ class RemoteServer:
             heard = self._heard()
             try:
                 result = await connection.request(method, params, timeout_s)
-            except MCPError as exc:
-                if exc.error.code == CONNECTION_CLOSED:
-                    self._lost.set()
-                    raise ServerUnavailable(self.name, "the connection closed") from None
-                if exc.error.code == REQUEST_TIMEOUT:
+            except ConnectionLost:
+                self._lost.set()
+                raise ServerUnavailable(self.name, "the connection closed") from None
+            except MCPError as exc:  # the server's own answer (a timeout answer too) or our deadline
+                if exc.error.code == REQUEST_TIMEOUT:  # a reply the server did send moved `heard`: not counted
                     self._timed_out(connection, heard)
                 else:
                     self._timeouts_in_a_row = 0
@@ -265,13 +269,13 @@ class RemoteServer:
     async def _session(self) -> AsyncIterator[SessionConnection]:
         if self.url is not None:
             async with Client(self.url, mode=self.mode) as client:
-                yield SessionConnection(client.session)
+                yield SessionConnection(client.session, who=self._who)
             return
         assert self.command is not None and self._stderr is not None
         parameters = StdioServerParameters(command=self.command[0], args=self.command[1:], env=self.env, cwd=self.cwd)
         if sys.platform == "win32":
             async with Client(_watched_stdio(parameters, self._stderr.writer, self), mode=self.mode) as client:
-                yield SessionConnection(client.session)
+                yield SessionConnection(client.session, who=self._who)
             return
         async with (
             open_stdio_pipe(
@@ -287,7 +291,7 @@ class RemoteServer:
             try:
                 async with Client(pipe.transport(), mode=self.mode) as client:
                     express = pipe.request if express_capable(client.session) else None
-                    yield SessionConnection(client.session, express)
+                    yield SessionConnection(client.session, express, closed=lambda: pipe.closed, who=self._who)
             finally:
                 self._pipe = None
                 self._junk_before += pipe.junk_lines

@@ -156,7 +156,8 @@ class StdioPipe:
         self.junk_limit = junk_limit
         self.junk_lines = 0
         self.messages_in = 0
-        """Replies to requests still waiting for them (late replies and notifications do not count)."""
+        """Replies the server sent, late ones included (a server that answers after our deadline is slow, not
+        hung); notifications do not count."""
         self._junk_in_a_row = 0
         self._waiters: dict[str, _Waiter] = {}
         self._session_pending: dict[str | int, None] = {}
@@ -289,8 +290,9 @@ class StdioPipe:
         self._junk_in_a_row = 0
         message = item.message
         reply = isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError)
-        if reply and self._session_pending.pop(message.id, self) is not self:  # type: ignore[union-attr,arg-type]
-            self.messages_in += 1  # a reply to a request still waiting: the server is alive
+        if reply:
+            self._session_pending.pop(message.id, None)  # type: ignore[union-attr,arg-type]
+            self.messages_in += 1  # a reply, even a late one: the server is alive
         with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             await self._to_session.send(item)
 
@@ -360,6 +362,11 @@ class StdioPipe:
                     await self._process.stdin.send(data)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             self._close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the connection is gone (the process's stdout ended, a write failed, or the pipe was closed)."""
+        return self._closed
 
     def _close(self) -> None:
         """The connection is gone: every waiter wakes now, the session sees the end, the owner is told."""

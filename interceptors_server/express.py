@@ -51,7 +51,7 @@ from interceptors.codec import dumps_exact
 from interceptors_chain import tracing as _tracing
 
 from .host import InterceptorHost
-from .install import host_of
+from .install import LegacyExtensions, host_of
 
 logger = logging.getLogger("interceptors.host")
 
@@ -93,10 +93,13 @@ def express_enabled() -> bool:
 
 
 def idle_middleware(middleware: object) -> bool:
-    """Middleware a lane may skip because it would do nothing: the SDK's tracing, with no tracer configured.
+    """Middleware a lane may skip because it would do nothing: the SDK's tracing, with no tracer configured, and
+    our own `initialize` capability mirror (the lane hands every `initialize` to the SDK).
 
     Checked when the lane is built: a tracer provider installed later is not seen by the lanes.
     """
+    if isinstance(middleware, LegacyExtensions):
+        return True
     try:  # the SDK's private module: if it moves, no middleware counts as idle and the lanes stay off
         from mcp.server._otel import OpenTelemetryMiddleware
         from opentelemetry import trace

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from mcp import types
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
@@ -123,6 +123,31 @@ def _advertise(low: Server[Any], host: InterceptorHost) -> None:
         return original(notification_options, experimental, merged_extensions, protocol_version=protocol_version)
 
     low.get_capabilities = get_capabilities  # type: ignore[method-assign]
+    low.middleware.append(LegacyExtensions(host))
+
+
+class LegacyExtensions:
+    """Also advertise the capability under `capabilities.extensions` in a 2025-era `initialize` result.
+
+    SEP-2624 names `extensions`, and the working group's SDK reads only there in both eras; the SDK drops
+    `extensions` from 2025-era results (its schema has none), so it is added back after the SDK shaped the
+    result. Readers that look under `experimental` find it there too."""
+
+    def __init__(self, host: InterceptorHost) -> None:
+        self.host = host
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method != "initialize" or not isinstance(result, dict):
+            return result
+        capabilities = result.get("capabilities")
+        if isinstance(capabilities, dict):
+            extensions = capabilities.get("extensions")
+            if not isinstance(extensions, dict) or CAPABILITY not in extensions:
+                extensions = dict(extensions) if isinstance(extensions, dict) else {}
+                extensions[CAPABILITY] = self.host.capability()
+                result = {**result, "capabilities": {**capabilities, "extensions": extensions}}
+        return result
 
 
 def host_of(server: Server[Any] | MCPServer) -> InterceptorHost | None:
