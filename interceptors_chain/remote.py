@@ -72,8 +72,10 @@ class RemoteServer:
     """A supervised connection to one interceptor server. Use as an async context manager.
 
     Exactly one of `command` (spawned, spoken to over stdio) or `url` (Streamable HTTP) is given.
-    A server whose requests time out `restart_after_timeouts` times in a row is hung: it is restarted like
-    a crashed one. `junk_line_limit`: more lines in a row that are not JSON-RPC mean it is broken (stdio).
+    A server whose requests time out `restart_after_timeouts` times in a row, sending nothing meanwhile, and
+    that then does not answer a `ping` either is hung: it is restarted like a crashed one (a server that
+    answers late, or never answers what we cancelled, is slow, not hung). `junk_line_limit`: more lines in a
+    row that are not JSON-RPC mean it is broken (stdio).
     """
 
     def __init__(
@@ -116,6 +118,7 @@ class RemoteServer:
         self.max_line_bytes = max_line_bytes
         self.restarts = 0
         self._timeouts_in_a_row = 0
+        self._probing = False
         self._pipe: StdioPipe | None = None
         self._junk_before = 0
         self._lost_why: str | None = None
@@ -196,9 +199,29 @@ class RemoteServer:
             return
         self._timeouts_in_a_row += 1
         limit = self.restart_after_timeouts
-        if limit is not None and self._timeouts_in_a_row >= limit:
-            self._lost_why = f"timed out {self._timeouts_in_a_row} times in a row"
+        if limit is not None and self._timeouts_in_a_row >= limit and not self._probing and self._group is not None:
+            self._probing = True
+            self._group.start_soon(self._probe, connection, self._timeouts_in_a_row)
+
+    async def _probe(self, connection: SessionConnection, timeouts: int) -> None:
+        """Timeouts alone do not prove a server hung: a peer may answer a cancelled request never, or after our
+        deadline. A `ping` it answers keeps it; one it does not answer (or a closed connection) restarts it."""
+        try:
+            with anyio.fail_after(self.unavailable_wait_s):
+                await connection.request("ping", {}, self.unavailable_wait_s)
+            alive = True
+        except MCPError as exc:  # an error answer is an answer; our own failures and deadlines are not
+            alive = not isinstance(exc, InvokerFailure) and exc.error.code != REQUEST_TIMEOUT
+        except Exception:
+            alive = False
+        finally:
+            self._probing = False
+        if connection is not self._connection:
+            return
+        if alive:
             self._timeouts_in_a_row = 0
+        else:
+            self._lost_why = f"timed out {timeouts} times in a row and did not answer a ping"
             self._lost.set()
 
     # Lifecycle ------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 python -m tests.servers.faulty_host ok | crash-after N | hang | garbage | exit-at-start | slow-start SECONDS
     | hang-once FILE
 
-hang-once: the first process (FILE does not exist yet: it creates it) hangs every invoke and ignores
-SIGTERM and stdin closing; a restarted one (FILE exists) answers normally.
+hang-once: the first process (FILE does not exist yet: it creates it) blocks its event loop in the first
+invoke (it answers nothing any more, pings included) and ignores SIGTERM and stdin closing; a restarted one
+(FILE exists) answers normally.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ async def check(invocation: Invocation) -> Verdict:
     CALLS["count"] += 1
     if FAULT == "crash-after" and CALLS["count"] > ARGUMENT:
         os._exit(7)
-    if FAULT == "hang" or HUNG["now"]:
+    if HUNG["now"]:  # hung for good: the whole process stops answering (no timeout answer, no ping)
+        time.sleep(3600)
+    if FAULT == "hang":
         await anyio.sleep(3600)
     if FAULT == "garbage":
         os.write(1, b'this is not json\n{"jsonrpc": 2}\n\x00\xff\n')

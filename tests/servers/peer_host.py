@@ -7,8 +7,9 @@ python -m tests.servers.peer_host
 - `interceptors/list`: one validator, `peer/check`, on tools/call requests;
 - `interceptor/invoke`: `timeoutMs` may be a float (200.0); a payload `{"sleep": s}` answers after s seconds,
   or, when `timeoutMs` expires first, with the peer's timeout answer: -32000 "Interceptor execution timeout"
-  and data `{interceptor, event, phase}`; otherwise a validation result whose `info` carries this process's
-  pid. Requests are served concurrently (a thread each), as the reference host does with a task group.
+  and data `{interceptor, timeoutMs (a float), phase}`; otherwise a validation result whose `info` carries
+  this process's pid. Requests are served concurrently (a thread each), as the reference host does with a
+  task group, and a request the client cancelled is never answered at all.
 """
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ from typing import Any
 
 CAPABILITY = "io.modelcontextprotocol/interceptors"
 _write_lock = threading.Lock()
+_cancelled: set[Any] = set()
 
 
 def send(message: dict[str, Any]) -> None:
     with _write_lock:
+        if message.get("id") in _cancelled:
+            return
         sys.stdout.write(json.dumps(message) + "\n")
         sys.stdout.flush()
 
@@ -36,7 +40,7 @@ def invoke(request_id: Any, params: dict[str, Any]) -> None:
     sleep = payload.get("sleep", 0) if isinstance(payload, dict) else 0
     if timeout_ms is not None and sleep * 1000 > timeout_ms:
         time.sleep(timeout_ms / 1000)
-        data = {"interceptor": params.get("name"), "event": params.get("event"), "phase": params.get("phase")}
+        data = {"interceptor": params.get("name"), "timeoutMs": float(timeout_ms), "phase": params.get("phase")}
         error = {"code": -32000, "message": "Interceptor execution timeout", "data": data}
         send({"jsonrpc": "2.0", "id": request_id, "error": error})
         return
@@ -54,7 +58,10 @@ def invoke(request_id: Any, params: dict[str, Any]) -> None:
 def answer(message: dict[str, Any]) -> None:
     method, request_id = message.get("method"), message.get("id")
     if request_id is None:
-        return  # notifications (initialized, cancelled): nothing to say
+        if method == "notifications/cancelled":
+            with _write_lock:
+                _cancelled.add((message.get("params") or {}).get("requestId"))
+        return  # notifications: nothing to say
     if method == "initialize":
         result: dict[str, Any] = {
             "protocolVersion": "2025-11-25",
