@@ -283,9 +283,12 @@ class Runner:
     async def _pump_upstream(self) -> None:
         router = self.router
         async for item in self.upstream.lines():
+            # Reading the upstream never waits on writing to it: a synchronous upstream blocked on its own
+            # full stdout would never read what we wait to write (both pipes full, neither side moves). What
+            # this pump queues for the upstream leaves as the upstream reads it; the clients' pumps and the
+            # chain tasks wait for that drain, so a full upstream pushes back on them, never on its replies.
             if isinstance(item, Renewed | UpstreamDown | UpstreamRestarted):
                 self._recover(item)
-                await self.upstream.drain()
                 continue
             if isinstance(item, Oversized):
                 reply = _oversized_reply(item, router, getattr(self.upstream, "max_line", MAX_LINE_BYTES))
@@ -306,7 +309,6 @@ class Runner:
             if self._restarting and router.upstream.phase is UpstreamPhase.READY:
                 self._restarted()
             await self.downstream.drain()
-            await self.upstream.drain()
         self._restarting = False  # no replacement any more (the restart bound, or never restartable)
         if router.upstream.phase is not UpstreamPhase.CLOSED:
             self.perform(router.upstream_closed())
