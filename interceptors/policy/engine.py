@@ -19,6 +19,7 @@ from .._fastinit import fast_init
 from ..outcomes import REQUESTER_ERROR_KEY, SUBSTITUTE_RESULT_KEY
 from ..wire import Principal
 from .access import CompiledRule, decide
+from .arguments import Refusal
 from .audit import AuditSink, AuditTrail, JsonlAuditFile
 from .document import DocumentSource
 from .errors import ACCESS_DENIED, NOT_FOUND, RATE_LIMITED, PolicyRefusal
@@ -365,6 +366,10 @@ class PolicyEngine:
                 {"reason": entry.reason, "policy": self.policy.name},
                 entry.reason,
             )
+        if target.call_kind == "tool" and self.policy.arguments:
+            refused = self.policy.arguments.check(target.name, target.arguments)
+            if refused is not None:
+                return self._refused_argument(target, label, roles, pid, refused)
         if entry.limits:
             refusal = self.limiter.acquire(entry.limits, pid, resolved.idents[0])
             if refusal is not None:
@@ -390,6 +395,28 @@ class PolicyEngine:
             reason = "reveal" if reveal else ""
             self.audit.record("allowed", target.call_kind, label, pid, roles, target.arguments, reason)
         return entry.decision
+
+    def _refused_argument(
+        self, target: _Target, label: str, roles: frozenset[str], pid: str, refused: Refusal
+    ) -> Decision:
+        """An argument (a path outside the roots, a denied file) refused by an argument rule: -31001 with the
+        argument's pointer and the rule, never the value; audited as `denied` with the same reason. Checked after
+        access and before rate limits, so a refused call spends no token."""
+        reason = refused.text()
+        self.audit.count("denied")
+        self.audit.record("denied", target.call_kind, label, pid, roles, target.arguments, reason)
+        data: dict[str, Any] = {"reason": reason, "policy": self.policy.name}
+        if refused.pointer:
+            data["argument"] = refused.pointer
+        return Decision(
+            "denied", target.call_kind, target.name, ACCESS_DENIED, f"Access denied: {reason}", data, reason
+        )
+
+    def record_withheld(self, principal: Principal | None, name: str, arguments: Any, withheld: int) -> None:
+        """A result from which refused paths were removed (`results: filter`): one `denied` entry saying how many."""
+        reason = f"result filtered: {withheld} protected path{'s' if withheld != 1 else ''} withheld"
+        self.audit.count("denied")
+        self.audit.record("denied", "tool", name, principal_id(principal), roles_of(principal), arguments, reason)
 
     def _refused_uri(self, target: _Target, roles: frozenset[str], pid: str) -> Decision:
         """A URI that a server could read in more than one way is denied, whatever the policy says: no glob

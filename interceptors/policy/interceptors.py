@@ -9,8 +9,12 @@ filtered (a dry run of a new policy).
 
 from __future__ import annotations
 
+import asyncio
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
+from typing import Any
 
 from ..enums import Mode
 from ..outcomes import Mutation, Verdict
@@ -55,6 +59,9 @@ def policy_registry(
     if engine.permits_everything:
         return registry  # `open`: no decision can refuse anything, so no interceptor costs anything
 
+    rules = engine.policy.arguments
+    calls = _Calls()
+
     def check(invocation: Invocation) -> Verdict:
         """Request phase of calls: the full decision, with the exact error in `info`."""
         payload = invocation.payload
@@ -62,8 +69,45 @@ def policy_registry(
         context = invocation.context
         decision = engine.check_call(None if context is None else context.principal, invocation.event, params)
         if decision.allowed:
+            if rules and invocation.event == "tools/call" and isinstance(params, Mapping):
+                name = params.get("name")
+                if isinstance(name, str) and rules.filters_results(name):
+                    key = _call_key(invocation)
+                    if key is not None:
+                        calls.put(key, (name, rules.bases(name, params.get("arguments")), params.get("arguments")))
             return _ALLOW
         return Verdict.deny(decision.message, info=decision.info())
+
+    async def check_off_loop(invocation: Invocation) -> Verdict:
+        """With path rules that resolve symlinks, a call they judge is decided in a worker thread (file system
+        reads never block the event loop); every other call is decided here, as inline."""
+        payload = invocation.payload
+        params = payload.get("params") if isinstance(payload, Mapping) else None
+        name = params.get("name") if isinstance(params, Mapping) else None
+        if invocation.event == "tools/call" and isinstance(name, str) and rules.touches_filesystem(name):
+            return await _off_loop(check, invocation)
+        return check(invocation)
+
+    def filter_results_sync(invocation: Invocation) -> Mutation:
+        key = _call_key(invocation)
+        remembered = calls.pop(key) if key is not None else None
+        if remembered is None:
+            return _UNCHANGED  # not a call an argument rule lists results for (or refused before it ran)
+        name, bases, arguments = remembered
+        result, withheld, how = rules.filter_result(name, bases, invocation.payload)
+        if not withheld:
+            return _UNCHANGED
+        context = invocation.context
+        principal = None if context is None else context.principal
+        engine.record_withheld(principal, name, arguments, withheld)
+        if how == "refuse":
+            text = "Access denied: the result lists protected paths"
+            return Mutation({"content": [{"type": "text", "text": text}], "isError": True}, True)
+        return Mutation(result, True)
+
+    async def filter_results(invocation: Invocation) -> Mutation:
+        """Response phase of calls whose rule says `results: filter|refuse`: listed paths judged like arguments."""
+        return await _off_loop(filter_results_sync, invocation)
 
     def filter_lists(invocation: Invocation) -> Mutation:
         """Response phase of lists: drop hidden primitives, withhold output schemas that transforms would break."""
@@ -73,7 +117,7 @@ def policy_registry(
         return Mutation(result, True) if changed else _UNCHANGED
 
     registry.register(
-        check,
+        check_off_loop if rules and rules.resolve and any(r.kind == "path" for r in rules.rules) else check,
         name=name,
         type="validation",
         events=CALL_METHODS,
@@ -92,4 +136,57 @@ def policy_registry(
         description=f"policy '{engine.policy.name}': hide denied primitives from list results",
         inline=True,
     )
+    if rules and any(rule.results != "none" for rule in rules.rules):
+        registry.register(
+            filter_results,
+            name=f"{name}-results",
+            type="mutation",
+            events=("tools/call",),
+            phase="response",
+            mode=mode,
+            description=f"policy '{engine.policy.name}': withhold protected paths that listings and searches return",
+        )
     return registry
+
+
+_CallKey = tuple[str, str, str]
+
+
+async def _off_loop(function: Any, invocation: Invocation) -> Any:
+    """Run a blocking step in the default executor of a running asyncio loop (the core has no anyio); under
+    another event loop it runs in place."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # pragma: no cover - not asyncio (trio): no executor of ours to use
+        return function(invocation)
+    return await loop.run_in_executor(None, function, invocation)
+
+
+def _call_key(invocation: Invocation) -> _CallKey | None:
+    """One call's key across its request and response passes: principal, session, trace (and span)."""
+    context = invocation.context
+    if context is None or context.trace_id is None:
+        return None
+    trace = context.trace_id if context.span_id is None else f"{context.trace_id}/{context.span_id}"
+    principal = (context.principal.id or "") if context.principal is not None else ""
+    return (principal, context.session_id or "", trace)
+
+
+class _Calls:
+    """Calls waiting for their response pass, bounded: a call that never answers ages out."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self.items: OrderedDict[_CallKey, tuple[str, tuple[str, ...], Any]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def put(self, key: _CallKey, value: tuple[str, tuple[str, ...], Any]) -> None:
+        with self.lock:
+            self.items[key] = value
+            self.items.move_to_end(key)
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+
+    def pop(self, key: _CallKey) -> tuple[str, tuple[str, ...], Any] | None:
+        with self.lock:
+            return self.items.pop(key, None)

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..codec import canonical
 from .access import AccessLists, CompiledRule, compile_rules
+from .arguments import ArgumentRules
 from .document import DocumentSource, LoadedDocument, load_document
 from .errors import PolicyError
 from .merge import merge_documents
@@ -46,6 +47,8 @@ class Policy:
         self.transforms: tuple[Any, ...] = tuple(doc.get("transforms") or ())
         self.input_transforms: tuple[Any, ...] = tuple(doc.get("input_transforms") or ())
         self.vault: Mapping[str, Any] = doc.get("vault") or {}
+        self.arguments = ArgumentRules(doc, self.source)
+        """Argument rules (`arguments`, `paths`): `${VAR}` expanded now, so an unset variable fails the load."""
 
     @property
     def fingerprint(self) -> str:
