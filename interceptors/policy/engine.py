@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._fastinit import fast_init
+from ..errors import INVALID_PARAMS
 from ..outcomes import REQUESTER_ERROR_KEY, SUBSTITUTE_RESULT_KEY
 from ..wire import Principal
 from .access import CompiledRule, decide
@@ -34,6 +35,7 @@ LIST_METHODS = tuple(LIST_KEYS)
 EMPTY_COMPLETION: Mapping[str, Any] = {"completion": {"values": [], "total": 0, "hasMore": False}}
 DECISION_CACHE_SIZE = 8192
 AUDIT_REDACT_MEMO = 4096
+REFUSAL_REASON_LIMIT = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -465,6 +467,40 @@ class PolicyEngine:
         self.audit.record_rejection(
             target.call_kind, label, principal_id(principal), roles_of(principal), target.arguments, reason
         )
+
+    def record_refusal(
+        self,
+        principal: Principal | None,
+        method: str,
+        params: Mapping[str, Any] | None,
+        interceptor: str,
+        reason: str,
+        chosen: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Another interceptor (a built-in stage or one loaded with `--registry`) refused a request: audit it as
+        `denied` with that interceptor and its reason (amending the policy's own `allowed` entry of the call), and
+        return the JSON-RPC error for the client. An error the interceptor chose (`Verdict.refuse`) is kept;
+        otherwise -32602 `blocked by interceptor 'X': <reason>` with data `{interceptor, reason}`. The reason is
+        redacted (secrets and credentials masked) and escaped before it is written or sent."""
+        target = self._target(method, params if isinstance(params, Mapping) else {})
+        safe = self.audit.clean(reason or "refused", REFUSAL_REASON_LIMIT)
+        roles, pid = roles_of(principal), principal_id(principal)
+        if target is None:
+            self.audit.record_refusal(method, method, pid, roles, None, safe, interceptor)
+        else:
+            if target.resolved is not None:
+                label = target.resolved.spec.name
+            else:
+                label = self.audit.hide_uri(target.name) if target.uri is not None else target.name
+            self.audit.record_refusal(target.call_kind, label, pid, roles, target.arguments, safe, interceptor)
+        if chosen is not None and isinstance(chosen.get("code"), int) and isinstance(chosen.get("message"), str):
+            return dict(chosen)
+        who = self.audit.clean(interceptor, 200)
+        return {
+            "code": INVALID_PARAMS,
+            "message": f"blocked by interceptor '{who}': {safe}",
+            "data": {"interceptor": who, "reason": safe},
+        }
 
     # Lists -------------------------------------------------------------------------------------
 
