@@ -267,7 +267,7 @@ def path_views(raw: str, context: PathContext) -> tuple[str, ...]:
     if context.resolve:
         if not isinstance(raw, str):  # pragma: no cover - lexical_views refused it
             raise PathRefused("a path that is not a string")
-        raw_absolute = _absolute(raw, context)  # symlinks first, then `..`: as the kernel resolves
+        raw_absolute = _proc(_absolute(raw, context))  # symlinks first, then `..`: as the kernel resolves
         for candidate in (raw_absolute, *views):
             try:
                 real = os.path.realpath(candidate)
