@@ -39,6 +39,7 @@ FOLDING_PLATFORMS = ("darwin", "win32", "cygwin")
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _DRIVE = re.compile(r"[A-Za-z]:")
 _PROC_ROOT = re.compile(r"^/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/root(?=/|$)")
+_PROC_ANY = re.compile(r"/proc/+(?:self|thread-self|\d+)/+(?:task/+\d+/+)?(?:cwd|fd|map_files|exe|root)(?:/|$)")
 _PROC_LINK = re.compile(r"^/(?:proc/(?:self|thread-self|\d+)(?:/task/\d+)?/(?:cwd|fd|map_files|exe)|dev/fd)(?:/|$)")
 
 
@@ -190,6 +191,13 @@ def _fold_segments(path: str) -> str:
     return "/".join(out)
 
 
+def proc_detour(path: str) -> bool:
+    """A `..` after a `/proc/<pid>/root` (or `cwd`, `fd`) link: the kernel goes up from the link's target, a
+    lexical reading from the link; the two disagree, so such a path is refused."""
+    match = _PROC_ANY.search(path)
+    return match is not None and "/.." in path[match.start() :]
+
+
 def _proc(path: str) -> str:
     """`/proc/self/root/x` is `/x` on Linux; a link through a process's cwd or file descriptors cannot be judged."""
     if _PROC_LINK.match(path):
@@ -247,6 +255,8 @@ def lexical_views(raw: str, context: PathContext) -> tuple[str, ...]:
     if not isinstance(raw, str):
         raise PathRefused("a path that is not a string")
     _check(raw)
+    if proc_detour(raw) or proc_detour(_decode(raw)):
+        raise PathRefused("a path through /proc or /dev/fd links")
     literal = _proc(_lexical(_absolute(raw, context)))
     folded_raw = _unquote(_fold_text(_decode(raw)))
     if any(c in INVISIBLE for c in folded_raw):  # pragma: no cover - NFKC leaves none

@@ -22,7 +22,7 @@ import re
 import unicodedata
 from urllib.parse import unquote_to_bytes
 
-from .paths import _DRIVE, _PROC_LINK, _PROC_ROOT, INVISIBLE
+from .paths import _DRIVE, _PROC_LINK, _PROC_ROOT, INVISIBLE, proc_detour
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
@@ -142,6 +142,8 @@ def normalize_uri(uri: str) -> str:
     query, fragment = _check_unicode(query), _check_unicode(fragment)
     if authority:
         authority = _check_unicode(authority)
+    if scheme == "file" and proc_detour(path):
+        raise UriRefused("a path through /proc or /dev/fd links")
     path = _segments(path, scheme == "file")
     if scheme == "file":
         path = _proc(path if path.startswith("/") else "/" + path)
