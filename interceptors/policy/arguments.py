@@ -310,11 +310,12 @@ class ArgumentRules:
                 else:
                     blocks.append(block)
             out["content"] = blocks
+        in_content = judge.withheld
         if "structuredContent" in result:
             out["structuredContent"] = judge.structured(result["structuredContent"])
         if judge.withheld == 0:
             return result, 0, mode
-        return out, judge.withheld, mode
+        return out, max(in_content, judge.withheld - in_content), mode  # the same entries, in both forms
 
 
 class _ResultJudge:
