@@ -173,7 +173,7 @@ def test_listings_of_the_project_withhold_every_protected_entry(tree: Path, inde
 
 def test_the_project_still_reads_and_writes_stay_hidden(tree: Path) -> None:
     engine = filesystem_engine()
-    for tool, arguments in [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("read_text_file", {"path": str(tree / "README.md")}),
         ("read_text_file", {"path": "src/app.py", "head": 1}),
         ("read_multiple_files", {"paths": [str(tree / "README.md"), str(tree / "src" / "app.py")]}),
@@ -181,7 +181,8 @@ def test_the_project_still_reads_and_writes_stay_hidden(tree: Path) -> None:
         ("get_file_info", {"path": str(tree)}),
         ("list_allowed_directories", {}),
         ("read_text_file", {"path": str(tree / "src" / ".environment.md")}),  # not `.env` nor `.env.*`
-    ]:
+    ]
+    for tool, arguments in calls:
         assert call(engine, tool, arguments).allowed, (tool, arguments)
     for tool in WRITE_TOOLS:
         assert call(engine, tool, {"path": str(tree / "new.txt")}).outcome == "not_found"
@@ -208,7 +209,7 @@ def test_an_unset_project_dir_fails_the_load(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_arguments_that_cannot_be_judged_are_refused(tree: Path) -> None:
     engine = filesystem_engine()
-    for arguments, why in [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"path": 7}, "a path that is not a string"),
         ({"path": f"{tree}/README.md\x00.png"}, "control character"),
         ({"path": "~root/.ssh/id_rsa"}, "~user"),
@@ -217,7 +218,8 @@ def test_arguments_that_cannot_be_judged_are_refused(tree: Path) -> None:
         ({"path": "/proc/self/cwd/.env"}, "/proc"),
         ({"path": f"{tree}\\.env"}, "backslash"),
         ({"path": ""}, "empty"),
-    ]:
+    ]
+    for arguments, why in cases:
         decision = call(engine, "read_text_file", arguments)
         assert decision.outcome == "denied" and why in decision.message, (arguments, decision.message)
 

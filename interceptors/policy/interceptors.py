@@ -85,7 +85,8 @@ def policy_registry(
         params = payload.get("params") if isinstance(payload, Mapping) else None
         name = params.get("name") if isinstance(params, Mapping) else None
         if invocation.event == "tools/call" and isinstance(name, str) and rules.touches_filesystem(name):
-            return await _off_loop(check, invocation)
+            verdict: Verdict = await _off_loop(check, invocation)
+            return verdict
         return check(invocation)
 
     def filter_results_sync(invocation: Invocation) -> Mutation:
@@ -107,7 +108,8 @@ def policy_registry(
 
     async def filter_results(invocation: Invocation) -> Mutation:
         """Response phase of calls whose rule says `results: filter|refuse`: listed paths judged like arguments."""
-        return await _off_loop(filter_results_sync, invocation)
+        mutation: Mutation = await _off_loop(filter_results_sync, invocation)
+        return mutation
 
     def filter_lists(invocation: Invocation) -> Mutation:
         """Response phase of lists: drop hidden primitives, withhold output schemas that transforms would break."""
