@@ -7,8 +7,10 @@ The tree: `home/.ssh/id_rsa` (the user's key), `proj/` (PROJECT_DIR) with `READM
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -265,6 +267,7 @@ def test_path_globs() -> None:
 # --- the property: any mangled spelling of a denied path is denied --------------------------------------------
 
 _BASE = Path(tempfile.mkdtemp(prefix="policy-paths-"))
+atexit.register(shutil.rmtree, _BASE, True)
 _PROJ = make_tree(_BASE)
 _CONTEXT = PathContext(str(_BASE / "home"), str(_PROJ), True, False)
 DENIED_TARGETS = [".env", ".env.local", ".ssh/id_ed25519", ".ssh"]

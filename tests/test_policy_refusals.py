@@ -137,3 +137,33 @@ async def test_path_rules_through_the_chain_refuse_off_the_event_loop_and_filter
     reasons = [(entry["decision"], entry.get("reason", "")) for entry in engine.audit.entries()]
     assert ("denied", "result filtered: 7 protected paths withheld") in reasons
     assert any(decision == "denied" and "'**/.ssh/**'" in reason for decision, reason in reasons)
+
+
+async def test_a_listing_whose_result_cannot_be_filtered_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fail closed: with no trace context the response pass could not find the call, so the call is refused."""
+    proj = make_tree(tmp_path)
+    monkeypatch.setenv("PROJECT_DIR", str(proj))
+    engine = PolicyEngine(str(POLICY))
+    engine.learn("tools/list", {"tools": [{"name": "list_directory", "annotations": READ_ONLY}]})
+    request = {"method": "tools/call", "params": {"name": "list_directory", "arguments": {"path": str(proj)}}}
+    with anyio.fail_after(30):
+        async with LocalChain(policy_registry(engine)) as chain:
+            blocked = await chain.execute("tools/call", "request", request, direction="receiving", context=None)
+    assert blocked.blocked
+    entry = engine.audit.entries()[-1]
+    assert (entry["decision"], entry["reason"]) == ("denied", "its result cannot be filtered here")
+    assert [e["decision"] for e in engine.audit.entries()] == ["denied"]  # the `allowed` entry was amended
+
+
+def test_a_full_memo_forgets_only_stale_calls_and_otherwise_refuses() -> None:
+    from interceptors.policy.interceptors import _Calls
+
+    now = [0.0]
+    calls = _Calls(size=2, max_age=10.0, clock=lambda: now[0])
+    assert calls.put(("a", "", "1"), ("t", (), None)) and calls.put(("a", "", "2"), ("t", (), None))
+    assert not calls.put(("a", "", "3"), ("t", (), None))  # full, nothing stale: refused
+    now[0] = 11.0
+    assert calls.put(("a", "", "3"), ("t", (), None))  # the stale ones make room
+    assert calls.pop(("a", "", "1")) is None and calls.pop(("a", "", "3")) == ("t", (), None)

@@ -304,7 +304,8 @@ class AuditTrail:
                 if entry["name"] == safe_name and entry["principal"] == safe_principal and entry["arguments"] == hashed:
                     entry["decision"] = "denied"
                     entry["reason"] = self.clean(reason, REASON_LIMIT)
-                    entry["interceptor"] = self.clean(interceptor, NAME_LIMIT)
+                    if interceptor:
+                        entry["interceptor"] = self.clean(interceptor, NAME_LIMIT)
                     entry["policy"] = entry.pop("policy", self.policy)  # keep `policy` last, as in new entries
                     del allowed[index]
                     denied = self._by_decision["denied"]

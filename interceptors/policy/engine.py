@@ -414,6 +414,15 @@ class PolicyEngine:
             "denied", target.call_kind, target.name, ACCESS_DENIED, f"Access denied: {reason}", data, reason
         )
 
+    def refuse_call(self, context: Any, name: str, arguments: Any, reason: str) -> Decision:
+        """A tool call the stage cannot guard as its rules require (its result could not be filtered): refused
+        -31001 and audited as `denied`, after `check_call` allowed it (that entry is amended)."""
+        principal = None if context is None else context.principal
+        pid, roles = principal_id(principal), roles_of(principal)
+        self.audit.record_refusal("tool", name, pid, roles, arguments, reason, "")
+        data = {"reason": reason, "policy": self.policy.name}
+        return Decision("denied", "tool", name, ACCESS_DENIED, f"Access denied: {reason}", data, reason)
+
     def record_withheld(self, principal: Principal | None, name: str, arguments: Any, withheld: int) -> None:
         """A result from which refused paths were removed (`results: filter`): one `denied` entry saying how many."""
         reason = f"result filtered: {withheld} protected path{'s' if withheld != 1 else ''} withheld"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -72,10 +73,18 @@ def policy_registry(
             if rules and invocation.event == "tools/call" and isinstance(params, Mapping):
                 name = params.get("name")
                 if isinstance(name, str) and rules.filters_results(name):
+                    arguments = params.get("arguments")
                     key = _call_key(invocation)
-                    if key is not None:
-                        calls.put(key, (name, rules.bases(name, params.get("arguments")), params.get("arguments")))
-            return _ALLOW
+                    if key is None:  # its result could not be told from another's: fail closed
+                        decision = engine.refuse_call(context, name, arguments, "its result cannot be filtered here")
+                    elif not calls.put(key, (name, rules.bases(name, arguments), arguments)):
+                        decision = engine.refuse_call(context, name, arguments, "too many calls await their results")
+                    else:
+                        return _ALLOW
+                else:
+                    return _ALLOW
+            else:
+                return _ALLOW
         return Verdict.deny(decision.message, info=decision.info())
 
     async def check_off_loop(invocation: Invocation) -> Verdict:
@@ -174,21 +183,34 @@ def _call_key(invocation: Invocation) -> _CallKey | None:
     return (principal, context.session_id or "", trace)
 
 
-class _Calls:
-    """Calls waiting for their response pass, bounded: a call that never answers ages out."""
+_Remembered = tuple[str, tuple[str, ...], Any]
 
-    def __init__(self, size: int = 4096) -> None:
+
+class _Calls:
+    """Calls waiting for their response pass, bounded. A full memo drops only calls older than `max_age` (a call
+    refused after the policy allowed it never answers); if none is, the new call is refused rather than an older
+    one forgotten, since a forgotten call's listing would pass unfiltered."""
+
+    def __init__(self, size: int = 4096, max_age: float = 900.0, clock: Any = time.monotonic) -> None:
         self.size = size
-        self.items: OrderedDict[_CallKey, tuple[str, tuple[str, ...], Any]] = OrderedDict()
+        self.max_age = max_age
+        self.clock = clock
+        self.items: OrderedDict[_CallKey, tuple[float, _Remembered]] = OrderedDict()
         self.lock = threading.Lock()
 
-    def put(self, key: _CallKey, value: tuple[str, tuple[str, ...], Any]) -> None:
+    def put(self, key: _CallKey, value: _Remembered) -> bool:
+        now = self.clock()
         with self.lock:
-            self.items[key] = value
+            if key not in self.items and len(self.items) >= self.size:
+                while self.items and next(iter(self.items.values()))[0] < now - self.max_age:
+                    self.items.popitem(last=False)
+                if len(self.items) >= self.size:
+                    return False
+            self.items[key] = (now, value)
             self.items.move_to_end(key)
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
+            return True
 
-    def pop(self, key: _CallKey) -> tuple[str, tuple[str, ...], Any] | None:
+    def pop(self, key: _CallKey) -> _Remembered | None:
         with self.lock:
-            return self.items.pop(key, None)
+            found = self.items.pop(key, None)
+            return None if found is None else found[1]
