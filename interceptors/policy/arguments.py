@@ -192,7 +192,7 @@ class ArgumentRules:
             pointers=tuple(pointers),
             kind=kind,
             allow_text=Globs(allow) if has_allow and kind != "path" else None,
-            deny_text=Globs(deny) if kind != "path" else Globs(()),
+            deny_text=Globs([p.casefold() for p in deny]) if kind != "path" else Globs(()),
             allow_paths=PathGlobs(allow) if has_allow and kind == "path" else None,
             deny_paths=PathGlobs(deny) if kind == "path" else PathGlobs(()),
             roots=roots,
@@ -249,7 +249,7 @@ class ArgumentRules:
             value = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode() if value is not None else ""
         views = tuple(dict.fromkeys((value, _fold_text(value))))
         for view in views:
-            if rule.deny_text.match(view) or rule.deny_text.match(view.casefold()):
+            if rule.deny_text.match(view.casefold()):  # patterns are casefolded too
                 return "matches a denied pattern"
             if rule.allow_text is not None and not rule.allow_text.match(view):
                 return "not in the allowed patterns"

@@ -37,6 +37,7 @@ INVISIBLE = frozenset(
 """Characters a file name can hold but a reader cannot see: soft hyphen, zero-width and bidi controls."""
 FOLDING_PLATFORMS = ("darwin", "win32", "cygwin")
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _DRIVE = re.compile(r"[A-Za-z]:")
 _PROC_ROOT = re.compile(r"^/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/root(?=/|$)")
 _PROC_ANY = re.compile(r"/proc/+(?:self|thread-self|\d+)/+(?:task/+\d+/+)?(?:cwd|fd|map_files|exe|root)(?:/|$)")
@@ -136,10 +137,10 @@ def _check(raw: str) -> None:
         raise PathRefused("an empty path")
     if len(raw) > MAX_PATH:
         raise PathRefused(f"a path longer than {MAX_PATH} characters")
-    if any(ord(c) < 0x20 or ord(c) == 0x7F or 0x80 <= ord(c) < 0xA0 for c in raw):
-        raise PathRefused("a control character in the path")
-    if any(0xD800 <= ord(c) < 0xE000 for c in raw):
-        raise PathRefused("a lone surrogate in the path")
+    bad = _UNSAFE.search(raw)
+    if bad is not None:
+        surrogate = 0xD800 <= ord(bad.group()) < 0xE000
+        raise PathRefused("a lone surrogate in the path" if surrogate else "a control character in the path")
 
 
 def _decode(text: str) -> str:
@@ -278,7 +279,7 @@ def path_views(raw: str, context: PathContext) -> tuple[str, ...]:
         if not isinstance(raw, str):  # pragma: no cover - lexical_views refused it
             raise PathRefused("a path that is not a string")
         raw_absolute = _proc(_absolute(raw, context))  # symlinks first, then `..`: as the kernel resolves
-        for candidate in (raw_absolute, *views):
+        for candidate in dict.fromkeys((raw_absolute, *views)):
             try:
                 real = os.path.realpath(candidate)
             except (OSError, ValueError):
