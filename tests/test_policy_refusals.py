@@ -102,6 +102,7 @@ async def test_a_refusal_with_a_chosen_error_keeps_it_and_is_audited() -> None:
     assert (entry["decision"], entry["interceptor"], entry["reason"]) == ("denied", "quota", "over quota")
     other = engine.record_refusal(None, "tools/list", None, "lister", "no\nlists")
     assert other["message"] == "blocked by interceptor 'lister': no\\x0alists"  # one line, escaped
+    assert engine.audit.entries()[-1]["reason"] == other["data"]["reason"]  # escaped once, the same text
 
 
 async def test_path_rules_through_the_chain_refuse_off_the_event_loop_and_filter_listings(

@@ -492,16 +492,17 @@ class PolicyEngine:
         otherwise -32602 `blocked by interceptor 'X': <reason>` with data `{interceptor, reason}`. The reason is
         redacted (secrets and credentials masked) and escaped before it is written or sent."""
         target = self._target(method, params if isinstance(params, Mapping) else {})
-        safe = self.audit.clean(reason or "refused", REFUSAL_REASON_LIMIT)
+        reason = reason or "refused"
+        safe = self.audit.clean(reason, REFUSAL_REASON_LIMIT)  # what the audit writes too (it cleans the same way)
         roles, pid = roles_of(principal), principal_id(principal)
         if target is None:
-            self.audit.record_refusal(method, method, pid, roles, None, safe, interceptor)
+            self.audit.record_refusal(method, method, pid, roles, None, reason, interceptor)
         else:
             if target.resolved is not None:
                 label = target.resolved.spec.name
             else:
                 label = self.audit.hide_uri(target.name) if target.uri is not None else target.name
-            self.audit.record_refusal(target.call_kind, label, pid, roles, target.arguments, safe, interceptor)
+            self.audit.record_refusal(target.call_kind, label, pid, roles, target.arguments, reason, interceptor)
         if chosen is not None and isinstance(chosen.get("code"), int) and isinstance(chosen.get("message"), str):
             return dict(chosen)
         who = self.audit.clean(interceptor, 200)

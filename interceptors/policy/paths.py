@@ -38,10 +38,10 @@ INVISIBLE = frozenset(
 FOLDING_PLATFORMS = ("darwin", "win32", "cygwin")
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-_DRIVE = re.compile(r"[A-Za-z]:")
-_PROC_ROOT = re.compile(r"^/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/root(?=/|$)")
-_PROC_ANY = re.compile(r"/proc/+(?:self|thread-self|\d+)/+(?:task/+\d+/+)?(?:cwd|fd|map_files|exe|root)(?:/|$)")
-_PROC_LINK = re.compile(r"^/(?:proc/(?:self|thread-self|\d+)(?:/task/\d+)?/(?:cwd|fd|map_files|exe)|dev/fd)(?:/|$)")
+DRIVE = re.compile(r"[A-Za-z]:")
+PROC_ROOT = re.compile(r"^/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/root(?=/|$)")
+PROC_ANY = re.compile(r"/proc/+(?:self|thread-self|\d+)/+(?:task/+\d+/+)?(?:cwd|fd|map_files|exe|root)(?:/|$)")
+PROC_LINK = re.compile(r"^/(?:proc/(?:self|thread-self|\d+)(?:/task/\d+)?/(?:cwd|fd|map_files|exe)|dev/fd)(?:/|$)")
 
 
 class PathRefused(ValueError):
@@ -183,7 +183,7 @@ def _fold_segments(path: str) -> str:
     for segment in path.split("/"):
         if ";" in segment:
             segment = segment.split(";", 1)[0]
-        if ":" in segment and not _DRIVE.fullmatch(segment):  # `name::$DATA`, `name:stream`: `name` on NTFS
+        if ":" in segment and not DRIVE.fullmatch(segment):  # `name::$DATA`, `name:stream`: `name` on NTFS
             segment = segment.split(":", 1)[0] or segment
         if segment not in (".", ".."):
             stripped = segment.rstrip(". ")
@@ -195,16 +195,16 @@ def _fold_segments(path: str) -> str:
 def proc_detour(path: str) -> bool:
     """A `..` after a `/proc/<pid>/root` (or `cwd`, `fd`) link: the kernel goes up from the link's target, a
     lexical reading from the link; the two disagree, so such a path is refused."""
-    match = _PROC_ANY.search(path)
+    match = PROC_ANY.search(path)
     return match is not None and "/.." in path[match.start() :]
 
 
 def _proc(path: str) -> str:
     """`/proc/self/root/x` is `/x` on Linux; a link through a process's cwd or file descriptors cannot be judged."""
-    if _PROC_LINK.match(path):
+    if PROC_LINK.match(path):
         raise PathRefused("a path through /proc or /dev/fd links")
     while True:
-        match = _PROC_ROOT.match(path)
+        match = PROC_ROOT.match(path)
         if match is None:
             return path
         path = path[match.end() :] or "/"

@@ -22,7 +22,7 @@ import re
 import unicodedata
 from urllib.parse import unquote_to_bytes
 
-from .paths import _DRIVE, _PROC_LINK, _PROC_ROOT, INVISIBLE, proc_detour
+from .paths import DRIVE, INVISIBLE, PROC_LINK, PROC_ROOT, proc_detour
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
@@ -78,7 +78,7 @@ def _segments(path: str, file: bool = False) -> str:
     for part in parts:
         if ";" in part:  # `..;/`, `name;jsessionid=x`: path parameters, which servers drop
             part = part.split(";", 1)[0]
-        if file and ":" in part and not _DRIVE.fullmatch(part):  # `name::$DATA`, `name:stream`: `name` on NTFS
+        if file and ":" in part and not DRIVE.fullmatch(part):  # `name::$DATA`, `name:stream`: `name` on NTFS
             part = part.split(":", 1)[0] or part
         if part in (".", ""):
             continue
@@ -97,10 +97,10 @@ def _segments(path: str, file: bool = False) -> str:
 def _proc(path: str) -> str:
     """`/proc/self/root/etc/shadow` is `/etc/shadow` on Linux (and `/proc/<pid>/root`); a path through a
     process's cwd or file descriptors names a file no URI rule can see, and is refused."""
-    if _PROC_LINK.match(path):
+    if PROC_LINK.match(path):
         raise UriRefused("a path through /proc or /dev/fd links")
     while True:
-        match = _PROC_ROOT.match(path)
+        match = PROC_ROOT.match(path)
         if match is None:
             return path
         path = path[match.end() :] or "/"
