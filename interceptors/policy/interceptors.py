@@ -155,6 +155,7 @@ def policy_registry(
             events=("tools/call",),
             phase="response",
             mode=mode,
+            priority=-2000,  # first: it reads the server's own listing formats, before any transform rewrites them
             description=f"policy '{engine.policy.name}': withhold protected paths that listings and searches return",
         )
     return registry
