@@ -364,3 +364,33 @@ def test_views_of_a_path() -> None:
     assert f"{proj}/.env" in path_views(f"/proc/1/root{proj}/.env", _CONTEXT)
     with pytest.raises(PathRefused, match="relative path with no base"):
         path_views("x", PathContext("/home/u", None))
+
+
+NAMES = [".env", ".env.local", ".ssh", "id_rsa.pub", "sshlink", "keylink", "envlink", "outlink", "README.md",
+         "src", "notes 2 KB.txt", "a  b", ".environment"]  # fmt: skip
+PROTECTED_NAMES = {".env", ".env.local", ".ssh", "id_rsa.pub", "sshlink", "keylink", "envlink", "outlink"}
+
+
+def _sized(name: str, size: int, is_dir: bool) -> str:
+    """A `list_directory_with_sizes` line, padded as the filesystem server pads it."""
+    return f"{'[DIR]' if is_dir else '[FILE]'} {name.ljust(30)} {'' if is_dir else f'{size} B'.rjust(10)}"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(NAMES), st.integers(0, 10**6), st.booleans()), min_size=1, max_size=12))
+@example([(".env", 10, False), ("README.md", 5, False)])
+def test_every_listing_format_loses_exactly_its_protected_entries(entries: list[tuple[str, int, bool]]) -> None:
+    """`[FILE] name`, padded sizes and absolute paths: protected entries withheld, every other entry kept as is."""
+    rules = _PROPERTY_ENGINE.policy.arguments
+    proj = str(_PROJ)
+    formats = {
+        "list_directory": [f"{'[DIR]' if d else '[FILE]'} {n}" for n, _, d in entries],
+        "list_directory_with_sizes": [_sized(n, s, d) for n, s, d in entries],
+        "search_files": [f"{proj}/{n}" for n, _, _ in entries],
+    }
+    for tool, lines in formats.items():
+        result = {"content": [{"type": "text", "text": "\n".join(lines)}]}
+        filtered, _, _ = rules.filter_result(tool, (proj,), result)
+        kept = filtered["content"][0]["text"].split("\n") if filtered["content"][0]["text"] else []
+        expected = [line for line, (name, _, _) in zip(lines, entries, strict=True) if name not in PROTECTED_NAMES]
+        assert kept == expected, (tool, lines)
