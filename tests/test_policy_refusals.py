@@ -168,3 +168,7 @@ def test_a_full_memo_forgets_only_stale_calls_and_otherwise_refuses() -> None:
     now[0] = 11.0
     assert calls.put(("a", "", "3"), ("t", (), None))  # the stale ones make room
     assert calls.pop(("a", "", "1")) is None and calls.pop(("a", "", "3")) == ("t", (), None)
+    per = _Calls(size=10, per_principal=1, clock=lambda: 0.0)
+    assert per.put(("mallory", "", "1"), ("t", (), None)) and not per.put(("mallory", "", "2"), ("t", (), None))
+    assert per.put(("ada", "", "1"), ("t", (), None))  # another principal is not refused by mallory's flood
+    assert per.pop(("mallory", "", "1")) is not None and per.put(("mallory", "", "2"), ("t", (), None))

@@ -22,7 +22,7 @@ from ..outcomes import Mutation, Verdict
 from ..registry import Invocation, Registry
 from .audit import AuditSink, JsonlAuditFile
 from .document import DocumentSource
-from .engine import CALL_METHODS, LIST_METHODS, PolicyEngine
+from .engine import CALL_METHODS, LIST_METHODS, Decision, PolicyEngine
 from .policy import Policy
 
 _ALLOW = Verdict.allow()
@@ -70,22 +70,27 @@ def policy_registry(
         context = invocation.context
         decision = engine.check_call(None if context is None else context.principal, invocation.event, params)
         if decision.allowed:
-            if rules and invocation.event == "tools/call" and isinstance(params, Mapping):
-                name = params.get("name")
-                if isinstance(name, str) and rules.filters_results(name):
-                    arguments = params.get("arguments")
-                    key = _call_key(invocation)
-                    if key is None:  # its result could not be told from another's: fail closed
-                        decision = engine.refuse_call(context, name, arguments, "its result cannot be filtered here")
-                    elif not calls.put(key, (name, rules.bases(name, arguments), arguments)):
-                        decision = engine.refuse_call(context, name, arguments, "too many calls await their results")
-                    else:
-                        return _ALLOW
-                else:
-                    return _ALLOW
-            else:
+            if not rules or invocation.event != "tools/call" or not isinstance(params, Mapping):
                 return _ALLOW
+            refused = remember(invocation, params)
+            if refused is None:
+                return _ALLOW
+            decision = refused
         return Verdict.deny(decision.message, info=decision.info())
+
+    def remember(invocation: Invocation, params: Mapping[str, Any]) -> Decision | None:
+        """An allowed call whose result a rule filters: remembered for its response pass, or refused when it could
+        not be (no trace context to find it by, or every slot held by a recent call): never forwarded unguarded."""
+        name = params.get("name")
+        if not isinstance(name, str) or not rules.filters_results(name):
+            return None
+        arguments = params.get("arguments")
+        key = _call_key(invocation)
+        if key is None:
+            return engine.refuse_call(invocation.context, name, arguments, "its result cannot be filtered here")
+        if not calls.put(key, (name, rules.bases(name, arguments), arguments)):
+            return engine.refuse_call(invocation.context, name, arguments, "too many calls await their results")
+        return None
 
     async def check_off_loop(invocation: Invocation) -> Verdict:
         """With path rules that resolve symlinks, a call they judge is decided in a worker thread (file system
@@ -192,26 +197,43 @@ class _Calls:
     refused after the policy allowed it never answers); if none is, the new call is refused rather than an older
     one forgotten, since a forgotten call's listing would pass unfiltered."""
 
-    def __init__(self, size: int = 4096, max_age: float = 900.0, clock: Any = time.monotonic) -> None:
+    def __init__(
+        self, size: int = 4096, max_age: float = 900.0, clock: Any = time.monotonic, per_principal: int = 256
+    ) -> None:
         self.size = size
+        self.per_principal = per_principal
+        """One principal's calls never hold more than this many slots: a flood refuses only its own calls."""
         self.max_age = max_age
         self.clock = clock
         self.items: OrderedDict[_CallKey, tuple[float, _Remembered]] = OrderedDict()
+        self.held: dict[str, int] = {}
         self.lock = threading.Lock()
 
     def put(self, key: _CallKey, value: _Remembered) -> bool:
         now = self.clock()
         with self.lock:
-            if key not in self.items and len(self.items) >= self.size:
-                while self.items and next(iter(self.items.values()))[0] < now - self.max_age:
-                    self.items.popitem(last=False)
-                if len(self.items) >= self.size:
+            if key not in self.items:
+                if len(self.items) >= self.size or self.held.get(key[0], 0) >= self.per_principal:
+                    while self.items and next(iter(self.items.values()))[0] < now - self.max_age:
+                        self._forget(next(iter(self.items)))
+                if len(self.items) >= self.size or self.held.get(key[0], 0) >= self.per_principal:
                     return False
+                self.held[key[0]] = self.held.get(key[0], 0) + 1
             self.items[key] = (now, value)
             self.items.move_to_end(key)
             return True
 
+    def _forget(self, key: _CallKey) -> tuple[float, _Remembered] | None:
+        found = self.items.pop(key, None)
+        if found is not None:
+            left = self.held[key[0]] - 1
+            if left:
+                self.held[key[0]] = left
+            else:
+                del self.held[key[0]]
+        return found
+
     def pop(self, key: _CallKey) -> _Remembered | None:
         with self.lock:
-            found = self.items.pop(key, None)
+            found = self._forget(key)
             return None if found is None else found[1]
