@@ -4,6 +4,8 @@ denied (the 23 earlier ones are in tests/test_policy_uris.py), and the allowed U
 from __future__ import annotations
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from interceptors.policy import PolicyEngine
 from interceptors.policy.uris import normalize_uri, parent_patterns
@@ -144,3 +146,48 @@ def test_normal_forms_and_parent_patterns() -> None:
     assert parent_patterns("file:///secret") == ("file:///",)
     assert parent_patterns("file:///*/secret") == ()
     assert parent_patterns("cg://assets/bastion*") == ()
+
+
+# --- the property: the new mangling operations, alone or combined, never reach a denied file ------------------
+
+SEGMENT = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_", min_size=1, max_size=8)
+INVISIBLES = [ZWSP, SHY, ZWJ, BOM, WJ, "\u200c"]
+
+
+@st.composite
+def mangled(draw: st.DrawFn, path: list[str]) -> str:
+    """`file:///<path>` spelled with the operations a Windows, Java or Unicode-folding server undoes."""
+    parts: list[str] = []
+    for segment in path:
+        if draw(st.booleans()):
+            parts.append(draw(st.sampled_from([f"{draw(SEGMENT)}/..;", "x;y/..", ".;", f"{draw(SEGMENT)};p/.."])))
+        how = draw(st.sampled_from(["plain", "invisible", "fullwidth", "long-s", "upper", "param", "stream", "dots"]))
+        at = draw(st.integers(0, len(segment)))
+        if how == "invisible":
+            segment = segment[:at] + draw(st.sampled_from(INVISIBLES)) + segment[at:]
+        elif how == "fullwidth":
+            segment = "".join(fullwidth(c) if draw(st.booleans()) else c for c in segment)
+        elif how == "long-s":
+            segment = segment.replace("s", LONG_S)
+        elif how == "upper":
+            segment = "".join(c.upper() if draw(st.booleans()) else c for c in segment)
+        elif how == "param":
+            segment += ";" + draw(SEGMENT)
+        elif how == "stream":
+            segment += draw(st.sampled_from(["::$DATA", ":$DATA", ":x", "::%24DATA"]))
+        elif how == "dots":
+            segment += draw(st.sampled_from([".", "..", " ", "%20"]))
+        parts.append(segment)
+    prefix = draw(st.sampled_from(["", "proc/self/root/", "proc/1/root/", "proc/thread-self/root/"]))
+    tail = draw(st.sampled_from(["", "/", "%2F", "//", "/."]))
+    return f"file:///{prefix}{'/'.join(parts)}{tail}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(SEGMENT, min_size=1, max_size=3).flatmap(lambda p: st.tuples(st.just(p), mangled(p))))
+@example((["etc", "shadow"], "file:///proc/self/root/etc/x;y/..;/sha\u200bdow::$DATA/"))
+def test_any_mangled_spelling_of_a_denied_resource_is_refused(case: tuple[list[str], str]) -> None:
+    path, uri = case
+    policy = PolicyEngine({"name": "m", "hide_denied": False, "deny_resources": ["file:///" + "/".join(path)],
+                           "paths": {"case_insensitive": True}})  # fmt: skip
+    assert not policy.check_call(ALICE, "resources/read", {"uri": uri}).allowed, uri
