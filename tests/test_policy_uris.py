@@ -106,8 +106,8 @@ def test_normal_forms() -> None:
     assert normalize_uri("HTTPS://Example.COM./a//b/./c/../d?x=%41#f") == "https://example.com/a/b/d?x=A#f"
     assert normalize_uri("cg://assets/%62astion") == "cg://assets/bastion"
     assert normalize_uri("urn:x:bastion") == "urn:x:bastion"
-    assert normalize_uri("file:///dir/") == "file:///dir/"
-    assert normalize_uri("file:///dir/sub/..") == "file:///dir/"
+    assert normalize_uri("file:///dir/") == "file:///dir"  # a trailing slash (or %2F) names the same thing
+    assert normalize_uri("file:///dir/sub/..") == "file:///dir"
     assert uri_idents("file:///a?b") == ("file:///a?b", "file:///a")
     assert normalize_uri("https://u%40x:p@Host.example/") == "https://u@x:p@host.example/"
     bad_uris = ("", "no-scheme/path", "file:///a/%2541", "file:///a/%zz", "file:///a/\x00", "file:///a/.../b")

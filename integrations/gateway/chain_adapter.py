@@ -60,9 +60,12 @@ def _request_params(payload: Any) -> Any:
 class ChainAdapter:
     """`has_work` for `RouterConfig`; `await run(action)` for every `RunChain`."""
 
-    def __init__(self, chain: Chain, *, expose_messages: bool = False) -> None:
+    def __init__(self, chain: Chain, *, expose_messages: bool = False, on_refusal: Any = None) -> None:
+        """`on_refusal(principal, event, payload, result)`: for a client request the chain refused, the error to
+        answer with (or None to keep the chain's); the policy stage audits the refusal there (`Stages.refused`)."""
         self.chain = chain
         self.expose_messages = expose_messages
+        self.on_refusal = on_refusal
         self._work: dict[tuple[str, Phase, Direction], bool] = {}
         self._generation = chain.generation
         self._side_runs = 0
@@ -168,9 +171,25 @@ class ChainAdapter:
             logger.warning("the chain failed on %s (%s): %s", action.event, action.channel, type(exc).__name__)
             return ChainBlocked({"code": INTERNAL_ERROR, "message": "interceptor chain failed"})
         outcome = self.outcome(result, action.payload)
+        if request_pass and result.blocked and self.on_refusal is not None and isinstance(outcome, ChainBlocked):
+            outcome = self._refused(action, result, outcome)
         if request_pass and trace is not None and isinstance(outcome, ChainPassed):
             outcome = dataclasses.replace(outcome, learned={**(outcome.learned or {}), TRACE_LEARNED: trace})
         return outcome
+
+    def _refused(self, action: RunChain, result: ExecutionResult, outcome: ChainBlocked) -> ChainOutcome:
+        """A refused client request: audited by the policy stage, answered with the reason it gives."""
+        if outcome.error is None:  # hidden (not found) or a substitute result: the policy's own, already audited
+            return outcome
+        context = action.context if isinstance(action.context, InvocationContext) else None
+        try:
+            error = self.on_refusal(
+                None if context is None else context.principal, action.event, action.payload, result
+            )
+        except Exception as exc:  # auditing must never change a refusal into something else
+            logger.warning("recording a refusal failed: %s", type(exc).__name__)
+            return outcome
+        return ChainBlocked(error) if isinstance(error, dict) else outcome
 
     def outcome(self, result: ExecutionResult, payload: Any) -> ChainOutcome:
         if not result.blocked:

@@ -83,7 +83,7 @@ async def _main(options: RouterOptions) -> int:
         except ReloadRejected as exc:  # an interceptor server that cannot start, as an upstream that cannot
             print(f"error: {exc}", file=sys.stderr)
             return 1
-        adapter = reloader.adapter = ChainAdapter(chain)
+        adapter = reloader.adapter = ChainAdapter(chain, on_refusal=getattr(stages, "refused", None))
         local = LocalAnswers(
             options.exposed,
             getattr(stages, "local_tools", ()),

@@ -85,8 +85,8 @@ class InProcessGateway:
     async def __aenter__(self) -> InProcessGateway:
         from interceptors.policy import principal_for_stdio
 
-        adapter = ChainAdapter(self.chain)
         stages = self.stages
+        adapter = ChainAdapter(self.chain, on_refusal=getattr(stages, "refused", None))
         local = LocalAnswers(self.exposed, getattr(stages, "local_tools", ()), getattr(stages, "authorize", None))
         router = router_for(adapter, local)
         engine = getattr(stages, "engine", None)

@@ -15,6 +15,8 @@ from interceptors import Principal, Registry
 from .local import LocalTool
 
 logger = logging.getLogger("interceptors.gateway")
+POLICY_INTERCEPTOR = "policy"
+"""The name `policy_registry` gives the policy validator: its refusals are audited by the engine itself."""
 
 
 @dataclass
@@ -36,6 +38,27 @@ class Stages:
         if not decision.allowed:
             refusal = decision.error()
             raise MCPError(refusal.code, refusal.message, refusal.data)
+
+    def refused(self, principal: Principal | None, method: str, payload: Any, result: Any) -> dict[str, Any] | None:
+        """A client request the chain refused (`ChainAdapter.on_refusal`): unless the policy validator refused it
+        itself (and audited it), the engine audits it as `denied` with the interceptor and its reason and gives the
+        error to answer with: the reason included, secrets masked. None: keep the chain's answer."""
+        if self.engine is None or not result.aborted_at:
+            return None
+        first = result.aborted_at[0]
+        if first.interceptor == POLICY_INTERCEPTOR:
+            return None
+        if first.kind.value == "rejected":
+            reason = "; ".join(first.messages) or first.reason
+        else:  # a failure or a timeout: its exception text is not for the client
+            reason = "interceptor timed out" if first.kind.value == "timeout" else "interceptor failed"
+        params = payload.get("params") if isinstance(payload, Mapping) else None
+        error: dict[str, Any] = self.engine.record_refusal(
+            principal, method, params, first.interceptor, reason, first.requester_error
+        )
+        if first.kind.value != "rejected":
+            return None  # audited; the client keeps the chain's -32603
+        return error
 
     def close(self) -> None:
         """Save the vault's unsaved mappings (when it has a path); safe to call more than once."""

@@ -10,19 +10,25 @@ from .globs import Globs
 from .metadata import SENSITIVITY_RANK, PrimitiveSpec
 from .ratelimit import RateLimit
 from .schema import FAMILIES, SENSITIVITIES
-from .uris import normalize_pattern
+from .uris import normalize_pattern, parent_patterns
 
 _KIND_WORD = {"tool": "tool", "resource": "resource", "resource_template": "resource", "prompt": "prompt"}
 
 
-def _globs(values: Any, family: str = "") -> Globs | None:
-    return None if values is None else Globs(_patterns(values, family))
+def _globs(values: Any, family: str = "", fold: bool = False) -> Globs | None:
+    return None if values is None else Globs(_patterns(values, family), fold_file_case=fold and family == "resources")
 
 
-def _patterns(values: Any, family: str) -> list[str]:
-    """Resource globs are spelled like the normal form of the URIs they judge (see `uris`)."""
+def _patterns(values: Any, family: str, deny: bool = False) -> list[str]:
+    """Resource globs are spelled like the normal form of the URIs they judge (see `uris`). A denied `file:`
+    resource also denies its directory (reading it would list the file)."""
     patterns = list(values or ())
-    return [normalize_pattern(p) for p in patterns] if family == "resources" else patterns
+    if family != "resources":
+        return patterns
+    normal = [normalize_pattern(p) for p in patterns]
+    if deny:
+        normal.extend(parent for p in list(normal) for parent in parent_patterns(p) if parent not in normal)
+    return list(dict.fromkeys(normal))
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +44,19 @@ class AccessLists:
     max_sensitivity: int | None
 
     @classmethod
-    def from_document(cls, doc: Mapping[str, Any]) -> AccessLists:
+    def from_document(cls, doc: Mapping[str, Any], fold_file_case: bool = False) -> AccessLists:
+        """`fold_file_case`: `file:` resource globs ignore case (`paths.case_insensitive`)."""
         ceiling = doc.get("max_sensitivity")
+        fold = fold_file_case
         return cls(
-            allow={family: _globs(doc.get(f"allow_{family}"), family) for family in FAMILIES},
-            deny={family: Globs(_patterns(doc.get(f"deny_{family}"), family)) for family in FAMILIES},
+            allow={family: _globs(doc.get(f"allow_{family}"), family, fold) for family in FAMILIES},
+            deny={
+                family: Globs(
+                    _patterns(doc.get(f"deny_{family}"), family, deny=True),
+                    fold_file_case=fold and family == "resources",
+                )
+                for family in FAMILIES
+            },
             allow_categories=_globs(doc.get("allow_categories")),
             deny_categories=Globs(doc.get("deny_categories") or ()),
             allow_capabilities=frozenset(doc.get("allow_capabilities") or ()),
@@ -127,11 +141,13 @@ class CompiledRule:
     """The document form, for the transform keys the transforms package reads."""
 
     @classmethod
-    def from_document(cls, body: Mapping[str, Any], default_name: str, role: str | None = None) -> CompiledRule:
+    def from_document(
+        cls, body: Mapping[str, Any], default_name: str, role: str | None = None, fold_file_case: bool = False
+    ) -> CompiledRule:
         return cls(
             name=body.get("name") or default_name,
             match=Match.from_document(body.get("match"), role),
-            lists=AccessLists.from_document(body),
+            lists=AccessLists.from_document(body, fold_file_case),
             rate_limits=tuple(RateLimit.from_document(limit) for limit in body.get("rate_limits") or ()),
             body=body,
         )
@@ -141,10 +157,14 @@ class CompiledRule:
         return self.match.principals is not None
 
 
-def compile_rules(doc: Mapping[str, Any]) -> tuple[CompiledRule, ...]:
+def compile_rules(doc: Mapping[str, Any], fold_file_case: bool = False) -> tuple[CompiledRule, ...]:
     """Roles first, in mapping order (each a rule whose `match.roles` starts with the role), then `rules`."""
-    rules = [CompiledRule.from_document(body, f"role:{role}", role) for role, body in (doc.get("roles") or {}).items()]
-    rules.extend(CompiledRule.from_document(body, f"rule[{i}]") for i, body in enumerate(doc.get("rules") or ()))
+    fold = fold_file_case
+    roles = (doc.get("roles") or {}).items()
+    rules = [CompiledRule.from_document(body, f"role:{role}", role, fold) for role, body in roles]
+    rules.extend(
+        CompiledRule.from_document(body, f"rule[{i}]", None, fold) for i, body in enumerate(doc.get("rules") or ())
+    )
     return tuple(rules)
 
 

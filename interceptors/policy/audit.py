@@ -237,8 +237,9 @@ class AuditTrail:
         roles: Iterable[str],
         arguments: Any = None,
         reason: str = "",
+        interceptor: str = "",
     ) -> dict[str, Any]:
-        """Add an entry, log it at INFO and hand it to every sink."""
+        """Add an entry, log it at INFO and hand it to every sink. `interceptor`: who refused, when not the policy."""
         entry: dict[str, Any] = {
             "ts": self._clock(),
             "decision": decision,
@@ -250,6 +251,8 @@ class AuditTrail:
         }
         if reason:
             entry["reason"] = self.clean(reason, REASON_LIMIT)
+        if interceptor:
+            entry["interceptor"] = self.clean(interceptor, NAME_LIMIT)
         entry["policy"] = self.policy
         with self._lock:
             self._store(entry)
@@ -281,6 +284,39 @@ class AuditTrail:
                     break
         if amended is None:
             return self.record("rejected", kind, name, principal, roles, arguments, reason)
+        self._emit(amended)
+        return amended
+
+    def record_refusal(
+        self, kind: str, name: str, principal: str, roles: Iterable[str], arguments: Any, reason: str, interceptor: str
+    ) -> dict[str, Any]:
+        """Another interceptor refused a call the policy allowed: the newest matching `allowed` entry becomes
+        `denied` with the interceptor and its reason (every sink gets the amended entry as a new line), or a new
+        `denied` entry is added. Counted as `denied`."""
+        safe_name, safe_principal = self.clean(name, NAME_LIMIT), self.clean(principal, NAME_LIMIT)
+        hashed = self.hash_arguments(arguments)
+        with self._lock:
+            self.counters["denied"] += 1
+            amended: dict[str, Any] | None = None
+            allowed = self._by_decision["allowed"]
+            for index in range(len(allowed) - 1, -1, -1):
+                seq, entry = allowed[index]
+                if entry["name"] == safe_name and entry["principal"] == safe_principal and entry["arguments"] == hashed:
+                    entry["decision"] = "denied"
+                    entry["reason"] = self.clean(reason, REASON_LIMIT)
+                    if interceptor:
+                        entry["interceptor"] = self.clean(interceptor, NAME_LIMIT)
+                    entry["policy"] = entry.pop("policy", self.policy)  # keep `policy` last, as in new entries
+                    del allowed[index]
+                    denied = self._by_decision["denied"]
+                    denied.append((seq, entry))
+                    if len(denied) > self.per_decision:
+                        denied.popleft()
+                        self._count -= 1
+                    amended = entry
+                    break
+        if amended is None:
+            return self.record("denied", kind, name, principal, roles, arguments, reason, interceptor)
         self._emit(amended)
         return amended
 

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._fastinit import fast_init
+from ..errors import INVALID_PARAMS
 from ..outcomes import REQUESTER_ERROR_KEY, SUBSTITUTE_RESULT_KEY
 from ..wire import Principal
 from .access import CompiledRule, decide
+from .arguments import Refusal
 from .audit import AuditSink, AuditTrail, JsonlAuditFile
 from .document import DocumentSource
 from .errors import ACCESS_DENIED, NOT_FOUND, RATE_LIMITED, PolicyRefusal
@@ -33,6 +35,7 @@ LIST_METHODS = tuple(LIST_KEYS)
 EMPTY_COMPLETION: Mapping[str, Any] = {"completion": {"values": [], "total": 0, "hasMore": False}}
 DECISION_CACHE_SIZE = 8192
 AUDIT_REDACT_MEMO = 4096
+REFUSAL_REASON_LIMIT = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,6 +368,10 @@ class PolicyEngine:
                 {"reason": entry.reason, "policy": self.policy.name},
                 entry.reason,
             )
+        if target.call_kind == "tool" and self.policy.arguments:
+            refused = self.policy.arguments.check(target.name, target.arguments)
+            if refused is not None:
+                return self._refused_argument(target, label, roles, pid, refused)
         if entry.limits:
             refusal = self.limiter.acquire(entry.limits, pid, resolved.idents[0])
             if refusal is not None:
@@ -390,6 +397,37 @@ class PolicyEngine:
             reason = "reveal" if reveal else ""
             self.audit.record("allowed", target.call_kind, label, pid, roles, target.arguments, reason)
         return entry.decision
+
+    def _refused_argument(
+        self, target: _Target, label: str, roles: frozenset[str], pid: str, refused: Refusal
+    ) -> Decision:
+        """An argument (a path outside the roots, a denied file) refused by an argument rule: -31001 with the
+        argument's pointer and the rule, never the value; audited as `denied` with the same reason. Checked after
+        access and before rate limits, so a refused call spends no token."""
+        reason = refused.text()
+        self.audit.count("denied")
+        self.audit.record("denied", target.call_kind, label, pid, roles, target.arguments, reason)
+        data: dict[str, Any] = {"reason": reason, "policy": self.policy.name}
+        if refused.pointer:
+            data["argument"] = refused.pointer
+        return Decision(
+            "denied", target.call_kind, target.name, ACCESS_DENIED, f"Access denied: {reason}", data, reason
+        )
+
+    def refuse_call(self, context: Any, name: str, arguments: Any, reason: str) -> Decision:
+        """A tool call the stage cannot guard as its rules require (its result could not be filtered): refused
+        -31001 and audited as `denied`, after `check_call` allowed it (that entry is amended)."""
+        principal = None if context is None else context.principal
+        pid, roles = principal_id(principal), roles_of(principal)
+        self.audit.record_refusal("tool", name, pid, roles, arguments, reason, "")
+        data = {"reason": reason, "policy": self.policy.name}
+        return Decision("denied", "tool", name, ACCESS_DENIED, f"Access denied: {reason}", data, reason)
+
+    def record_withheld(self, principal: Principal | None, name: str, arguments: Any, withheld: int) -> None:
+        """A result from which refused paths were removed (`results: filter`): one `denied` entry saying how many."""
+        reason = f"result filtered: {withheld} protected path{'s' if withheld != 1 else ''} withheld"
+        self.audit.count("denied")
+        self.audit.record("denied", "tool", name, principal_id(principal), roles_of(principal), arguments, reason)
 
     def _refused_uri(self, target: _Target, roles: frozenset[str], pid: str) -> Decision:
         """A URI that a server could read in more than one way is denied, whatever the policy says: no glob
@@ -438,6 +476,41 @@ class PolicyEngine:
         self.audit.record_rejection(
             target.call_kind, label, principal_id(principal), roles_of(principal), target.arguments, reason
         )
+
+    def record_refusal(
+        self,
+        principal: Principal | None,
+        method: str,
+        params: Mapping[str, Any] | None,
+        interceptor: str,
+        reason: str,
+        chosen: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Another interceptor (a built-in stage or one loaded with `--registry`) refused a request: audit it as
+        `denied` with that interceptor and its reason (amending the policy's own `allowed` entry of the call), and
+        return the JSON-RPC error for the client. An error the interceptor chose (`Verdict.refuse`) is kept;
+        otherwise -32602 `blocked by interceptor 'X': <reason>` with data `{interceptor, reason}`. The reason is
+        redacted (secrets and credentials masked) and escaped before it is written or sent."""
+        target = self._target(method, params if isinstance(params, Mapping) else {})
+        reason = reason or "refused"
+        safe = self.audit.clean(reason, REFUSAL_REASON_LIMIT)  # what the audit writes too (it cleans the same way)
+        roles, pid = roles_of(principal), principal_id(principal)
+        if target is None:
+            self.audit.record_refusal(method, method, pid, roles, None, reason, interceptor)
+        else:
+            if target.resolved is not None:
+                label = target.resolved.spec.name
+            else:
+                label = self.audit.hide_uri(target.name) if target.uri is not None else target.name
+            self.audit.record_refusal(target.call_kind, label, pid, roles, target.arguments, reason, interceptor)
+        if chosen is not None and isinstance(chosen.get("code"), int) and isinstance(chosen.get("message"), str):
+            return dict(chosen)
+        who = self.audit.clean(interceptor, 200)
+        return {
+            "code": INVALID_PARAMS,
+            "message": f"blocked by interceptor '{who}': {safe}",
+            "data": {"interceptor": who, "reason": safe},
+        }
 
     # Lists -------------------------------------------------------------------------------------
 

@@ -7,11 +7,16 @@ import re
 from collections.abc import Iterable, Sequence
 
 
-def _compile(patterns: Sequence[str]) -> re.Pattern[str] | None:
+def _compile(patterns: Sequence[str], fold_file_case: bool = False) -> re.Pattern[str] | None:
     if not patterns:
         return None
     # fnmatch.translate anchors with \Z and lets `*` cross `/` and `:`; re (not fnmatch.fnmatch) keeps case.
-    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
+    return re.compile("|".join(_one(p, fold_file_case) for p in patterns))
+
+
+def _one(pattern: str, fold_file_case: bool) -> str:
+    flags = "i" if fold_file_case and pattern[:5].lower() == "file:" else ""
+    return f"(?{flags}:{fnmatch.translate(pattern)})" if flags else f"(?:{fnmatch.translate(pattern)})"
 
 
 class Globs:
@@ -23,10 +28,11 @@ class Globs:
 
     __slots__ = ("_negative", "_positive", "patterns")
 
-    def __init__(self, patterns: Iterable[str]) -> None:
+    def __init__(self, patterns: Iterable[str], *, fold_file_case: bool = False) -> None:
+        """`fold_file_case`: `file:` patterns match without regard to case (a file system that folds case)."""
         self.patterns = tuple(patterns)
-        self._positive = _compile([p for p in self.patterns if not p.startswith("!")])
-        self._negative = _compile([p[1:] for p in self.patterns if p.startswith("!")])
+        self._positive = _compile([p for p in self.patterns if not p.startswith("!")], fold_file_case)
+        self._negative = _compile([p[1:] for p in self.patterns if p.startswith("!")], fold_file_case)
 
     def match(self, text: str) -> bool:
         if self._positive is None or self._positive.match(text) is None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..codec import canonical
 from .access import AccessLists, CompiledRule, compile_rules
+from .arguments import ArgumentRules
 from .document import DocumentSource, LoadedDocument, load_document
 from .errors import PolicyError
 from .merge import merge_documents
@@ -36,10 +37,14 @@ class Policy:
         self.audit_max_age: float | None = doc.get("audit_max_age")
         per_decision = doc.get("audit_per_decision")
         self.audit_per_decision: int = max(1, self.audit_size // 2) if per_decision is None else per_decision
-        self.lists = AccessLists.from_document(doc)
+        self.arguments = ArgumentRules(doc, self.source)
+        """Argument rules (`arguments`, `paths`): `${VAR}` expanded now, so an unset variable fails the load."""
+        self.fold_file_case = self.arguments.fold_case
+        """`paths.case_insensitive` (default: whether this platform folds case): `file:` globs ignore case."""
+        self.lists = AccessLists.from_document(doc, self.fold_file_case)
         # The effective deny set: the merged deny list minus the policy-level allow list.
         self.deny_capabilities = self.lists.deny_capabilities - self.lists.allow_capabilities
-        self.rules: tuple[CompiledRule, ...] = compile_rules(doc)
+        self.rules: tuple[CompiledRule, ...] = compile_rules(doc, self.fold_file_case)
         self.uses_principals = any(rule.uses_principals for rule in self.rules)
         self.rate_limits = tuple(RateLimit.from_document(limit) for limit in doc.get("rate_limits") or ())
         self.catalog = Catalog(doc.get("catalog"))

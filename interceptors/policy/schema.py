@@ -252,6 +252,51 @@ CATALOG_ENTRY = _fields(
 )
 
 
+def _pointer(value: Any, path: str, problems: list[str]) -> None:
+    if not isinstance(value, str) or (value and not value.startswith("/")):
+        problems.append(f'{path}: must be a JSON pointer ("/name", "/items/*")')
+
+
+PATH_SECTION = _fields(
+    {
+        "roots": _strings,
+        "deny": _strings,
+        "base": _opt_string,
+        "home": _opt_string,
+        "resolve_symlinks": _bool,
+        "case_insensitive": _opt_bool,
+    }
+)
+"""Path semantics shared by every `type: path` argument rule and by `file:` resource URIs (case)."""
+
+ARGUMENT_RULE = _fields(
+    {
+        "name": _string,
+        "description": _string,
+        "tools": _strings,
+        "arguments": _list_of(_pointer),
+        "type": _one_of(("text", "path")),
+        "allow": _opt_strings,
+        "deny": _strings,
+        "roots": _opt_strings,
+        "results": _one_of(("none", "filter", "refuse")),
+        "required": _bool,
+    }
+)
+
+
+def _argument_rule(value: Any, path: str, problems: list[str]) -> None:
+    ARGUMENT_RULE(value, path, problems)
+    if isinstance(value, Mapping):
+        for key in ("tools", "arguments"):
+            if not value.get(key):
+                problems.append(f"{path}.{key}: is required (a non-empty list)")
+        if value.get("type", "text") != "path":
+            for key in ("roots", "results"):
+                if key in value:
+                    problems.append(f"{path}.{key}: only for type: path")
+
+
 SHARED_STATE = _fields({"fail_open": _bool})
 """What `--redis` shares: `fail_open: true` skips rate limits and the guard's check while Redis is down."""
 
@@ -310,6 +355,8 @@ POLICY = _fields(
         "catalog": _catalog,
         "shared_state": SHARED_STATE,
         "cross_boundary_guard": _guard,
+        "paths": PATH_SECTION,
+        "arguments": _list_of(_argument_rule),
     }
 )
 

@@ -4,19 +4,25 @@ A server that resolves paths serves `/srv/secret.txt` for `/srv/./secret.txt`, `
 `/srv/x/../secret.txt` or `/srv/%73ecret.txt`; the policy must judge all of them as that one URI. The
 normal form: scheme and host in lower case, a host's trailing dots dropped, `file:` URIs spelled with an
 empty authority, the path percent-decoded once, repeated slashes collapsed, `.` and `..` segments resolved
-(RFC 3986 §5.2.4, never above the root), and the trailing dots and spaces of each segment removed (what
-Windows file systems ignore).
+(RFC 3986 §5.2.4, never above the root), `;params` dropped from each segment (so `..;/` is `../`), the trailing
+dots and spaces of each segment removed (what Windows file systems ignore), a trailing slash dropped; for
+`file:` also alternate data streams (`name::$DATA`) and `/proc/<pid>/root` prefixes.
 
 Spellings that a server could read in more than one way are refused rather than guessed at
 (`UriRefused`): percent-escapes that decode to more escapes (double encoding), malformed escapes, bytes
-that are not UTF-8, control characters (`%00` truncation), backslashes, and a missing scheme.
+that are not UTF-8, control characters (`%00` truncation), backslashes, a missing scheme, invisible characters
+(zero-width, soft hyphen) and compatibility characters (fullwidth letters, ligatures, the long s), and paths
+through `/proc/<pid>/cwd` or `/proc/<pid>/fd`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
+import unicodedata
 from urllib.parse import unquote_to_bytes
+
+from .paths import DRIVE, INVISIBLE, PROC_LINK, PROC_ROOT, proc_detour
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
@@ -50,24 +56,35 @@ def _check_characters(text: str) -> None:
         raise UriRefused("control character in the URI")
 
 
-def _segments(path: str) -> str:
-    """Collapse slashes, resolve dot segments (never above the root), strip trailing dots and spaces."""
+def _check_unicode(text: str) -> str:
+    """Invisible characters and compatibility characters are refused (a reader and a server would disagree on
+    the name); canonically equivalent spellings (NFD, NFC) become NFC."""
+    if text.isascii():
+        return text
+    if any(char in INVISIBLE for char in text):
+        raise UriRefused("an invisible character (zero-width, soft hyphen, bidi control) in the URI")
+    composed = unicodedata.normalize("NFC", text)
+    if unicodedata.normalize("NFKC", composed) != composed:
+        raise UriRefused("a compatibility character (fullwidth, ligature, long s) in the URI")
+    return composed
+
+
+def _segments(path: str, file: bool = False) -> str:
+    """Collapse slashes, drop `;params` (and, for `file:`, alternate data streams), resolve dot segments (never
+    above the root), strip trailing dots and spaces, and drop a trailing slash."""
     rooted = path.startswith("/")
     parts = _SLASHES.sub("/", path).split("/")
     out: list[str] = []
-    for index, part in enumerate(parts):
-        last = index == len(parts) - 1
+    for part in parts:
+        if ";" in part:  # `..;/`, `name;jsessionid=x`: path parameters, which servers drop
+            part = part.split(";", 1)[0]
+        if file and ":" in part and not DRIVE.fullmatch(part):  # `name::$DATA`, `name:stream`: `name` on NTFS
+            part = part.split(":", 1)[0] or part
         if part in (".", ""):
-            if last and out:
-                out.append("")  # keep a trailing slash: `/dir/` and `/dir/.` name the directory
             continue
         if part == "..":
-            if out and out[-1] == "":
-                out.pop()
             if out:
                 out.pop()
-            if last:
-                out.append("")
             continue
         stripped = part.rstrip(". ")
         if not stripped:  # a segment of only dots and spaces (`...`, `. .`) names nothing but its parent
@@ -75,6 +92,18 @@ def _segments(path: str) -> str:
         out.append(stripped)
     joined = "/".join(out)
     return "/" + joined if rooted else joined
+
+
+def _proc(path: str) -> str:
+    """`/proc/self/root/etc/shadow` is `/etc/shadow` on Linux (and `/proc/<pid>/root`); a path through a
+    process's cwd or file descriptors names a file no URI rule can see, and is refused."""
+    if PROC_LINK.match(path):
+        raise UriRefused("a path through /proc or /dev/fd links")
+    while True:
+        match = PROC_ROOT.match(path)
+        if match is None:
+            return path
+        path = path[match.end() :] or "/"
 
 
 def normalize_uri(uri: str) -> str:
@@ -108,10 +137,16 @@ def normalize_uri(uri: str) -> str:
         authority = f"{userinfo}{at}{host}{colon}{port}"
     else:
         path = rest
-    path = _decode(path)
+    path = _check_unicode(_decode(path))
     _check_characters(path + query + fragment + (authority or ""))
-    path = _segments(path)
+    query, fragment = _check_unicode(query), _check_unicode(fragment)
+    if authority:
+        authority = _check_unicode(authority)
+    if scheme == "file" and proc_detour(path):
+        raise UriRefused("a path through /proc or /dev/fd links")
+    path = _segments(path, scheme == "file")
     if scheme == "file":
+        path = _proc(path if path.startswith("/") else "/" + path)
         if authority in (None, "localhost"):
             authority = ""
         if authority == "" and not path.startswith("/"):
@@ -151,3 +186,17 @@ def normalize_pattern(pattern: str) -> str:
     elif scheme == "file" and rest.startswith("/") and not rest.startswith("//"):
         rest = "//" + rest
     return ("!" if negated else "") + f"{scheme}:{rest}"
+
+
+def parent_patterns(pattern: str) -> tuple[str, ...]:
+    """For a denied `file:` glob, its directory when that is spelled without wildcards: reading the directory
+    would list the denied file. `file:///srv/secret.txt` gives `file:///srv`; `file:///srv/*` gives nothing more
+    (its own pattern already covers what it lists) unless the directory is literal; a pattern with a wildcard
+    before its last `/` gives nothing."""
+    if pattern.startswith("!") or not pattern.startswith("file://"):
+        return ()
+    path = pattern[len("file://") :].rstrip("/")
+    head = path.rsplit("/", 1)[0] if "/" in path else ""
+    if any(char in head for char in "*?["):
+        return ()
+    return (f"file://{head or '/'}",)
