@@ -81,8 +81,70 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else render_json(value)
 
 
+_REQUIRED_FIELDS = frozenset({"uri", "name", "mimeType"})
+"""Fields a dropped value may not remove (the message would no longer be well-formed): they read `_MISSING`."""
+
+
+def _holds_text(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, Mapping | list) and bool(value))
+
+
+def _rest_of(source: Mapping[str, Any], handled: frozenset[str]) -> dict[str, Any]:
+    return {k: v for k, v in source.items() if isinstance(k, str) and k not in handled and _holds_text(v)}
+
+
+def _put_rest(current: Mapping[str, Any], rest: Mapping[str, Any], new: Any) -> dict[str, Any]:
+    """`current` with the members in `rest` replaced by their new values, in their places (keys and order kept;
+    a dropped member leaves, or reads `_MISSING` when the message needs it; a renamed key comes last)."""
+    new_rest = new if isinstance(new, Mapping) else {}
+    out: dict[str, Any] = {}
+    for key, value in current.items():
+        if key not in rest:
+            out[key] = value
+        elif key in new_rest:
+            out[key] = new_rest[key]
+        elif key in _REQUIRED_FIELDS:
+            out[key] = _MISSING
+    for key, value in new_rest.items():
+        if key not in rest:
+            out[key] = value
+    return out
+
+
+def _add_rest(
+    bundle: _Bundle,
+    source: Mapping[str, Any],
+    handled: frozenset[str],
+    label: str,
+    get: Callable[[], Mapping[str, Any]],
+    put: Callable[[dict[str, Any]], None],
+) -> None:
+    """Every member of `source` no other part reads (annotations, `mimeType`, URIs, unknown and extra fields),
+    as one part under its own keys (so key rules see them), put back in place."""
+    rest = _rest_of(source, handled)
+    if not rest:
+        return
+
+    def set_rest(new: Any) -> None:
+        put(_put_rest(get(), rest, new))
+
+    bundle.add(rest, label, set_rest)
+
+
+_BLOCK_HANDLED: dict[Any, frozenset[str]] = {
+    "text": frozenset({"type", "text", "_meta"}),
+    "image": frozenset({"type", "data", "_meta"}),
+    "audio": frozenset({"type", "data", "_meta"}),
+    "resource_link": frozenset({"type", "_meta", "uri", "name", "title", "description"}),
+    "resource": frozenset({"type", "resource", "_meta"}),
+}
+_EMBEDDED_HANDLED = frozenset({"text", "uri", "blob", "_meta"})
+_RESULT_HANDLED = frozenset({"content", "structuredContent", "_meta", "isError"})
+
+
 def _add_block(bundle: _Bundle, block: Any, label: str, put: Callable[[dict[str, Any]], None]) -> None:
-    """One content block: text, a resource link's fields, or an embedded resource's text and URI."""
+    """One content block: text, a resource link's fields, an embedded resource's text and URI, and every
+    other member (annotations, `mimeType`, unknown fields; the whole of a block of an unknown type)."""
     if block.__class__ is not dict and not isinstance(block, Mapping):
         return
     kind = block.get("type")
@@ -90,6 +152,13 @@ def _add_block(bundle: _Bundle, block: Any, label: str, put: Callable[[dict[str,
 
     def commit() -> None:
         put(holder["block"])
+
+    def set_block(new: dict[str, Any]) -> None:
+        holder["block"] = new
+        commit()
+
+    _add_rest(bundle, block, _BLOCK_HANDLED.get(kind, frozenset({"type", "_meta"})), f"{label}.*",
+              lambda: holder["block"], set_block)  # fmt: skip
 
     meta = block.get("_meta")
     if meta is not None and isinstance(meta, Mapping):
@@ -157,6 +226,13 @@ def _add_block(bundle: _Bundle, block: Any, label: str, put: Callable[[dict[str,
                 commit()
 
             bundle.add(own_inner, f"{label}.resource._meta", set_inner_meta)
+
+        def set_inner(new: dict[str, Any]) -> None:
+            holder["block"] = {**holder["block"], "resource": new}
+            commit()
+
+        _add_rest(bundle, resource, _EMBEDDED_HANDLED, f"{label}.resource.*",
+                  lambda: holder["block"]["resource"], set_inner)  # fmt: skip
         for field in ("text", "uri"):
             if isinstance(resource.get(field), str):
 
@@ -182,6 +258,16 @@ def _add_meta(bundle: _Bundle, result: dict[str, Any]) -> None:
         result["_meta"] = {**(new if isinstance(new, Mapping) else {}), **kept}
 
     bundle.add(own, "_meta", set_meta)
+
+
+def _add_top_rest(bundle: _Bundle, out: dict[str, Any], source: Mapping[str, Any], handled: frozenset[str]) -> None:
+    """A result's own unknown and extra members (written back into `out` in place)."""
+
+    def put(new: dict[str, Any]) -> None:
+        out.clear()
+        out.update(new)
+
+    _add_rest(bundle, source, handled, "*", lambda: dict(out), put)
 
 
 def _attach(result: dict[str, Any], report: Mapping[str, Any]) -> None:
@@ -216,6 +302,7 @@ def transform_tool_result(
                 blocks[index] = new
 
             _add_block(bundle, block, f"content[{index}]", put)
+    _add_top_rest(bundle, out, result, _RESULT_HANDLED)
     _add_meta(bundle, out)
     changed = bundle.run(pipeline, ctx)
     if max_output_chars is not None:
@@ -276,7 +363,8 @@ def transform_metadata(
 def transform_resource_result(
     result: Mapping[str, Any], pipeline: Pipeline, ctx: TransformContext
 ) -> tuple[dict[str, Any], bool]:
-    """`resources/read`: each text content (and blob that decodes to text) and each content's `_meta`; URIs stay."""
+    """`resources/read`: each text content (and blob that decodes to text), each content's `_meta`, URI,
+    `mimeType` and extra fields, and the result's own."""
     out = dict(result)
     bundle = _Bundle()
     contents = out.get("contents")
@@ -302,7 +390,18 @@ def transform_resource_result(
                     items[index] = {**items[index], "_meta": new if isinstance(new, Mapping) else {}}
 
                 bundle.add(item["_meta"], f"contents[{index}]._meta", set_item_meta)
+            if isinstance(item, Mapping):  # its uri, mimeType and extra fields (a blob is never read as text)
+
+                def set_item(new: dict[str, Any], index: int = index) -> None:
+                    items[index] = new
+
+                _add_rest(bundle, item, _CONTENTS_HANDLED, f"contents[{index}].*",
+                          lambda index=index: items[index], set_item)  # fmt: skip
+    _add_top_rest(bundle, out, result, frozenset({"contents", "_meta"}))
     return _finish(bundle, out, result, pipeline, ctx)
+
+
+_CONTENTS_HANDLED = frozenset({"text", "blob", "_meta"})
 
 
 def transform_prompt_result(
@@ -321,6 +420,12 @@ def transform_prompt_result(
         for index, message in enumerate(items):
             if not isinstance(message, Mapping):
                 continue
+
+            def set_message(new: dict[str, Any], index: int = index) -> None:
+                items[index] = new
+
+            _add_rest(bundle, message, _MESSAGE_HANDLED, f"messages[{index}].*",
+                      lambda index=index: items[index], set_message)  # fmt: skip
             content = message.get("content")
             if isinstance(content, Mapping):
 
@@ -337,7 +442,11 @@ def transform_prompt_result(
                         blocks[position] = new
 
                     _add_block(bundle, block, f"messages[{index}].content[{position}]", put_block)
+    _add_top_rest(bundle, out, result, frozenset({"description", "messages", "_meta"}))
     return _finish(bundle, out, result, pipeline, ctx)
+
+
+_MESSAGE_HANDLED = frozenset({"role", "content"})
 
 
 def transform_completion_result(
@@ -349,21 +458,37 @@ def transform_completion_result(
     """
     out = dict(result)
     completion = out.get("completion")
-    if not isinstance(completion, Mapping) or not isinstance(completion.get("values"), list) or pipeline.empty:
+    if pipeline.empty:
         return dict(result), False
-    key = argument or "value"
-    values = list(completion["values"])
-    wrapped = [{key: value} for value in values]
-    labels = [f"completion.values[{i}]" for i in range(len(values))]
-    new_wrapped = pipeline.run(wrapped, ctx, labels)
-    new_values = []
-    for item in new_wrapped:
-        value = item.get(key) if isinstance(item, Mapping) else None
-        if isinstance(value, str):
-            new_values.append(value)
-    changed = new_values != values
-    if changed:
-        out["completion"] = {**completion, "values": new_values}
+    changed = False
+    if isinstance(completion, Mapping) and isinstance(completion.get("values"), list):
+        key = argument or "value"
+        values = list(completion["values"])
+        wrapped = [{key: value} for value in values]
+        labels = [f"completion.values[{i}]" for i in range(len(values))]
+        new_wrapped = pipeline.run(wrapped, ctx, labels)
+        new_values = []
+        for item in new_wrapped:
+            value = item.get(key) if isinstance(item, Mapping) else None
+            if isinstance(value, str):
+                new_values.append(value)
+        if new_values != values:
+            out["completion"] = {**completion, "values": new_values}
+            changed = True
+    bundle = _Bundle()
+    if isinstance(completion, Mapping):  # the completion's extra fields (`total` and `hasMore` are numbers)
+
+        def get_completion() -> Mapping[str, Any]:
+            current = out["completion"]
+            return current if isinstance(current, Mapping) else {}
+
+        def set_completion(new: dict[str, Any]) -> None:
+            out["completion"] = new
+
+        _add_rest(bundle, completion, frozenset({"values"}), "completion.*", get_completion, set_completion)
+    _add_top_rest(bundle, out, result, frozenset({"completion", "_meta"}))
+    _add_meta(bundle, out)
+    changed = bundle.run(pipeline, ctx) or changed
     if ctx.report:
         _attach(out, ctx.report)
         changed = True
