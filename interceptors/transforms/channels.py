@@ -19,9 +19,10 @@ from typing import Any
 
 from .base import META_KEY, Pipeline, TransformContext, merge_report, render_json
 from .cap import cap_text_blocks
+from .stream import STREAM_META_KEY
 
 CHANNEL_META_KEY = "io.mcp-interceptors/channel"
-_RESERVED_META = frozenset({META_KEY, CHANNEL_META_KEY, "progressToken"})
+_RESERVED_META = frozenset({META_KEY, CHANNEL_META_KEY, STREAM_META_KEY, "progressToken"})
 _LINK_FIELDS = ("uri", "name", "title", "description")
 _REQUIRED_LINK_FIELDS = ("uri", "name")
 _MISSING = "[REDACTED:content]"
@@ -260,6 +261,28 @@ def _add_meta(bundle: _Bundle, result: dict[str, Any]) -> None:
     bundle.add(own, "_meta", set_meta)
 
 
+def _ignore(new: Any) -> None:
+    """A context part's new value is not written anywhere."""
+
+
+def _stream_context(result: Mapping[str, Any], blocks: list[Any]) -> tuple[str, str]:
+    """(before, after): the text of a streamed message's neighbours (`stream.StreamHoldBack`), read as context
+    only where the message's first (last) block is text, so the seam is between two texts."""
+    meta = result.get("_meta")
+    context = meta.get(STREAM_META_KEY) if isinstance(meta, Mapping) else None
+    if not isinstance(context, Mapping) or not blocks:
+        return "", ""
+
+    def is_text(block: Any) -> bool:
+        return isinstance(block, Mapping) and block.get("type") == "text" and isinstance(block.get("text"), str)
+
+    before, after = context.get("before"), context.get("after")
+    return (
+        before if isinstance(before, str) and is_text(blocks[0]) else "",
+        after if isinstance(after, str) and is_text(blocks[-1]) else "",
+    )
+
+
 def _add_top_rest(bundle: _Bundle, out: dict[str, Any], source: Mapping[str, Any], handled: frozenset[str]) -> None:
     """A result's own unknown and extra members (written back into `out` in place)."""
 
@@ -296,12 +319,18 @@ def transform_tool_result(
     if isinstance(content, list):
         blocks = list(content)
         out["content"] = blocks
+        before, after = _stream_context(out, blocks)
+        shift = 1 if before else 0
+        if before:  # a streamed message's neighbours: read across the seam, never written back
+            bundle.add(before, "content[0].text", _ignore)
         for index, block in enumerate(blocks):
 
             def put(new: dict[str, Any], index: int = index) -> None:
                 blocks[index] = new
 
-            _add_block(bundle, block, f"content[{index}]", put)
+            _add_block(bundle, block, f"content[{index + shift}]", put)
+        if after:
+            bundle.add(after, f"content[{len(blocks) + shift}].text", _ignore)
     _add_top_rest(bundle, out, result, _RESULT_HANDLED)
     _add_meta(bundle, out)
     changed = bundle.run(pipeline, ctx)

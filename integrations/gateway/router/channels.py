@@ -21,9 +21,13 @@ from interceptors.events import SERVER_INFO_EVENT, is_context_operation
 CHANNEL_META_KEY: Final = "io.mcp-interceptors/channel"
 LOGGER_META_KEY: Final = "io.mcp-interceptors/logger"
 """A log's logger name rides the chain in `_meta` under this key, scanned like the rest, and goes back after."""
+STREAM_META_KEY: Final = "io.mcp-interceptors/stream"
+"""A streamed message's neighbours' text (`{"before", "after"}`), read by the stages as context only; never sent
+on (the same key as `interceptors.transforms.stream.STREAM_META_KEY`)."""
 PARAMS_META_KEY: Final = "io.mcp-interceptors/params"
 """A side message's other members holding text (extra fields, a task's fields) ride the chain in `_meta` under
 this key, scanned like the rest, and go back after: no string of a message passes unread."""
+_OUR_META_KEYS: Final = frozenset({CHANNEL_META_KEY, LOGGER_META_KEY, PARAMS_META_KEY, STREAM_META_KEY})
 _NOT_PARAMS: Final = frozenset({"_meta", "progressToken", "progress", "total", "logger", "level", "taskId", "status"})
 """Members that are the message's plumbing (the client's own token, numbers, enums, ids): never rewritten."""
 
@@ -214,9 +218,7 @@ def from_side_payload(channel: Channel, source: dict[str, Any], payload: Any) ->
             else:
                 out.pop(key, None)  # dropped by a mutator
     if isinstance(meta, dict):
-        kept = {
-            key: value for key, value in meta.items() if key not in (CHANNEL_META_KEY, LOGGER_META_KEY, PARAMS_META_KEY)
-        }
+        kept = {key: value for key, value in meta.items() if key not in _OUR_META_KEYS}
         if kept or "_meta" in source:
             out["_meta"] = kept
         if channel is Channel.LOG and "logger" in source:
