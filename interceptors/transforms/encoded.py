@@ -81,12 +81,23 @@ _BARE_B64 = re.compile(
 )
 _BARE_HEX = re.compile(r"(?<![0-9A-Za-z])(?:[2-7][0-9a-fA-F]){10,}(?![0-9A-Za-z])")
 _BARE_PCT = re.compile(r"[A-Za-z0-9._~+-]*(?:%[0-9A-Fa-f]{2}[A-Za-z0-9._~+-]*){4,}")
-_BARE_GATE = re.compile(
-    r"(?<![A-Za-z0-9+/_-])" + _ASCII_B64 + r"|(?<![0-9A-Za-z])(?:[2-7][0-9a-fA-F]){10}|(?:%[0-9A-Fa-f]{2}){4}|=\r?\n"
-)
-_BARE_GATE_JSON = re.compile(
-    r"(?:[a-z][a-z0-9+/_-]{3}){5}|(?:[2-7][0-9a-f]){10}|(?:%[0-9a-f]{2}){4}|=\\\\r?\\\\n"
-)
+_RUN20 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20}")
+"""A run long enough to hold an encoded secret, tried only where a run starts (linear): the shapes come after."""
+_BARE_SHAPE = re.compile(r"(?<![A-Za-z0-9+/_-])" + _ASCII_B64 + r"|(?<![0-9A-Za-z])(?:[2-7][0-9a-fA-F]){10}")
+_PCT4 = re.compile(r"(?:%[0-9A-Fa-f]{2}){4}")
+_RUN20_JSON = re.compile(r"(?<![a-z0-9+/_-])[a-z0-9+/_-]{20}")
+
+
+def _bare_gate(text: str) -> bool:
+    """Whether `text` could hold a bare encoding of text (cheap: literals first, one linear search, then shapes)."""
+    if "%" in text and _PCT4.search(text) is not None:
+        return True
+    if "=\n" in text or "=\r\n" in text:
+        return True
+    run = _RUN20.search(text) if len(text) >= 20 else None
+    return run is not None and _BARE_SHAPE.search(text, run.start()) is not None
+
+
 _MAX_GUNZIP = 1 << 20
 _SECRET_CATEGORIES = frozenset({"secret", "credential"})
 
@@ -243,7 +254,7 @@ def _holds_secret(scanner: Any, text: str, depth: int) -> bool:
     (`depth` layers at most): the decoded view of a bare run is used only then."""
     if any(f.detector.category in _SECRET_CATEGORIES for f in scanner.scan(text)):
         return True
-    if depth <= 0 or _BARE_GATE.search(text) is None:
+    if depth <= 0 or not _bare_gate(text):
         return False
     for _, _, how, value in _bare_candidates(text):
         codec = _bare_codec(how, value)
@@ -322,7 +333,7 @@ class Decoder:
             or (self.data_url and ";base64," in folded)
             or (self.hex and "0x" in folded)
             or (self.query and "%" in folded and "?" in folded)
-            or (self.bare and _BARE_GATE_JSON.search(folded) is not None)
+            or (self.bare and ("%" in folded or "=\\n" in folded or _RUN20_JSON.search(folded) is not None))
         )
 
     # JSON objects ---------------------------------------------------------------------------------------
@@ -370,7 +381,7 @@ class Decoder:
             or (self.hex and ("0x" in text or "0X" in text))
             or (self.k8s and "Secret" in text and "data:" in text)
             or (self.query and "%" in text and "?" in text)
-            or (self.bare and _BARE_GATE.search(text) is not None)
+            or (self.bare and _bare_gate(text))
         )
 
     def rewrite(self, run: Run, text: str) -> tuple[Any, list[Span]] | None:
@@ -442,7 +453,7 @@ class Decoder:
             yield from _k8s_yaml_values(text)
         if self.query and "%" in text and "?" in text:
             yield from _query_values(text)
-        if self.bare and _BARE_GATE.search(text) is not None:
+        if self.bare and _bare_gate(text):
             for start, end, how, _ in _bare_candidates(text):
                 yield start, end, how, None
 
