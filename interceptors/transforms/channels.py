@@ -424,8 +424,11 @@ def transform_resource_result(
                 def set_item(new: dict[str, Any], index: int = index) -> None:
                     items[index] = new
 
-                _add_rest(bundle, item, _CONTENTS_HANDLED, f"contents[{index}].*",
-                          lambda index=index: items[index], set_item)  # fmt: skip
+                def get_item(index: int = index) -> Mapping[str, Any]:
+                    current: Mapping[str, Any] = items[index]
+                    return current
+
+                _add_rest(bundle, item, _CONTENTS_HANDLED, f"contents[{index}].*", get_item, set_item)
     _add_top_rest(bundle, out, result, frozenset({"contents", "_meta"}))
     return _finish(bundle, out, result, pipeline, ctx)
 
@@ -453,8 +456,11 @@ def transform_prompt_result(
             def set_message(new: dict[str, Any], index: int = index) -> None:
                 items[index] = new
 
-            _add_rest(bundle, message, _MESSAGE_HANDLED, f"messages[{index}].*",
-                      lambda index=index: items[index], set_message)  # fmt: skip
+            def get_message(index: int = index) -> Mapping[str, Any]:
+                current: Mapping[str, Any] = items[index]
+                return current
+
+            _add_rest(bundle, message, _MESSAGE_HANDLED, f"messages[{index}].*", get_message, set_message)
             content = message.get("content")
             if isinstance(content, Mapping):
 

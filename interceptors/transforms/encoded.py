@@ -81,21 +81,60 @@ _BARE_B64 = re.compile(
 )
 _BARE_HEX = re.compile(r"(?<![0-9A-Za-z])(?:[2-7][0-9a-fA-F]){10,}(?![0-9A-Za-z])")
 _BARE_PCT = re.compile(r"[A-Za-z0-9._~+-]*(?:%[0-9A-Fa-f]{2}[A-Za-z0-9._~+-]*){4,}")
-_RUN20 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20}")
-"""A run long enough to hold an encoded secret, tried only where a run starts (linear): the shapes come after."""
-_BARE_SHAPE = re.compile(r"(?<![A-Za-z0-9+/_-])" + _ASCII_B64 + r"|(?<![0-9A-Za-z])(?:[2-7][0-9a-fA-F]){10}")
+_SHAPE_AT = re.compile(_ASCII_B64 + r"|(?:[2-7][0-9a-fA-F]){10}")
 _PCT4 = re.compile(r"(?:%[0-9A-Fa-f]{2}){4}")
-_RUN20_JSON = re.compile(r"(?<![a-z0-9+/_-])[a-z0-9+/_-]{20}")
+_RUN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
+
+
+class _RunTable(dict[int, str]):
+    """`str.translate` table: a base64 character to `a`, anything else to a space (filled on first use)."""
+
+    def __missing__(self, code: int) -> str:
+        mark = self[code] = "a" if chr(code) in _RUN_CHARS else " "
+        return mark
+
+
+_RUN_TABLE = _RunTable()
+_LONG = "a" * 20
+
+
+def _shaped_run(text: str, escaped: bool) -> bool:
+    """Whether a run of 20 base64 characters or more in `text` starts with the shape of encoded ASCII text
+    (`escaped`: `text` is JSON, where a run after a line break starts with the `n` of `\\n`). The runs are found
+    by substring search in a translated copy (C speed); only their starts are matched."""
+    marks = text.translate(_RUN_TABLE)
+    start = marks.find(_LONG)
+    shape = _SHAPE_AT.match
+    while start >= 0:
+        if shape(text, start) is not None:
+            return True
+        if escaped and start > 0 and text[start - 1] == "\\" and shape(text, start + 1) is not None:
+            return True
+        end = marks.find(" ", start)
+        if end < 0:
+            return False
+        start = marks.find(_LONG, end)
+    return False
 
 
 def _bare_gate(text: str) -> bool:
-    """Whether `text` could hold a bare encoding of text (cheap: literals first, one linear search, then shapes)."""
+    """Whether `text` could hold a bare encoding of text (cheap: literals first, then the long runs' starts)."""
     if "%" in text and _PCT4.search(text) is not None:
         return True
     if "=\n" in text or "=\r\n" in text:
         return True
-    run = _RUN20.search(text) if len(text) >= 20 else None
-    return run is not None and _BARE_SHAPE.search(text, run.start()) is not None
+    return len(text) >= 20 and _shaped_run(text, False)
+
+
+def _bare_gate_json(raw: str) -> bool:
+    """`_bare_gate` on a payload's JSON text."""
+    if ("%" in raw and _PCT4.search(raw) is not None) or "=\\n" in raw or "=\\r\\n" in raw:
+        return True
+    return _shaped_run(raw, True)
+
+
+_GATE_MEMO = 65_536
+"""Strings whose gate answer a decoder remembers (cleared when full)."""
 
 
 _MAX_GUNZIP = 1 << 20
@@ -299,7 +338,7 @@ def _decoded_value(run: Run, key: str | None, codec: tuple[str, Encode] | None) 
 class Decoder:
     """The `decode` option of one redactor: which encodings it reads."""
 
-    __slots__ = ("bare", "data_url", "encodings", "hex", "k8s", "marked_fields", "query")
+    __slots__ = ("_gate_memo", "bare", "data_url", "encodings", "hex", "k8s", "marked_fields", "query")
 
     def __init__(self, encodings: frozenset[str]) -> None:
         self.encodings = encodings
@@ -309,6 +348,7 @@ class Decoder:
         self.k8s = "k8s_secret" in encodings
         self.query = "url_query" in encodings
         self.bare = "bare" in encodings
+        self._gate_memo: dict[str, bool] = {}
 
     @classmethod
     def from_option(cls, value: Any, path: str) -> Decoder | None:
@@ -325,15 +365,16 @@ class Decoder:
             raise ValueError(f"{path}: unknown encoding(s) {names} (known: {', '.join(ENCODINGS)})")
         return cls(frozenset(value)) if value else None
 
-    def may_apply(self, folded: str) -> bool:
-        """Whether a payload (its JSON text, lower-cased) holds anything this decoder reads."""
+    def may_apply(self, folded: str, raw: str | None = None) -> bool:
+        """Whether a payload (its JSON text, lower-cased; `raw`: as it is, for the case-sensitive shapes of bare
+        encodings) holds anything this decoder reads."""
         return (
             (self.marked_fields and "encoding" in folded)
             or (self.k8s and "secret" in folded and "kind" in folded)
             or (self.data_url and ";base64," in folded)
             or (self.hex and "0x" in folded)
             or (self.query and "%" in folded and "?" in folded)
-            or (self.bare and ("%" in folded or "=\\n" in folded or _RUN20_JSON.search(folded) is not None))
+            or (self.bare and _bare_gate_json(raw if raw is not None else folded))
         )
 
     # JSON objects ---------------------------------------------------------------------------------------
@@ -381,8 +422,17 @@ class Decoder:
             or (self.hex and ("0x" in text or "0X" in text))
             or (self.k8s and "Secret" in text and "data:" in text)
             or (self.query and "%" in text and "?" in text)
-            or (self.bare and _bare_gate(text))
+            or (self.bare and self._bare_marked(text))
         )
+
+    def _bare_marked(self, text: str) -> bool:
+        """`_bare_gate`, remembered per string (the same strings recur across the parts of results)."""
+        known = self._gate_memo.get(text)
+        if known is None:
+            if len(self._gate_memo) >= _GATE_MEMO:
+                self._gate_memo.clear()
+            known = self._gate_memo[text] = _bare_gate(text)
+        return known
 
     def rewrite(self, run: Run, text: str) -> tuple[Any, list[Span]] | None:
         """`text` with its encoded spans redacted (or DROP), and the spans that were decoded (in the new text).
