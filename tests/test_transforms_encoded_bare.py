@@ -11,8 +11,9 @@ from interceptors.testing.encodings import encoded_cases, leaked
 from interceptors.testing.properties import RedactionTarget
 
 STANDARD = RedactionTarget.load("standard")
-FLOOR = {"quoted_printable": 0.0, "wrapped40": 0.6, "base64_wrapped40": 0.9}
-"""Per-encoding floors (1.0 unless listed): quoted-printable and plain 40-column wrapping are not read yet."""
+FLOOR = {"wrapped40": 0.6, "base64_wrapped40": 0.9}
+"""Per-encoding floors (1.0 unless listed): a token wrapped at 40 columns is not joined across lines yet, and
+base64 wrapped in lines decodes only when its lines have one width."""
 
 
 def _out(text: str) -> str:
@@ -27,7 +28,7 @@ def test_encoded_corpus_is_caught_per_encoding() -> None:
         caught[case.encoding][1] += 1
     for encoding, (hit, total) in caught.items():
         assert hit / total >= FLOOR.get(encoding, 1.0), encoding
-    assert sum(h for h, _ in caught.values()) / sum(t for _, t in caught.values()) >= 0.9
+    assert sum(h for h, _ in caught.values()) / sum(t for _, t in caught.values()) >= 0.95
 
 
 def test_benign_encodings_are_left_as_they_are() -> None:

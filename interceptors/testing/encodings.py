@@ -40,7 +40,10 @@ def _wrap(text: str, width: int = 40) -> str:
 
 
 def _confusable(value: str) -> str:
-    swap = {"a": "а", "e": "е", "o": "о", "p": "р", "c": "с", "x": "х", "y": "у", "s": "ѕ", "i": "і", "j": "ј"}
+    # Cyrillic look-alikes of a, e, o, p, c, x, y, s, i, j (by code point)
+    swap = dict(
+        zip("aeopcxysij", map(chr, (0x430, 0x435, 0x43E, 0x440, 0x441, 0x445, 0x443, 0x455, 0x456, 0x458)), strict=True)
+    )
     for at, char in enumerate(value):
         if char in swap:
             return value[:at] + swap[char] + value[at + 1 :]
@@ -64,7 +67,10 @@ ENCODERS: dict[str, tuple[Callable[[str], str], str]] = {
     "base64_twice": (lambda v: _b64(_b64(v)), "{}"),
     "hex_bare": (lambda v: v.encode().hex(), "{}"),
     "percent_bare": (lambda v: "".join(f"%{b:02X}" for b in v.encode()), "{}"),
-    "quoted_printable": (lambda v: _qp("Subject: keys\r\nThe key is " + v + " and it rotates weekly " * 3), "{}"),
+    "quoted_printable": (
+        lambda v: _qp(f"Subject: keys\nThe deploy key for the staging cluster is {v} and it rotates"),
+        "{}",
+    ),
     "base64_wrapped40": (lambda v: _wrap(_b64(v)), "{}"),
     "wrapped40": (_wrap, "key:\n{}"),
     "u_escape": (lambda v: "".join(f"\\u{ord(c):04x}" for c in v), '"{}"'),
@@ -89,16 +95,12 @@ def _lines(encoded: str) -> tuple[str, ...]:
 
 def _families(names: Iterable[str] | None) -> list[tuple[str, str]]:
     chosen = [
-        d
-        for d in BUILTIN_DETECTORS
-        if d.spec and d.category == "secret" and (names is None or d.name in set(names))
+        d for d in BUILTIN_DETECTORS if d.spec and d.category == "secret" and (names is None or d.name in set(names))
     ]
     return [(d.name, d.spec or "") for d in chosen]
 
 
-def encoded_cases(
-    families: Iterable[str] | None = None, *, seed: int = 29, per_family: int = 1
-) -> list[EncodedCase]:
+def encoded_cases(families: Iterable[str] | None = None, *, seed: int = 29, per_family: int = 1) -> list[EncodedCase]:
     """Every family's spec sample (`per_family` each) in every encoding of `ENCODERS`."""
     rng = random.Random(seed)
     cases: list[EncodedCase] = []
@@ -112,6 +114,9 @@ def encoded_cases(
                 if name in _INLINE:  # the value itself is spelled differently inside its context
                     encoded = spelled.replace(value, encode(value))
                     pieces: tuple[str, ...] = (value, *_lines(encode(value)))
+                elif name == "quoted_printable":  # text with a soft line break: the value, spelled or decoded
+                    encoded = encode(spelled)
+                    pieces = (value, value.replace("=", "=3D"))
                 else:
                     encoded = encode(spelled)
                     own = encode(value)
@@ -122,5 +127,10 @@ def encoded_cases(
 
 
 def leaked(case: EncodedCase, output: str) -> bool:
-    """Whether any piece of the encoded secret (or the plain value) is still in `output`."""
-    return any(piece in output for piece in case.pieces)
+    """Whether any piece of the encoded secret (or the plain value) is still in `output` (for quoted-printable,
+    also in its decoded form, where a soft line break no longer cuts the value)."""
+    if any(piece in output for piece in case.pieces):
+        return True
+    if case.encoding == "quoted_printable":
+        return case.value in quopri.decodestring(output.encode("utf-8", "replace")).decode("utf-8", "replace")
+    return False
