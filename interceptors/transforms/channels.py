@@ -4,7 +4,10 @@ initialize result, task records, requests to the client: scrubbed only, see `tra
 
 The parts of one result (structured content, each text block, links, embedded resources, `_meta`) go
 through the pipeline in a single run, so the same value gets the same replacement in all of them.
-`_meta` is scanned at every level (result, block, link, embedded resource), except our own keys. Images,
+`_meta` is scanned at every level (result, block, link, embedded resource), except our own keys, and so is
+every other member no specific part reads (annotations, `mimeType`, URIs, unknown and extra fields), put back
+in place with keys and order kept. A streamed message's neighbours (`_meta[STREAM_META_KEY]`) are read as
+adjacent text blocks, context only. Images,
 audio and blobs whose decoded bytes are text (a base64 `.env` file served as a blob) are scanned as that text
 and re-encoded; binary data passes untouched.
 """
