@@ -72,16 +72,17 @@ _YAML_SKIP = re.compile(r"[ \t]*(?:#|$)")
 # quoted-printable text with soft line breaks. Only a run whose decoded view is text holding a real detector's
 # finding is rewritten; anything else is left to the ordinary scan untouched.
 # The cheap prefilter is the shape of *text* encoded: base64 of ASCII text has a letter from I-Z or a-f (the top
-# six bits of a byte below 0x80) at the start of every quad, hex of ASCII text a digit from 2 to 7 before every
-# byte's second digit, gzip's base64 begins `H4sI`. Random tokens and digests rarely have either shape.
-_ASCII_B64 = r"(?:(?:[I-Za-f][A-Za-z0-9+/_-]{3}){5}|H4sI)"
+# six bits of a printable byte; C or D for a tab or line break) at the start of every quad, hex of ASCII text a
+# digit from 2 to 7 before every byte's second digit (or 09, 0a, 0d), gzip's base64 begins `H4sI`. Random
+# tokens and digests rarely have either shape.
+_ASCII_B64 = r"(?:(?:[CDI-Za-f][A-Za-z0-9+/_-]{3}){5}|H4sI)"
 _BARE_B64 = re.compile(
     r"(?<![A-Za-z0-9+/_-])(?=" + _ASCII_B64 + r")[A-Za-z0-9+/_-]{20,}={0,2}(?:\r?\n[A-Za-z0-9+/_-]{4,}={0,2})*"
     r"(?![A-Za-z0-9+/=_-])"
 )
-_BARE_HEX = re.compile(r"(?<![0-9A-Za-z])(?:[2-7][0-9a-fA-F]){10,}(?![0-9A-Za-z])")
+_BARE_HEX = re.compile(r"(?<![0-9A-Za-z])(?:[2-7][0-9a-fA-F]|0[9aAdD]){10,}(?![0-9A-Za-z])")
 _BARE_PCT = re.compile(r"[A-Za-z0-9._~+-]*(?:%[0-9A-Fa-f]{2}[A-Za-z0-9._~+-]*){4,}")
-_SHAPE_AT = re.compile(_ASCII_B64 + r"|(?:[2-7][0-9a-fA-F]){10}")
+_SHAPE_AT = re.compile(_ASCII_B64 + r"|(?:[2-7][0-9a-fA-F]|0[9aAdD]){10}")
 _PCT4 = re.compile(r"(?:%[0-9A-Fa-f]{2}){4}")
 _RUN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
 
