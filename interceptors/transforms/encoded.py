@@ -135,6 +135,7 @@ def _bare_gate_json(raw: str) -> bool:
 
 
 _GATE_MEMO = 65_536
+_GATE_MEMO_CHARS = 4096
 """Strings whose gate answer a decoder remembers (cleared when full)."""
 
 
@@ -428,6 +429,8 @@ class Decoder:
 
     def _bare_marked(self, text: str) -> bool:
         """`_bare_gate`, remembered per string (the same strings recur across the parts of results)."""
+        if len(text) > _GATE_MEMO_CHARS:  # a long text is looked at once; only short ones are kept
+            return _bare_gate(text)
         known = self._gate_memo.get(text)
         if known is None:
             if len(self._gate_memo) >= _GATE_MEMO:
