@@ -1034,20 +1034,21 @@ def test_listen_needs_a_modern_session_and_ends_gracefully_when_the_upstream_goe
 # Secrets cut across streaming messages -----------------------------------------------------------
 
 
-def test_a_secret_prefix_at_the_end_of_a_progress_message_is_held_until_the_next_and_the_rest_before_the_reply() -> (
-    None
-):
+def test_a_progress_message_ending_in_a_secret_prefix_is_held_whole_and_read_with_its_neighbours() -> None:
+    """Text never moves between messages (issue 29): a message that could end in the start of a secret waits,
+    whole, for the next one, and each reaches the chain with its neighbours' text as context only."""
     from interceptors.transforms.stream import StreamHoldBack
 
     router = ready_router(RouterConfig(hold_back=StreamHoldBack))
     handshake_session(router, "a")
     upstream_id = forward(router, "a", 1, "tools/call", {"name": "x", "_meta": {"progressToken": "p"}})
     head, tail = "ghp_" + "Ab1Cd2Ef3Gh4Ij5Kl", "6Mn7Op8Qr9St0Uv1Wx2Yz"
-    seen: list[str] = []
+    seen: list[tuple[str, dict[str, str] | None]] = []
 
     def record(run: RunChain) -> ChainOutcome:
         if run.channel == "progress":
-            seen.append(run.payload["content"][0]["text"] if run.payload["content"] else "")
+            text = run.payload["content"][0]["text"] if run.payload["content"] else ""
+            seen.append((text, run.payload["_meta"].get("io.mcp-interceptors/stream")))
         return ChainPassed(run.payload)
 
     def progress(text: str) -> bytes:
@@ -1055,12 +1056,20 @@ def test_a_secret_prefix_at_the_end_of_a_progress_message_is_held_until_the_next
             method="notifications/progress", params={"progressToken": upstream_id, "progress": 1, "message": text}
         )
 
-    settle(router, router.receive_upstream(progress(f"reading {head}")), record)
-    settle(router, router.receive_upstream(progress(f"{tail} read; next ghp_" + "Zz9")), record)
+    first = settle(router, router.receive_upstream(progress(f"reading {head}")), record)
+    assert downstream(first, "a") == [] and seen == []  # held, whole
+    second = settle(router, router.receive_upstream(progress(f"{tail} read; next ghp_" + "Zz9")), record)
     out = settle(router, router.receive_upstream(line(id=upstream_id, result={"content": []})), record)
-    assert seen[0] == "reading " and seen[1] == f"{head}{tail} read; next "  # the chain saw the token whole
-    assert seen[2] == "ghp_Zz9"  # what was still held goes out before the reply, through the chain
-    assert [m.get("method", "reply") for m in downstream(out, "a")] == ["notifications/progress", "reply"]
+    second_tail = f"{tail} read; next ghp_Zz9"
+    assert seen == [
+        (f"reading {head}", {"before": "", "after": second_tail}),
+        (second_tail, {"before": f"reading {head}", "after": ""}),  # held in turn, flushed before the reply
+    ]
+    sent = downstream(second, "a") + downstream(out, "a")
+    assert [m.get("method", "reply") for m in sent] == ["notifications/progress", "notifications/progress", "reply"]
+    assert [m["params"]["message"] for m in sent[:2]] == [f"reading {head}", second_tail]  # as the upstream sent
+    exact = [{"progressToken": "p", "progress": 1, "message": m} for m in (f"reading {head}", second_tail)]
+    assert [m["params"] for m in sent[:2]] == exact  # as the upstream sent them: the context never goes on
 
 
 def test_a_logs_logger_name_rides_the_chain_and_comes_back_as_the_chain_left_it() -> None:

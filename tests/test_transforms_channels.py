@@ -91,10 +91,12 @@ def test_output_cap_reports_truncated_chars() -> None:
     assert len(out["content"][0]["text"]) < 100
 
 
-def test_resource_contents_text_only_uris_kept() -> None:
+def test_resource_contents_text_and_uris_scanned_blob_kept() -> None:
+    # A credential in a content's URI is as readable as one in its text (issue 29): both are scanned.
     result = {"contents": [{"uri": f"file:///{GHP}", "text": f"t {GHP}"}, {"uri": "file:///b", "blob": GHP}]}
     out, changed = transform_resource_result(result, STANDARD, TransformContext())
-    assert changed and out["contents"][0] == {"uri": f"file:///{GHP}", "text": "t [REDACTED:api_token]"}
+    assert changed
+    assert out["contents"][0] == {"uri": "file:///[REDACTED:api_token]", "text": "t [REDACTED:api_token]"}
     assert out["contents"][1]["blob"] == GHP
 
 

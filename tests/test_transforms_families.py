@@ -250,15 +250,6 @@ STREAMED = ["github_token", "anthropic_api_key", "aws_access_key_id", "slack_tok
             "gitlab_token", "openai_api_key", "sendgrid_api_key"]  # fmt: skip
 
 
-def _redacted(text: str) -> str:
-    out, last = [], 0
-    for finding in SCANNER.scan(text):
-        if finding.detector.category in ("secret", "credential"):
-            out += [text[last : finding.start], "[R]"]
-            last = finding.end
-    return "".join(out) + text[last:]
-
-
 @given(
     family=st.sampled_from(STREAMED),
     seed=st.integers(0, 10_000),
@@ -269,23 +260,28 @@ def _redacted(text: str) -> str:
 def test_stream_hold_back_never_lets_a_split_token_out_whole_or_in_joining_halves(
     family: str, seed: int, cut: float, before: str, after: str
 ) -> None:
-    """Two messages of one stream carry a token cut anywhere: what goes out (each message redacted on its own,
-    then the flush) never holds the token, alone or joined."""
+    """Two messages of one stream carry a token cut anywhere: what goes out (each message redacted with its
+    neighbours' text as context, then the flush) never holds the token, alone or joined; no text moves."""
+    from tests.stream_helpers import STANDARD, _stream, _texts
+
     ((_, value),) = samples(BUILTIN_BY_NAME[family], 1, seed)
     at = max(1, min(len(value) - 1, int(cut * len(value))))
-    stream = StreamHoldBack()
-    sent = [_redacted(stream.feed(before + value[:at])), _redacted(stream.feed(value[at:] + after))]
-    sent.append(_redacted(stream.flush()))
+    sent = _texts(_stream(STANDARD, "notifications/progress", [before + value[:at], value[at:] + after]))
+    assert len(sent) == 2
     assert all(value not in part for part in sent)
     assert value not in "".join(sent)
 
 
 def test_stream_hold_back_is_bounded_and_flushes() -> None:
-    stream = StreamHoldBack(max_hold=16)
-    assert stream.feed("no secret here, just words") == "no secret here, just words"
-    assert stream.feed("id " + "A1b2C3d4" * 4) == "id " + "A1b2C3d4" * 4  # longer than max_hold: not held
-    assert stream.feed("next ghp_ab") == "next " and stream.held == "ghp_ab"
-    assert stream.flush() == "ghp_ab" and stream.held == ""
+    stream: StreamHoldBack[str] = StreamHoldBack(max_hold=16)
+    quiet = "no secret here, just words"
+    assert [r.message for r in stream.push("m1", quiet)] == ["m1"]
+    long_run = "id " + "A1b2C3d4" * 4
+    assert [r.message for r in stream.push("m2", long_run)] == ["m2"]  # longer than max_hold: not held
+    assert stream.push("m3", "next ghp_ab") == [] and stream.holding
+    (release,) = stream.flush()
+    assert release.message == "m3" and release.after == "" and release.before.endswith("A1b2C3d4")
+    assert not stream.holding and stream.flush() == []
 
 
 # --- the spec language -----------------------------------------------------------------------------------------------

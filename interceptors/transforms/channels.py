@@ -4,7 +4,10 @@ initialize result, task records, requests to the client: scrubbed only, see `tra
 
 The parts of one result (structured content, each text block, links, embedded resources, `_meta`) go
 through the pipeline in a single run, so the same value gets the same replacement in all of them.
-`_meta` is scanned at every level (result, block, link, embedded resource), except our own keys. Images,
+`_meta` is scanned at every level (result, block, link, embedded resource), except our own keys, and so is
+every other member no specific part reads (annotations, `mimeType`, URIs, unknown and extra fields), put back
+in place with keys and order kept. A streamed message's neighbours (`_meta[STREAM_META_KEY]`) are read as
+adjacent text blocks, context only. Images,
 audio and blobs whose decoded bytes are text (a base64 `.env` file served as a blob) are scanned as that text
 and re-encoded; binary data passes untouched.
 """
@@ -19,9 +22,10 @@ from typing import Any
 
 from .base import META_KEY, Pipeline, TransformContext, merge_report, render_json
 from .cap import cap_text_blocks
+from .stream import STREAM_META_KEY
 
 CHANNEL_META_KEY = "io.mcp-interceptors/channel"
-_RESERVED_META = frozenset({META_KEY, CHANNEL_META_KEY, "progressToken"})
+_RESERVED_META = frozenset({META_KEY, CHANNEL_META_KEY, STREAM_META_KEY, "progressToken"})
 _LINK_FIELDS = ("uri", "name", "title", "description")
 _REQUIRED_LINK_FIELDS = ("uri", "name")
 _MISSING = "[REDACTED:content]"
@@ -81,8 +85,70 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else render_json(value)
 
 
+_REQUIRED_FIELDS = frozenset({"uri", "name", "mimeType"})
+"""Fields a dropped value may not remove (the message would no longer be well-formed): they read `_MISSING`."""
+
+
+def _holds_text(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, Mapping | list) and bool(value))
+
+
+def _rest_of(source: Mapping[str, Any], handled: frozenset[str]) -> dict[str, Any]:
+    return {k: v for k, v in source.items() if isinstance(k, str) and k not in handled and _holds_text(v)}
+
+
+def _put_rest(current: Mapping[str, Any], rest: Mapping[str, Any], new: Any) -> dict[str, Any]:
+    """`current` with the members in `rest` replaced by their new values, in their places (keys and order kept;
+    a dropped member leaves, or reads `_MISSING` when the message needs it; a renamed key comes last)."""
+    new_rest = new if isinstance(new, Mapping) else {}
+    out: dict[str, Any] = {}
+    for key, value in current.items():
+        if key not in rest:
+            out[key] = value
+        elif key in new_rest:
+            out[key] = new_rest[key]
+        elif key in _REQUIRED_FIELDS:
+            out[key] = _MISSING
+    for key, value in new_rest.items():
+        if key not in rest:
+            out[key] = value
+    return out
+
+
+def _add_rest(
+    bundle: _Bundle,
+    source: Mapping[str, Any],
+    handled: frozenset[str],
+    label: str,
+    get: Callable[[], Mapping[str, Any]],
+    put: Callable[[dict[str, Any]], None],
+) -> None:
+    """Every member of `source` no other part reads (annotations, `mimeType`, URIs, unknown and extra fields),
+    as one part under its own keys (so key rules see them), put back in place."""
+    rest = _rest_of(source, handled)
+    if not rest:
+        return
+
+    def set_rest(new: Any) -> None:
+        put(_put_rest(get(), rest, new))
+
+    bundle.add(rest, label, set_rest)
+
+
+_BLOCK_HANDLED: dict[Any, frozenset[str]] = {
+    "text": frozenset({"type", "text", "_meta"}),
+    "image": frozenset({"type", "data", "_meta"}),
+    "audio": frozenset({"type", "data", "_meta"}),
+    "resource_link": frozenset({"type", "_meta", "uri", "name", "title", "description"}),
+    "resource": frozenset({"type", "resource", "_meta"}),
+}
+_EMBEDDED_HANDLED = frozenset({"text", "uri", "blob", "_meta"})
+_RESULT_HANDLED = frozenset({"content", "structuredContent", "_meta", "isError"})
+
+
 def _add_block(bundle: _Bundle, block: Any, label: str, put: Callable[[dict[str, Any]], None]) -> None:
-    """One content block: text, a resource link's fields, or an embedded resource's text and URI."""
+    """One content block: text, a resource link's fields, an embedded resource's text and URI, and every
+    other member (annotations, `mimeType`, unknown fields; the whole of a block of an unknown type)."""
     if block.__class__ is not dict and not isinstance(block, Mapping):
         return
     kind = block.get("type")
@@ -90,6 +156,13 @@ def _add_block(bundle: _Bundle, block: Any, label: str, put: Callable[[dict[str,
 
     def commit() -> None:
         put(holder["block"])
+
+    def set_block(new: dict[str, Any]) -> None:
+        holder["block"] = new
+        commit()
+
+    _add_rest(bundle, block, _BLOCK_HANDLED.get(kind, frozenset({"type", "_meta"})), f"{label}.*",
+              lambda: holder["block"], set_block)  # fmt: skip
 
     meta = block.get("_meta")
     if meta is not None and isinstance(meta, Mapping):
@@ -157,6 +230,13 @@ def _add_block(bundle: _Bundle, block: Any, label: str, put: Callable[[dict[str,
                 commit()
 
             bundle.add(own_inner, f"{label}.resource._meta", set_inner_meta)
+
+        def set_inner(new: dict[str, Any]) -> None:
+            holder["block"] = {**holder["block"], "resource": new}
+            commit()
+
+        _add_rest(bundle, resource, _EMBEDDED_HANDLED, f"{label}.resource.*",
+                  lambda: holder["block"]["resource"], set_inner)  # fmt: skip
         for field in ("text", "uri"):
             if isinstance(resource.get(field), str):
 
@@ -182,6 +262,38 @@ def _add_meta(bundle: _Bundle, result: dict[str, Any]) -> None:
         result["_meta"] = {**(new if isinstance(new, Mapping) else {}), **kept}
 
     bundle.add(own, "_meta", set_meta)
+
+
+def _ignore(new: Any) -> None:
+    """A context part's new value is not written anywhere."""
+
+
+def _stream_context(result: Mapping[str, Any], blocks: list[Any]) -> tuple[str, str]:
+    """(before, after): the text of a streamed message's neighbours (`stream.StreamHoldBack`), read as context
+    only where the message's first (last) block is text, so the seam is between two texts."""
+    meta = result.get("_meta")
+    context = meta.get(STREAM_META_KEY) if isinstance(meta, Mapping) else None
+    if not isinstance(context, Mapping) or not blocks:
+        return "", ""
+
+    def is_text(block: Any) -> bool:
+        return isinstance(block, Mapping) and block.get("type") == "text" and isinstance(block.get("text"), str)
+
+    before, after = context.get("before"), context.get("after")
+    return (
+        before if isinstance(before, str) and is_text(blocks[0]) else "",
+        after if isinstance(after, str) and is_text(blocks[-1]) else "",
+    )
+
+
+def _add_top_rest(bundle: _Bundle, out: dict[str, Any], source: Mapping[str, Any], handled: frozenset[str]) -> None:
+    """A result's own unknown and extra members (written back into `out` in place)."""
+
+    def put(new: dict[str, Any]) -> None:
+        out.clear()
+        out.update(new)
+
+    _add_rest(bundle, source, handled, "*", lambda: dict(out), put)
 
 
 def _attach(result: dict[str, Any], report: Mapping[str, Any]) -> None:
@@ -210,12 +322,19 @@ def transform_tool_result(
     if isinstance(content, list):
         blocks = list(content)
         out["content"] = blocks
+        before, after = _stream_context(out, blocks)
+        shift = 1 if before else 0
+        if before:  # a streamed message's neighbours: read across the seam, never written back
+            bundle.add(before, "content[0].text", _ignore)
         for index, block in enumerate(blocks):
 
             def put(new: dict[str, Any], index: int = index) -> None:
                 blocks[index] = new
 
-            _add_block(bundle, block, f"content[{index}]", put)
+            _add_block(bundle, block, f"content[{index + shift}]", put)
+        if after:
+            bundle.add(after, f"content[{len(blocks) + shift}].text", _ignore)
+    _add_top_rest(bundle, out, result, _RESULT_HANDLED)
     _add_meta(bundle, out)
     changed = bundle.run(pipeline, ctx)
     if max_output_chars is not None:
@@ -276,7 +395,8 @@ def transform_metadata(
 def transform_resource_result(
     result: Mapping[str, Any], pipeline: Pipeline, ctx: TransformContext
 ) -> tuple[dict[str, Any], bool]:
-    """`resources/read`: each text content (and blob that decodes to text) and each content's `_meta`; URIs stay."""
+    """`resources/read`: each text content (and blob that decodes to text), each content's `_meta`, URI,
+    `mimeType` and extra fields, and the result's own."""
     out = dict(result)
     bundle = _Bundle()
     contents = out.get("contents")
@@ -302,7 +422,21 @@ def transform_resource_result(
                     items[index] = {**items[index], "_meta": new if isinstance(new, Mapping) else {}}
 
                 bundle.add(item["_meta"], f"contents[{index}]._meta", set_item_meta)
+            if isinstance(item, Mapping):  # its uri, mimeType and extra fields (a blob is never read as text)
+
+                def set_item(new: dict[str, Any], index: int = index) -> None:
+                    items[index] = new
+
+                def get_item(index: int = index) -> Mapping[str, Any]:
+                    current: Mapping[str, Any] = items[index]
+                    return current
+
+                _add_rest(bundle, item, _CONTENTS_HANDLED, f"contents[{index}].*", get_item, set_item)
+    _add_top_rest(bundle, out, result, frozenset({"contents", "_meta"}))
     return _finish(bundle, out, result, pipeline, ctx)
+
+
+_CONTENTS_HANDLED = frozenset({"text", "blob", "_meta"})
 
 
 def transform_prompt_result(
@@ -321,6 +455,15 @@ def transform_prompt_result(
         for index, message in enumerate(items):
             if not isinstance(message, Mapping):
                 continue
+
+            def set_message(new: dict[str, Any], index: int = index) -> None:
+                items[index] = new
+
+            def get_message(index: int = index) -> Mapping[str, Any]:
+                current: Mapping[str, Any] = items[index]
+                return current
+
+            _add_rest(bundle, message, _MESSAGE_HANDLED, f"messages[{index}].*", get_message, set_message)
             content = message.get("content")
             if isinstance(content, Mapping):
 
@@ -337,7 +480,11 @@ def transform_prompt_result(
                         blocks[position] = new
 
                     _add_block(bundle, block, f"messages[{index}].content[{position}]", put_block)
+    _add_top_rest(bundle, out, result, frozenset({"description", "messages", "_meta"}))
     return _finish(bundle, out, result, pipeline, ctx)
+
+
+_MESSAGE_HANDLED = frozenset({"role", "content"})
 
 
 def transform_completion_result(
@@ -349,21 +496,37 @@ def transform_completion_result(
     """
     out = dict(result)
     completion = out.get("completion")
-    if not isinstance(completion, Mapping) or not isinstance(completion.get("values"), list) or pipeline.empty:
+    if pipeline.empty:
         return dict(result), False
-    key = argument or "value"
-    values = list(completion["values"])
-    wrapped = [{key: value} for value in values]
-    labels = [f"completion.values[{i}]" for i in range(len(values))]
-    new_wrapped = pipeline.run(wrapped, ctx, labels)
-    new_values = []
-    for item in new_wrapped:
-        value = item.get(key) if isinstance(item, Mapping) else None
-        if isinstance(value, str):
-            new_values.append(value)
-    changed = new_values != values
-    if changed:
-        out["completion"] = {**completion, "values": new_values}
+    changed = False
+    if isinstance(completion, Mapping) and isinstance(completion.get("values"), list):
+        key = argument or "value"
+        values = list(completion["values"])
+        wrapped = [{key: value} for value in values]
+        labels = [f"completion.values[{i}]" for i in range(len(values))]
+        new_wrapped = pipeline.run(wrapped, ctx, labels)
+        new_values = []
+        for item in new_wrapped:
+            value = item.get(key) if isinstance(item, Mapping) else None
+            if isinstance(value, str):
+                new_values.append(value)
+        if new_values != values:
+            out["completion"] = {**completion, "values": new_values}
+            changed = True
+    bundle = _Bundle()
+    if isinstance(completion, Mapping):  # the completion's extra fields (`total` and `hasMore` are numbers)
+
+        def get_completion() -> Mapping[str, Any]:
+            current = out["completion"]
+            return current if isinstance(current, Mapping) else {}
+
+        def set_completion(new: dict[str, Any]) -> None:
+            out["completion"] = new
+
+        _add_rest(bundle, completion, frozenset({"values"}), "completion.*", get_completion, set_completion)
+    _add_top_rest(bundle, out, result, frozenset({"completion", "_meta"}))
+    _add_meta(bundle, out)
+    changed = bundle.run(pipeline, ctx) or changed
     if ctx.report:
         _attach(out, ctx.report)
         changed = True

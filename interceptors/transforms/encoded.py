@@ -26,7 +26,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import gzip
+import quopri
 import re
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 from urllib.parse import quote, unquote_to_bytes
@@ -34,7 +37,7 @@ from urllib.parse import quote, unquote_to_bytes
 from .base import safe_name
 from .strategies import DROP
 
-ENCODINGS = ("base64", "hex", "data_url", "k8s_secret", "url_query")
+ENCODINGS = ("base64", "hex", "data_url", "k8s_secret", "url_query", "bare")
 """What `decode` can name (`decode: true` is all of them)."""
 MAX_ENCODED_CHARS = 1 << 20
 """Longer encoded values are left to the ordinary scan."""
@@ -65,12 +68,86 @@ _TOKEN_END = re.compile(r"[\s\"'<>`]")
 _TOKEN_STOPS = (" ", "\t", "\n", "\r", '"', "'", "<", ">", "`")
 _YAML_ENTRY = re.compile(r"( *)((?:- +)?)([A-Za-z0-9_./-]+|\"[^\"]*\"|'[^']*')[ \t]*:(?:[ \t]+(.*))?")
 _YAML_SKIP = re.compile(r"[ \t]*(?:#|$)")
+# Bare encodings (nothing marks them): runs that could be base64 (possibly wrapped in lines), hex, `%XX` or a
+# quoted-printable text with soft line breaks. Only a run whose decoded view is text holding a real detector's
+# finding is rewritten; anything else is left to the ordinary scan untouched.
+# The cheap prefilter is the shape of *text* encoded: base64 of ASCII text has a letter from I-Z or a-f (the top
+# six bits of a printable byte; C or D for a tab or line break) at the start of every quad, hex of ASCII text a
+# digit from 2 to 7 before every byte's second digit (or 09, 0a, 0d), gzip's base64 begins `H4sI`. Random
+# tokens and digests rarely have either shape.
+_ASCII_B64 = r"(?:(?:[CDI-Za-f][A-Za-z0-9+/_-]{3}){5}|H4sI)"
+_BARE_B64 = re.compile(
+    r"(?<![A-Za-z0-9+/_-])(?=" + _ASCII_B64 + r")[A-Za-z0-9+/_-]{20,}={0,2}(?:\r?\n[A-Za-z0-9+/_-]{4,}={0,2})*"
+    r"(?![A-Za-z0-9+/=_-])"
+)
+_BARE_HEX = re.compile(r"(?<![0-9A-Za-z])(?:[2-7][0-9a-fA-F]|0[9aAdD]){10,}(?![0-9A-Za-z])")
+_BARE_PCT = re.compile(r"[A-Za-z0-9._~+-]*(?:%[0-9A-Fa-f]{2}[A-Za-z0-9._~+-]*){4,}")
+_SHAPE_AT = re.compile(_ASCII_B64 + r"|(?:[2-7][0-9a-fA-F]|0[9aAdD]){10}")
+_PCT4 = re.compile(r"(?:%[0-9A-Fa-f]{2}){4}")
+_RUN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
+
+
+class _RunTable(dict[int, str]):
+    """`str.translate` table: a base64 character to `a`, anything else to a space (filled on first use)."""
+
+    def __missing__(self, code: int) -> str:
+        mark = self[code] = "a" if chr(code) in _RUN_CHARS else " "
+        return mark
+
+
+_RUN_TABLE = _RunTable()
+_LONG = "a" * 20
+
+
+def _shaped_run(text: str, escaped: bool) -> bool:
+    """Whether a run of 20 base64 characters or more in `text` starts with the shape of encoded ASCII text
+    (`escaped`: `text` is JSON, where a run after a line break starts with the `n` of `\\n`). The runs are found
+    by substring search in a translated copy (C speed); only their starts are matched."""
+    marks = text.translate(_RUN_TABLE)
+    start = marks.find(_LONG)
+    shape = _SHAPE_AT.match
+    while start >= 0:
+        if shape(text, start) is not None:
+            return True
+        if escaped and start > 0 and text[start - 1] == "\\" and shape(text, start + 1) is not None:
+            return True
+        end = marks.find(" ", start)
+        if end < 0:
+            return False
+        start = marks.find(_LONG, end)
+    return False
+
+
+def _bare_gate(text: str) -> bool:
+    """Whether `text` could hold a bare encoding of text (cheap: literals first, then the long runs' starts)."""
+    if "%" in text and _PCT4.search(text) is not None:
+        return True
+    if "=\n" in text or "=\r\n" in text:
+        return True
+    return len(text) >= 20 and _shaped_run(text, False)
+
+
+def _bare_gate_json(raw: str) -> bool:
+    """`_bare_gate` on a payload's JSON text."""
+    if ("%" in raw and _PCT4.search(raw) is not None) or "=\\n" in raw or "=\\r\\n" in raw:
+        return True
+    return _shaped_run(raw, True)
+
+
+_GATE_MEMO = 65_536
+_GATE_MEMO_CHARS = 4096
+"""Strings whose gate answer a decoder remembers (cleared when full)."""
+
+
+_MAX_GUNZIP = 1 << 20
+_SECRET_CATEGORIES = frozenset({"secret", "credential"})
 
 
 class Run(Protocol):
     """What the decoder needs from a redaction run (`redactor._Run`)."""
 
     depth: int
+    red: Any
 
     def nested(self, decoded: str, key: str | None) -> Any:
         """The redacted `decoded` text (alone, or as the value of `key`), or DROP."""
@@ -168,6 +245,82 @@ def decode_percent(value: str) -> tuple[str, Encode] | None:
     return text, lambda new: quote(new, safe=safe)
 
 
+def decode_gzip_base64(value: str) -> tuple[str, Encode] | None:
+    """Base64 of gzip-compressed UTF-8 text (at most `MAX_ENCODED_CHARS` once inflated)."""
+    if len(value) > MAX_ENCODED_CHARS or not value.startswith("H4sI"):
+        return None
+    try:
+        raw = base64.b64decode(value, validate=True)
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        data = inflater.decompress(raw, _MAX_GUNZIP)
+    except (binascii.Error, ValueError, zlib.error):
+        return None
+    if inflater.unconsumed_tail:
+        return None
+    text = _utf8(data)
+    if text is None:
+        return None
+    return text, lambda new: base64.b64encode(gzip.compress(new.encode("utf-8"), mtime=0)).decode("ascii")
+
+
+def decode_quoted_printable(value: str) -> tuple[str, Encode] | None:
+    """Quoted-printable UTF-8 text that an encoder writes back exactly as it came."""
+    if len(value) > MAX_ENCODED_CHARS:
+        return None
+    try:
+        raw = quopri.decodestring(value.encode("ascii"))
+    except (UnicodeEncodeError, ValueError, binascii.Error):
+        return None
+    text = _utf8(raw)
+    if text is None or quopri.encodestring(raw).decode("ascii") != value:
+        return None
+    return text, lambda new: quopri.encodestring(new.encode("utf-8")).decode("ascii")
+
+
+def _bare_codec(how: str, value: str) -> tuple[str, Encode] | None:
+    if how == "bare_hex":
+        return decode_hex(value)
+    if how == "bare_pct":
+        return decode_percent(value)
+    if how == "bare_qp":
+        return decode_quoted_printable(value)
+    codec = decode_base64(value)
+    if codec is None and "\n" not in value:
+        codec = decode_gzip_base64(value)
+    return codec
+
+
+def _holds_secret(scanner: Any, text: str, depth: int) -> bool:
+    """Whether a real detector (no entropy fallback) finds a secret in `text`, or in a bare encoding inside it
+    (`depth` layers at most): the decoded view of a bare run is used only then."""
+    if any(f.detector.category in _SECRET_CATEGORIES for f in scanner.scan(text)):
+        return True
+    if depth <= 0 or not _bare_gate(text):
+        return False
+    for _, _, how, value in _bare_candidates(text):
+        codec = _bare_codec(how, value)
+        if codec is not None and _holds_secret(scanner, codec[0], depth - 1):
+            return True
+    return False
+
+
+def _bare_candidates(text: str) -> Iterator[tuple[int, int, str, str]]:
+    """`(start, end, how, value)` of the runs of `text` that could be a bare encoding."""
+    for match in _BARE_B64.finditer(text):
+        value = match.group(0)
+        yield match.start(), match.end(), "bare_b64", value
+        if "\n" in value:  # wrapped lines that do not decode together: the first line alone
+            first = value.split("\n", 1)[0].rstrip("\r")
+            yield match.start(), match.start() + len(first), "bare_b64", first
+    if "%" in text:
+        for match in _BARE_PCT.finditer(text):
+            yield match.start(), match.end(), "bare_pct", match.group(0)
+    for match in _BARE_HEX.finditer(text):
+        yield match.start(), match.end(), "bare_hex", match.group(0)
+    if "=\n" in text or "=\r\n" in text:
+        yield 0, len(text), "bare_qp", text
+
+
 # --- where the payload says a value is encoded -----------------------------------------------------------
 
 
@@ -187,7 +340,7 @@ def _decoded_value(run: Run, key: str | None, codec: tuple[str, Encode] | None) 
 class Decoder:
     """The `decode` option of one redactor: which encodings it reads."""
 
-    __slots__ = ("data_url", "encodings", "hex", "k8s", "marked_fields", "query")
+    __slots__ = ("_gate_memo", "bare", "data_url", "encodings", "hex", "k8s", "marked_fields", "query")
 
     def __init__(self, encodings: frozenset[str]) -> None:
         self.encodings = encodings
@@ -196,6 +349,8 @@ class Decoder:
         self.hex = "hex" in encodings
         self.k8s = "k8s_secret" in encodings
         self.query = "url_query" in encodings
+        self.bare = "bare" in encodings
+        self._gate_memo: dict[str, bool] = {}
 
     @classmethod
     def from_option(cls, value: Any, path: str) -> Decoder | None:
@@ -212,14 +367,16 @@ class Decoder:
             raise ValueError(f"{path}: unknown encoding(s) {names} (known: {', '.join(ENCODINGS)})")
         return cls(frozenset(value)) if value else None
 
-    def may_apply(self, folded: str) -> bool:
-        """Whether a payload (its JSON text, lower-cased) holds anything this decoder reads."""
+    def may_apply(self, folded: str, raw: str | None = None) -> bool:
+        """Whether a payload (its JSON text, lower-cased; `raw`: as it is, for the case-sensitive shapes of bare
+        encodings) holds anything this decoder reads."""
         return (
             (self.marked_fields and "encoding" in folded)
             or (self.k8s and "secret" in folded and "kind" in folded)
             or (self.data_url and ";base64," in folded)
             or (self.hex and "0x" in folded)
             or (self.query and "%" in folded and "?" in folded)
+            or (self.bare and _bare_gate_json(raw if raw is not None else folded))
         )
 
     # JSON objects ---------------------------------------------------------------------------------------
@@ -267,7 +424,19 @@ class Decoder:
             or (self.hex and ("0x" in text or "0X" in text))
             or (self.k8s and "Secret" in text and "data:" in text)
             or (self.query and "%" in text and "?" in text)
+            or (self.bare and self._bare_marked(text))
         )
+
+    def _bare_marked(self, text: str) -> bool:
+        """`_bare_gate`, remembered per string (the same strings recur across the parts of results)."""
+        if len(text) > _GATE_MEMO_CHARS:  # a long text is looked at once; only short ones are kept
+            return _bare_gate(text)
+        known = self._gate_memo.get(text)
+        if known is None:
+            if len(self._gate_memo) >= _GATE_MEMO:
+                self._gate_memo.clear()
+            known = self._gate_memo[text] = _bare_gate(text)
+        return known
 
     def rewrite(self, run: Run, text: str) -> tuple[Any, list[Span]] | None:
         """`text` with its encoded spans redacted (or DROP), and the spans that were decoded (in the new text).
@@ -305,6 +474,11 @@ class Decoder:
         return (text if new_text == text else new_text), owned
 
     def _span(self, run: Run, value: str, how: str, key: str | None) -> Any:
+        if how.startswith("bare_"):
+            codec = _bare_codec(how, value)
+            if codec is None or not _holds_secret(run.red.scanner.without_fallback(), codec[0], MAX_DEPTH - 1):
+                return UNDECODED  # not text, or nothing a real detector finds: the ordinary scan reads it as it is
+            return _decoded_value(run, None, codec)
         if how == "url_query":
             codec = decode_percent(value)
             if codec is None or not key:
@@ -333,6 +507,9 @@ class Decoder:
             yield from _k8s_yaml_values(text)
         if self.query and "%" in text and "?" in text:
             yield from _query_values(text)
+        if self.bare and _bare_gate(text):
+            for start, end, how, _ in _bare_candidates(text):
+                yield start, end, how, None
 
 
 # --- percent-encoded query values ------------------------------------------------------------------------
@@ -459,6 +636,8 @@ __all__ = [
     "UNDECODED",
     "Decoder",
     "decode_base64",
+    "decode_gzip_base64",
     "decode_hex",
     "decode_percent",
+    "decode_quoted_printable",
 ]

@@ -2,7 +2,9 @@
 
 A token written with a zero-width space inside, with fullwidth letters, with `\\u0067` for its `g` or
 `&#103;` for it, is still the token to whoever reads it. Detectors match the *normalised* text: NFKC per
-character, format (Cf) and other invisible code points removed, every kind of space read as a space,
+character, format (Cf) and other invisible code points removed, the spaces that separate words (no-break,
+ideographic, line and paragraph separators) read as a space and every other space character (figure, thin,
+hair …) removed, Cyrillic and Greek homoglyphs of Latin letters read as those letters,
 `\\uXXXX` escapes and HTML character references decoded. Each normalised character remembers the span of
 the original it came from, so a finding maps back to the whole original span (escapes, invisible characters
 and all) and the redaction removes all of it.
@@ -40,6 +42,61 @@ _INVISIBLE = frozenset(
     ]
 )
 _HTML5 = html.entities.html5
+# Letters of other scripts that read as a Latin letter (a Cyrillic ha in front of `oxb-` still spells a Slack
+# token): the Cyrillic and Greek homoglyphs of ASCII letters (by code point), read as those letters.
+_CONFUSABLE_CODES = (
+    0x0410,
+    0x0412,
+    0x0415,
+    0x0405,
+    0x0406,
+    0x0408,
+    0x041A,
+    0x041C,
+    0x041D,
+    0x041E,
+    0x0420,
+    0x0421,
+    0x0422,
+    0x0425,
+    0x0423,
+    0x0430,
+    0x0435,
+    0x0455,
+    0x0456,
+    0x0458,
+    0x043E,
+    0x0440,
+    0x0441,
+    0x0445,
+    0x0443,
+    0x0501,
+    0x04BB,
+    0x04CF,
+    0x051B,
+    0x051D,
+    0x0391,
+    0x0392,
+    0x0395,
+    0x0396,
+    0x0397,
+    0x0399,
+    0x039A,
+    0x039C,
+    0x039D,
+    0x039F,
+    0x03A1,
+    0x03A4,
+    0x03A5,
+    0x03A7,
+    0x03BF,
+    0x03B1,
+    0x03BD,
+)
+_CONFUSABLES = dict(zip(map(chr, _CONFUSABLE_CODES), "ABESIJKMHOPCTXYaesijopcxydhlqwABEZHIKMNOPTYXoav", strict=True))
+# Space-like code points that separate words in running text: read as a space. Every other space character
+# (figure, thin, hair, narrow no-break … spaces) is read as nothing, so one inside a token does not cut it.
+_WORD_SPACES = frozenset({"\u00a0", "\u1680", "\u3000", "\u2028", "\u2029", "\u0085"})
 
 
 def needs_normalizing(text: str) -> bool:
@@ -58,8 +115,13 @@ def _normal_char(char: str) -> str:
     category = unicodedata.category(char)
     if category == "Cf" or code in _INVISIBLE:
         return ""
-    if category == "Zs" or char in "\u2028\u2029\u0085":
+    if char in _WORD_SPACES:
         return " "
+    if category == "Zs":
+        return ""
+    confusable = _CONFUSABLES.get(char)
+    if confusable is not None:
+        return confusable
     return unicodedata.normalize("NFKC", char)
 
 

@@ -240,7 +240,7 @@ class Redactor(Transform):
             raw = normalize_for_matching(raw.replace("\\\\", "\\"))[0]
         folded = fold_for_hints(raw)
         scanner = self.scanner.narrow(folded, raw)
-        decoding = self.decoder is not None and self.decoder.may_apply(folded)
+        decoding = self.decoder is not None and self.decoder.may_apply(folded, raw)
         if scanner.detectors or decoding or self._key_hint is None:
             return scanner, True, decoding
         return scanner, self._key_hint.search(folded) is not None, decoding

@@ -1,25 +1,32 @@
 """Hold-back for streaming channels: a secret split across two progress or log messages of one request.
 
 Each message of a stream is redacted on its own by the channel's pipeline, so `token ghp_ab` followed by
-`cd…` would go out as two harmless-looking halves. A `StreamHoldBack` sits in front of the pipeline, one per
-request and channel:
+`cd…` would go out as two harmless-looking halves. Text never moves between messages: each message keeps its
+own text, and the pipeline redacts its spans in place, reading its neighbours as context. A `StreamHoldBack`
+sits in front of the pipeline, one per request and channel, and decides only *when* a message goes on and
+*which context* it is read with:
 
-- the *trailing prefix that could start a secret* (the last run of token characters when it could begin one:
-  it contains or begins a token prefix, or is 8 characters or more that read as random; with a secret label
-  and its separator before it, from the label) is held back and put in front of the next message, so the pipeline
-  sees the secret whole;
-- a bounded *tail* of what already went out (`tail` characters) is read in front of each message, so a value
-  whose label went out in the previous message (`db_pass:` then `hunter2…`) is still found; the part of such
-  a finding in the new message is replaced before the message goes on;
-- `flush()` hands back what is held when the request ends (the gateway sends it, through the same pipeline,
-  before the final result). The delay is bounded: nothing is held past the next message or the final result,
-  and never more than `max_hold` characters (a longer run is no prefix any more: it is let through whole).
+- a message whose trailing run of token characters could start a secret (it contains or begins a token
+  prefix, or is 8 characters or more that read as random; or it ends in a secret label and its separator)
+  is held, whole, until the next message of the channel (or the request's end): it then goes on with the
+  head of that next message as its *after* context, so the pipeline sees the secret whole and replaces the
+  part in this message;
+- every message goes on with a bounded *tail* of the messages before it (their original text, `tail`
+  characters) as its *before* context, so the rest of a secret begun (or labelled) earlier is cut from it;
+- `flush()` hands back the held message when the request ends (the gateway sends it before the final
+  result). The delay is bounded: nothing is held past the next message of its channel or the final result,
+  and a run longer than `max_hold` characters is no prefix any more (its message is not held).
+
+The context rides the chain in the payload's `_meta` (`STREAM_META_KEY`, see `channels`); a pipeline with
+nothing to do leaves the message exactly as it was sent.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from .detectors import Detector, Scanner
 from .entities import RandomnessRule, looks_random
@@ -49,14 +56,34 @@ def _scanner_and_hints(detectors: Sequence[Detector]) -> tuple[Scanner, tuple[st
 
 
 _BUILTIN: tuple[Scanner, tuple[str, ...]] | None = None
+STREAM_META_KEY = "io.mcp-interceptors/stream"
+"""`_meta` key of a streamed message's payload: `{"before": str, "after": str}`, its neighbours' text."""
+M = TypeVar("M")
 
 
-class StreamHoldBack:
+@dataclass(frozen=True, slots=True)
+class Release(Generic[M]):
+    """A message to send now, with the text around it (read as context, never sent with it)."""
+
+    message: M
+    before: str
+    after: str
+
+    def context(self) -> dict[str, str] | None:
+        """The `_meta[STREAM_META_KEY]` value, or None when there is no context."""
+        if not self.before and not self.after:
+            return None
+        return {"before": self.before, "after": self.after}
+
+
+class StreamHoldBack(Generic[M]):
     """The per-request state of one streaming channel (see the module docstring)."""
 
-    __slots__ = ("_held", "_hints", "_scanner", "_tail", "max_hold", "tail_size")
+    __slots__ = ("_held", "_hints", "_scanner", "_tail", "context_size", "max_hold", "tail_size")
 
-    def __init__(self, detectors: Sequence[Detector] | None = None, *, tail: int = 256, max_hold: int = 256) -> None:
+    def __init__(
+        self, detectors: Sequence[Detector] | None = None, *, tail: int = 256, max_hold: int = 256, context: int = 256
+    ) -> None:
         """One per request and channel: the built-in detectors' scanner is built once and shared (it keeps no
         state), so a new hold-back costs next to nothing."""
         if detectors is None:
@@ -68,14 +95,15 @@ class StreamHoldBack:
             self._scanner, self._hints = _BUILTIN
         else:
             self._scanner, self._hints = _scanner_and_hints(detectors)
-        self._held = ""
+        self._held: tuple[M, str, str] | None = None
         self._tail = ""
         self.tail_size = tail
         self.max_hold = max_hold
+        self.context_size = context
 
     @property
-    def held(self) -> str:
-        return self._held
+    def holding(self) -> bool:
+        return self._held is not None
 
     def _could_start_secret(self, run: str) -> bool:
         """A run that begins (or holds, or ends in three characters or more of) a token prefix (a secret
@@ -90,54 +118,55 @@ class StreamHoldBack:
                 return True
         return looks_random(run, _PREFIX_RULE)
 
-    def _hold_from(self, text: str) -> int:
-        """Where the held-back suffix of `text` starts (`len(text)`: nothing is held)."""
+    def should_hold(self, text: str) -> bool:
+        """Whether the end of `text` could be the start of a secret that goes on in the next message."""
         run = _TRAILING_RUN.search(text)
         start = run.start() if run is not None else len(text)
-        label = _TRAILING_LABEL.search(text, max(0, start - 64), start) if start >= 0 else None
+        label = _TRAILING_LABEL.search(text, max(0, start - 64), start)
         if label is not None and label.end() == start:
             start = label.start()
         elif not self._could_start_secret(text[start:]):
-            return len(text)
+            return False
         if len(text) - start > self.max_hold:
-            return len(text)
-        if start < len(text) and self._complete_at_end(text, start):
-            return len(text)  # a whole secret ends the message: the pipeline sees it whole already
-        return start
+            return False
+        return not (start < len(text) and self._complete_at_end(text, start))
 
     def _complete_at_end(self, text: str, start: int) -> bool:
         """Whether a secret detector matches up to the very end of `text`, from within the held run: then it
-        is whole here (should it go on in the next message, the tail read in front of that one finds the rest)."""
+        is whole here (should it go on in the next message, that one's before context finds the rest)."""
         window = max(0, start - 64)
         end = len(text) - window
         return any(finding.end == end for finding in self._scanner.scan(text[window:]))
 
-    def feed(self, text: str) -> str:
-        """The part of this message (with what was held before it) to send on now; the rest is held."""
-        buffer = self._held + text
-        cut = self._hold_from(buffer)
-        emit, self._held = buffer[:cut], buffer[cut:]
-        emit = self._across_tail(emit)
-        return emit
+    def push(self, message: M, text: str) -> list[Release[M]]:
+        """A new message of the stream (`text`: what it carries, "" for none): the messages to send now, in
+        order, each with its context. A message with no text is never held (and releases a held one)."""
+        out: list[Release[M]] = []
+        if self._held is not None:
+            held, held_text, before = self._held
+            self._held = None
+            out.append(Release(held, before, text[: self.context_size]))
+            self._remember(held_text)
+        before = self._tail
+        if text and self.should_hold(text):
+            self._held = (message, text, before)
+        else:
+            out.append(Release(message, before, ""))
+            self._remember(text)
+        return out
 
-    def _across_tail(self, emit: str) -> str:
-        """Replace the part of `emit` that finishes a secret begun in (or labelled by) the tail that went out."""
-        context = self._tail
-        if context and emit:
-            cut = len(context)
-            own = {(f.start + cut, f.end + cut) for f in self._scanner.scan(emit)}
-            for finding in self._scanner.scan(context + emit):
-                if finding.end > cut and (finding.start, finding.end) not in own:
-                    start = max(finding.start, cut) - cut
-                    emit = emit[:start] + f"[REDACTED:{finding.entity}]" + emit[finding.end - cut :]
-                    break
-        self._tail = (self._tail + emit)[-self.tail_size :] if self.tail_size else ""
-        return emit
+    def _remember(self, text: str) -> None:
+        if self.tail_size and text:
+            self._tail = (self._tail + text)[-self.tail_size :]
 
-    def flush(self) -> str:
-        """What is still held (the request is over): it goes out now, through the same pipeline."""
-        held, self._held = self._held, ""
-        return self._across_tail(held) if held else ""
+    def flush(self) -> list[Release[M]]:
+        """The held message, if any (the request is over): it goes on now, with no after context."""
+        if self._held is None:
+            return []
+        held, held_text, before = self._held
+        self._held = None
+        self._remember(held_text)
+        return [Release(held, before, "")]
 
 
-__all__ = ["StreamHoldBack"]
+__all__ = ["STREAM_META_KEY", "Release", "StreamHoldBack"]

@@ -21,6 +21,15 @@ from interceptors.events import SERVER_INFO_EVENT, is_context_operation
 CHANNEL_META_KEY: Final = "io.mcp-interceptors/channel"
 LOGGER_META_KEY: Final = "io.mcp-interceptors/logger"
 """A log's logger name rides the chain in `_meta` under this key, scanned like the rest, and goes back after."""
+STREAM_META_KEY: Final = "io.mcp-interceptors/stream"
+"""A streamed message's neighbours' text (`{"before", "after"}`), read by the stages as context only; never sent
+on (the same key as `interceptors.transforms.stream.STREAM_META_KEY`)."""
+PARAMS_META_KEY: Final = "io.mcp-interceptors/params"
+"""A side message's other members holding text (extra fields, a task's fields) ride the chain in `_meta` under
+this key, scanned like the rest, and go back after: no string of a message passes unread."""
+_OUR_META_KEYS: Final = frozenset({CHANNEL_META_KEY, LOGGER_META_KEY, PARAMS_META_KEY, STREAM_META_KEY})
+_NOT_PARAMS: Final = frozenset({"_meta", "progressToken", "progress", "total", "logger", "level", "taskId", "status"})
+"""Members that are the message's plumbing (the client's own token, numbers, enums, ids): never rewritten."""
 
 
 class Channel(StrEnum):
@@ -156,7 +165,21 @@ def side_payload(channel: Channel, source: dict[str, Any]) -> dict[str, Any]:
     payload["_meta"] = {**(meta if isinstance(meta, dict) else {}), CHANNEL_META_KEY: str(channel)}
     if channel is Channel.LOG and isinstance(source.get("logger"), str):  # a server may put anything there
         payload["_meta"][LOGGER_META_KEY] = source["logger"]
+    extra = _extra_params(source, text_key, data_key)
+    if extra:
+        payload["_meta"][PARAMS_META_KEY] = extra
     return payload
+
+
+def _extra_params(source: dict[str, Any], text_key: str | None, data_key: str | None) -> dict[str, Any]:
+    return {
+        key: value
+        for key, value in source.items()
+        if key not in _NOT_PARAMS
+        and key != text_key
+        and key != data_key
+        and (isinstance(value, str) or (isinstance(value, dict | list) and value))
+    }
 
 
 def from_side_payload(channel: Channel, source: dict[str, Any], payload: Any) -> dict[str, Any]:
@@ -184,8 +207,18 @@ def from_side_payload(channel: Channel, source: dict[str, Any], payload: Any) ->
         else:
             raise MalformedPayload("structuredContent is not an object")
     meta = payload.get("_meta")
+    extra = _extra_params(source, text_key, data_key)
+    if extra:
+        new_extra = meta.get(PARAMS_META_KEY) if isinstance(meta, dict) else None
+        if not isinstance(new_extra, dict):
+            raise MalformedPayload("the message's other members are not an object")
+        for key in extra:
+            if key in new_extra:
+                out[key] = new_extra[key]
+            else:
+                out.pop(key, None)  # dropped by a mutator
     if isinstance(meta, dict):
-        kept = {key: value for key, value in meta.items() if key not in (CHANNEL_META_KEY, LOGGER_META_KEY)}
+        kept = {key: value for key, value in meta.items() if key not in _OUR_META_KEYS}
         if kept or "_meta" in source:
             out["_meta"] = kept
         if channel is Channel.LOG and "logger" in source:

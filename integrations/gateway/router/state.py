@@ -42,6 +42,7 @@ from .channels import (
     CARRIER_EVENTS,
     LIST_CHANGED,
     SERVER_REQUESTS,
+    STREAM_META_KEY,
     Channel,
     MalformedPayload,
     from_side_payload,
@@ -154,13 +155,16 @@ class RouterConfig:
     version, and every result a response mutator changed at the client's."""
     hold_back: Callable[[], HoldBack] | None = None
     """A secret cut across two progress (or log) messages of one request: a new hold-back per request and
-    channel (`interceptors.transforms.stream.StreamHoldBack`) holds a trailing prefix that could start one
-    until the next message or the request's end, so the chain sees it whole. None: off (no policy)."""
+    channel (`interceptors.transforms.stream.StreamHoldBack`) holds a message whose end could start one until
+    the next message or the request's end, and hands each message to the chain with its neighbours' text as
+    context (`_meta[STREAM_META_KEY]`): text never moves between messages. None: off (no policy)."""
 
 
 class HoldBack(Protocol):
-    def feed(self, text: str) -> str: ...
-    def flush(self) -> str: ...
+    """Decides when each message of a stream goes on and with which context (`StreamHoldBack`); never its text."""
+
+    def push(self, message: Any, text: str) -> list[Any]: ...
+    def flush(self) -> list[Any]: ...
 
 
 class UpstreamPhase(StrEnum):
@@ -1257,14 +1261,16 @@ class Router:
         event: str | None = None,
         stream: RequestId | None = None,
         flushed: bool = False,
+        context: dict[str, str] | None = None,
     ) -> list[Action]:
         """One notification for one session, after its chain, in order on its request's stream (`stream`: a
-        listen stream's id, for what rides one)."""
+        listen stream's id, for what rides one; `context`: a streamed message's neighbours, for the chain)."""
         if pending is not None and channel in _STREAMED and self.config.hold_back is not None and not flushed:
-            let_go = self._held_back(pending, channel, params)
-            if let_go is None:
-                return []  # all of it is held: it goes out with the next message or the request's end
-            params = let_go
+            actions: list[Action] = []
+            for release in self._held_back(pending, channel, params):
+                actions += self._side(channel, method, release.message, session, pending, flushed=True,
+                                      context=release.context())  # fmt: skip
+            return actions
         related = pending.client_id if pending is not None else stream
         key: StreamKey = (session.id, related)
         slot = self._open_slot(key)
@@ -1285,35 +1291,31 @@ class Router:
 
         chain_event = pending.method if pending is not None else (event or CARRIER_EVENTS[channel])
         payload = side_payload(channel, params)
+        if context is not None:
+            payload["_meta"][STREAM_META_KEY] = context
         return self._chain(chain_event, Phase.RESPONSE, Direction.SENDING, channel, payload, session, pending, then)
 
-    def _held_back(self, pending: Pending, channel: Channel, params: dict[str, Any]) -> dict[str, Any] | None:
-        """The message with its text as the hold-back lets it go now (None: a log whose text is all held)."""
-        key = _STREAMED[channel]
-        text = params.get(key)
-        if not isinstance(text, str):
-            return params
+    def _held_back(self, pending: Pending, channel: Channel, params: dict[str, Any]) -> list[Any]:
+        """The messages of the channel to send now (`Release`s: each whole, as the upstream sent it, with its
+        context): a held one first, then this one unless it is held in turn."""
+        text = params.get(_STREAMED[channel])
         held = pending.streams.get(channel)
         if held is None:
             assert self.config.hold_back is not None
             held = (self.config.hold_back(), params)
         stream = held[0]
         pending.streams[channel] = (stream, params)
-        emitted = stream.feed(text)
-        if not emitted and channel is Channel.LOG:
-            return None
-        return {**params, key: emitted}
+        return stream.push(params, text if isinstance(text, str) else "")
 
     def _flush_held(self, pending: Pending) -> list[Action]:
         """The request is over: what its streams still hold goes out, through the chain, before the reply."""
         actions: list[Action] = []
         streams, pending.streams = pending.streams, {}
-        for channel, (stream, last) in streams.items():
-            rest = stream.flush()
-            if rest:
-                method = "notifications/progress" if channel is Channel.PROGRESS else "notifications/message"
-                params = {**last, _STREAMED[channel]: rest}
-                actions += self._side(channel, method, params, self.sessions[pending.session], pending, flushed=True)
+        for channel, (stream, _) in streams.items():
+            method = "notifications/progress" if channel is Channel.PROGRESS else "notifications/message"
+            for release in stream.flush():
+                actions += self._side(channel, method, release.message, self.sessions[pending.session], pending,
+                                      flushed=True, context=release.context())  # fmt: skip
         return actions
 
     # The chain ----------------------------------------------------------------------------------
