@@ -70,11 +70,13 @@ from .profiles import PROFILES, register_profiles
 from .properties import (
     MIN_SECRET_LENGTH,
     STANDARD_PROPERTIES,
+    PropertiesNotApplicable,
     PropertyFailures,
     RedactionSuite,
     RedactionTarget,
     check_redaction_rules,
     property_settings,
+    redacts_nothing,
     run_property,
 )
 from .regexgen import SAFE_UNIVERSE, Generated, UnsupportedPattern, one_of_evenly, regex_strategy, uniform
@@ -104,6 +106,7 @@ __all__ = [
     "LeakError",
     "McpCase",
     "Observed",
+    "PropertiesNotApplicable",
     "PropertyFailures",
     "RedactionSuite",
     "RedactionTarget",
@@ -139,6 +142,7 @@ __all__ = [
     "payload_for",
     "placeholders",
     "property_settings",
+    "redacts_nothing",
     "regex_strategy",
     "register_profiles",
     "render",

@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import os
 import re
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -499,6 +500,8 @@ class PropertySpec:
     weight: float
     applies: Callable[[RedactionTarget], bool]
     description: str = ""
+    why_not: str = ""
+    """Why the property cannot hold for a target it does not apply to (said up front, never skipped silently)."""
 
 
 def own_format(
@@ -539,14 +542,18 @@ def _has_spec_formats(target: RedactionTarget) -> bool:
 STANDARD_PROPERTIES: dict[str, PropertySpec] = {
     spec.name: spec
     for spec in (
-        PropertySpec("no_leak", no_leak, 10.0, _has_formats, "planted secrets never come out"),
-        PropertySpec("whole_values", whole_values, 5.0, _has_formats, "every planted value is covered entirely"),
-        PropertySpec("own_format", own_format, 4.0, _has_spec_formats, "each detector finds its own format spec"),
+        PropertySpec("no_leak", no_leak, 10.0, _has_formats, "planted secrets never come out",
+                     "its output pipeline replaces no detector's findings"),
+        PropertySpec("whole_values", whole_values, 5.0, _has_formats, "every planted value is covered entirely",
+                     "its output pipeline replaces no detector's findings"),
+        PropertySpec("own_format", own_format, 4.0, _has_spec_formats, "each detector finds its own format spec",
+                     "no detector it replaces has a format spec (spec: or examples:)"),
         PropertySpec("decoys_survive", decoys_survive, 6.0, lambda t: True, "placeholders and near-misses survive"),
-        PropertySpec("sensitive_keys", sensitive_keys, 3.0, RedactionTarget.replaces_keys, "keys hide their values"),
+        PropertySpec("sensitive_keys", sensitive_keys, 3.0, RedactionTarget.replaces_keys, "keys hide their values",
+                     "its output pipeline keeps values under sensitive keys (no sensitive_key rule, or kept)"),
         PropertySpec(
             "refuses_secret_arguments", refuses_secret_arguments, 3.0, lambda t: t.guard is not None,
-            "secret arguments are refused",
+            "secret arguments are refused", "it has no guard_secrets input transform in reject mode",
         ),
     )
 }  # fmt: skip
@@ -554,6 +561,17 @@ STANDARD_PROPERTIES: dict[str, PropertySpec] = {
 
 def _env_profile() -> str | None:
     return os.environ.get("MCP_INTERCEPTORS_TESTING_PROFILE") or None
+
+
+class PropertiesNotApplicable(UserWarning):
+    """Standard properties a policy cannot satisfy by design (a policy without a guard cannot refuse arguments):
+    `RedactionSuite.run()` warns with each and why before it runs the others."""
+
+
+def redacts_nothing(target: RedactionTarget) -> bool:
+    """Whether the target's output pipeline replaces nothing a leak property could plant (no detector's
+    findings, no value under a sensitive key): every leak property would pass without testing anything."""
+    return not target.formats() and not target.replaces_keys()
 
 
 @dataclass
@@ -566,16 +584,32 @@ class RedactionSuite:
     """Keyword arguments per property (e.g. `{"no_leak": {"formats": [...]}}`)."""
     properties: tuple[str, ...] | None = None
     """What `run()` runs by default (None: every applicable property)."""
+    expect_no_redaction: bool = False
+    """Say that the policy is meant to redact nothing (`open`): without it, `run()` fails on such a policy."""
     ran: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    """The standard properties the last `run()` did not run, each with why the policy cannot satisfy it."""
 
     def applicable(self, names: Iterable[str] | None = None) -> list[str]:
+        return [n for n in self._chosen(names) if STANDARD_PROPERTIES[n].applies(self.target)]
+
+    def not_applicable(self, names: Iterable[str] | None = None) -> dict[str, str]:
+        """The chosen properties that cannot hold for this target by design, each with the reason."""
+        return {
+            n: f"{STANDARD_PROPERTIES[n].name} cannot hold for policy {self.target.name!r}: "
+            f"{STANDARD_PROPERTIES[n].why_not}"
+            for n in self._chosen(names)
+            if not STANDARD_PROPERTIES[n].applies(self.target)
+        }
+
+    def _chosen(self, names: Iterable[str] | None) -> list[str]:
         if names is None:
             names = self.properties
         chosen = list(names) if names is not None else list(STANDARD_PROPERTIES)
         unknown = [n for n in chosen if n not in STANDARD_PROPERTIES]
         if unknown:
             raise ValueError(f"unknown properties: {', '.join(unknown)} (known: {', '.join(STANDARD_PROPERTIES)})")
-        return [n for n in chosen if STANDARD_PROPERTIES[n].applies(self.target)]
+        return chosen
 
     def check(self, name: str, *, weight: float | None = None, **options: Any) -> None:
         """Run one property (raising its failure)."""
@@ -587,9 +621,29 @@ class RedactionSuite:
         run_property(f"{name}:{self.target.name}", strategy, check, chosen)
 
     def run(self, names: Iterable[str] | None = None) -> list[str]:
-        """Run the applicable properties; raise `PropertyFailures` listing every one that failed."""
+        """Run the applicable properties; raise `PropertyFailures` listing every one that failed.
+
+        No silent greens: a policy that redacts nothing fails (`redacts_something`) unless the suite says
+        `expect_no_redaction`; a property named explicitly (`names` or `properties`) that the policy cannot
+        satisfy by design fails up front with the reason; and with the default list, those properties are
+        announced by a `PropertiesNotApplicable` warning (and kept in `skipped`) before the others run."""
         __tracebackhide__ = True
+        explicit = names is not None or self.properties is not None
+        missing = self.not_applicable(names)
+        if explicit and missing:
+            raise PropertyFailures({name: AssertionError(reason) for name, reason in missing.items()})
         failures: dict[str, BaseException] = {}
+        if not self.expect_no_redaction and redacts_nothing(self.target):
+            failures["redacts_something"] = AssertionError(
+                f"policy {self.target.name!r} redacts nothing: its output pipeline "
+                f"({' → '.join(self.target.output.types) or 'no transforms'}) replaces no detector's findings and "
+                "no value under a sensitive key, so every secret planted in a result would come out as it went in "
+                "(and every leak property would pass without testing anything). Pass expect_no_redaction=True "
+                "if that is what this policy is for."
+            )
+        self.skipped = dict(missing)
+        if missing and not failures and not self.expect_no_redaction:
+            warnings.warn(PropertiesNotApplicable("; ".join(missing.values()) + " (not run)"), stacklevel=2)
         done = []
         for name in self.applicable(names):
             try:
@@ -609,12 +663,16 @@ def check_redaction_rules(
     properties: Iterable[str] | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     pseudonymizer: Pseudonymizer | None = None,
+    expect_no_redaction: bool = False,
 ) -> list[str]:
     """Run the standard properties against a policy (anything `RedactionTarget.load` reads).
 
     `profile` names a Hypothesis profile (`default`, `ci`, `thorough`); None uses the loaded one. Returns
-    the names of the properties that ran; raises `PropertyFailures` naming every one that failed.
+    the names of the properties that ran; raises `PropertyFailures` naming every one that failed. A policy
+    that redacts nothing (`open`, or one extending it) fails unless `expect_no_redaction=True`.
     """
     target = RedactionTarget.load(policy, pseudonymizer=pseudonymizer)
-    suite = RedactionSuite(target, profile, {k: dict(v) for k, v in (options or {}).items()})
+    suite = RedactionSuite(
+        target, profile, {k: dict(v) for k, v in (options or {}).items()}, expect_no_redaction=expect_no_redaction
+    )
     return suite.run(properties)
