@@ -58,6 +58,7 @@ from ..transforms.detectors import Detector, Finding, Scanner, detector_from_con
 from ..transforms.entities import normalize_key
 from ._mask import mask
 from .assertions import assert_no_leak, assert_not_redacted, find_leaks
+from .boundaries import BoundaryDraw, TokenShape, boundary_samples, documented_shape
 from .contexts import CONTEXTS, ENCODED_CONTEXTS, FILLER_WORDS, NEUTRAL_KEYS, Context, embedded
 from .formats import (
     BUILTIN_FORMATS,
@@ -502,6 +503,8 @@ class PropertySpec:
     description: str = ""
     why_not: str = ""
     """Why the property cannot hold for a target it does not apply to (said up front, never skipped silently)."""
+    announce: bool = True
+    """Whether `run()` warns when it does not apply (False: there is simply nothing of that kind to check)."""
 
 
 def own_format(
@@ -531,6 +534,96 @@ def own_format(
     return _sentence(one_of_evenly([f.samples for f in chosen])), check
 
 
+def boundary_detectors(target: RedactionTarget) -> list[tuple[Detector, TokenShape]]:
+    """The custom detectors the target replaces whose pattern has a token shape, each with its documented shape
+    (built-in detectors are held to their specs by `own_format` instead)."""
+    out = []
+    for fmt in target.formats():
+        detector = target.detector(fmt.name)
+        if BUILTIN_BY_NAME.get(detector.name) is detector:
+            continue
+        shape = documented_shape(detector)
+        if shape is not None:
+            out.append((detector, shape))
+    return out
+
+
+@st.composite
+def _boundary_case(draw: st.DrawFn, draws: st.SearchStrategy[BoundaryDraw]) -> tuple[str, BoundaryDraw]:
+    drawn = draw(draws)
+    head = " ".join(draw(st.lists(st.sampled_from(FILLER_WORDS), max_size=3)))
+    sep, end = draw(st.sampled_from([(" ", " "), ("\n", "\n"), (": ", "."), (' "', '" '), ("=", ";"), ("(", ")")]))
+    return f"{head}{sep}{drawn.secret.text}{end}done", drawn
+
+
+def _raw_covers(detector: Detector, text: str, start: int, end: int) -> bool:
+    """Whether the pattern alone (before the validator) reports a span covering `text[start:end]`."""
+    groups = detector.group if isinstance(detector.group, tuple) else (detector.group,)
+    for match in detector.pattern.finditer(text):
+        group = next((g for g in groups if match.start(g) >= 0), None)
+        if group is not None and match.start(group) <= start and match.end(group) >= end:
+            return True
+    return False
+
+
+def boundaries(
+    target: RedactionTarget, *, detectors: Sequence[str] | None = None
+) -> tuple[st.SearchStrategy[tuple[str, BoundaryDraw]], Callable[[tuple[str, BoundaryDraw]], None]]:
+    """Each custom detector finds, whole and by itself, the tokens at the edges of its documented format
+    (exact lengths, alphabet edges, the last character, every prefix variant), and never only part of a token
+    one character off that length (`interceptors.testing.boundaries`)."""
+    chosen = [(d, s) for d, s in boundary_detectors(target) if detectors is None or d.name in detectors]
+    if not chosen:
+        raise ValueError(f"{target.name}: no custom detector with a token shape (a prefix, then one class repeated)")
+    for detector, shape in chosen:
+        if "examples" not in shape.origin and not detector.spec:
+            warnings.warn(
+                UndocumentedFormat(
+                    f"{detector.name}: no examples: or spec:, so its length and alphabet are checked against its "
+                    "own pattern only (a documented token in examples: lets the kit catch an off-by-one there)"
+                ),
+                stacklevel=4,
+            )
+    scanners = {d.name: Scanner((d,)) for d, _ in chosen}
+    shapes = {d.name: (d, s) for d, s in chosen}
+
+    def check(case: tuple[str, BoundaryDraw]) -> None:
+        text, drawn = case
+        value = drawn.secret.value
+        start = text.find(value)
+        assume(start >= 0 and text.count(value) == 1)
+        end = start + len(value)
+        detector, shape = shapes[drawn.secret.family]
+        findings = scanners[detector.name].scan(text)
+        if any(f.start <= start and f.end >= end for f in findings):
+            return
+        near = [f for f in findings if f.end > start and f.start < end]
+        if drawn.exact and not near and _raw_covers(detector, text, start, end):
+            assume(False)  # the pattern covers it; its validator declined this draw (e.g. too little entropy)
+        if not drawn.exact and not near:
+            return  # one character off the documented length: not a token, and nothing of it is taken
+        offsets = ", ".join(f"[{f.start - start:+d}..{f.end - end:+d}]" for f in near)
+        documented = (
+            f"documented format (from its {shape.origin}): one of {', '.join(map(repr, shape.prefixes))}, then "
+            f"{shape.low}..{shape.high} characters of {shape.alphabet_name or repr(shape.alphabet)}"
+        )
+        if drawn.exact:
+            problem = "is not found whole by the detector itself"
+        else:
+            problem = "is found only in part by the detector itself (the rest of the token would stay in the output)"
+        detail = f"; its findings there (offsets from the token's ends): {offsets}" if near else ""
+        raise AssertionError(
+            f"{detector.name}: a boundary token ({drawn.what}), {mask(value)}, {problem}{detail}. Its {documented}"
+        )
+
+    return _boundary_case(one_of_evenly([boundary_samples(d, s) for d, s in chosen])), check
+
+
+class UndocumentedFormat(UserWarning):
+    """A custom detector documents its format neither by `spec:` nor by `examples:`: the kit can check it only
+    against its own pattern."""
+
+
 def _has_formats(target: RedactionTarget) -> bool:
     return bool(target.formats())
 
@@ -548,6 +641,9 @@ STANDARD_PROPERTIES: dict[str, PropertySpec] = {
                      "its output pipeline replaces no detector's findings"),
         PropertySpec("own_format", own_format, 4.0, _has_spec_formats, "each detector finds its own format spec",
                      "no detector it replaces has a format spec (spec: or examples:)"),
+        PropertySpec("boundaries", boundaries, 2.0, lambda t: bool(boundary_detectors(t)),
+                     "custom detectors find tokens at the edges of their documented format",
+                     "no custom detector it replaces has a token shape (a prefix, then one class repeated)", False),
         PropertySpec("decoys_survive", decoys_survive, 6.0, lambda t: True, "placeholders and near-misses survive"),
         PropertySpec("sensitive_keys", sensitive_keys, 3.0, RedactionTarget.replaces_keys, "keys hide their values",
                      "its output pipeline keeps values under sensitive keys (no sensitive_key rule, or kept)"),

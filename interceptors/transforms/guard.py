@@ -12,6 +12,7 @@ from typing import Any
 
 from .base import Options, Transform, TransformContext, count
 from .entities import CATEGORIES
+from .keyrules import BUILTIN_KEY_RULES
 from .redactor import Redactor
 
 
@@ -28,6 +29,12 @@ class SecretsRefused(ValueError):
     @property
     def data(self) -> dict[str, Any]:
         return {"entities": list(self.entities)}
+
+
+def guarded_key_rules(categories: Iterable[str]) -> list[str]:
+    """The built-in key rules the guard applies: `sensitive_key`, and every rule whose category it guards."""
+    wanted = set(categories)
+    return [rule.name for rule in BUILTIN_KEY_RULES if rule.name == "sensitive_key" or rule.category in wanted]
 
 
 class SecretGuard(Transform):
@@ -48,7 +55,10 @@ class SecretGuard(Transform):
         self._redactor = Redactor(
             {
                 "strategies": {category: "redact" for category in categories},
-                "key_rules": ["sensitive_key"],
+                # Every key rule of a guarded category: JSON arguments are parsed (a string holding a JSON Web
+                # Key becomes a mapping), and the private members of a JWK are found by their key and its `kty`
+                # sibling, as the output redactor finds them; the value alone matches no pattern.
+                "key_rules": guarded_key_rules(categories),
                 # The 0.5 high-entropy heuristic would refuse every opaque id a model passes along.
                 "min_confidence": opts.number("min_confidence", 0.8, 0.0, 1.0),
                 "scan_keys": True,  # a credential used as an argument name is still a credential
