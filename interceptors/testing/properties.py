@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from ..enums import Phase
@@ -59,7 +59,16 @@ from ..transforms.entities import normalize_key
 from ._mask import mask
 from .assertions import assert_no_leak, assert_not_redacted, find_leaks
 from .boundaries import BoundaryDraw, TokenShape, boundary_samples, documented_shape
-from .contexts import CONTEXTS, ENCODED_CONTEXTS, FILLER_WORDS, NEUTRAL_KEYS, Context, embedded
+from .contexts import (
+    CONTEXTS,
+    CONTEXTS_BY_NAME,
+    ENCODED_CONTEXTS,
+    FILLER_WORDS,
+    NEUTRAL_KEYS,
+    Context,
+    embedded,
+    render,
+)
 from .formats import (
     BUILTIN_FORMATS,
     NEAR_MISS_FAMILIES,
@@ -315,16 +324,25 @@ def property_settings(profile: str | None = None, *, weight: float = 1.0, base: 
     )
 
 
-def run_property(name: str, strategy: st.SearchStrategy[Any], check: Callable[[Any], None], chosen: settings) -> None:
-    """Run `check` on `strategy` under Hypothesis; the example database keys it by `name`."""
+def run_property(
+    name: str,
+    strategy: st.SearchStrategy[Any],
+    check: Callable[[Any], None],
+    chosen: settings,
+    examples: Sequence[Any] = (),
+) -> None:
+    """Run `check` on `strategy` under Hypothesis; the example database keys it by `name`. `examples` (draws that
+    once failed) run first, under every profile."""
 
     def prop(case: Any) -> None:
         check(case)
 
     prop.__name__ = prop.__qualname__ = "property_" + re.sub(r"\W", "_", name)
     prop._hypothesis_internal_add_digest = name.encode()  # type: ignore[attr-defined]
-    test = chosen(given(strategy)(prop))
-    test()
+    test: Any = given(strategy)(prop)
+    for case in reversed(examples):
+        test = example(case)(test)
+    chosen(test)()
 
 
 # --- the properties -----------------------------------------------------------------------------------------
@@ -492,6 +510,37 @@ def refuses_secret_arguments(
         assert_no_leak([messages, dict(verdict.info or {})], case.secrets, what="refusal")
 
     return strategy, check
+
+
+JWK_PRIVATE_KEY = '{"kty": "EC", "crv": "P-256", "d": "VEuNGVPsksDkY9FcdgkXNWWaa0t05LBAUagOd4t9ofT", "x": "abc"}'
+
+
+def _guard_regressions(target: RedactionTarget, options: Mapping[str, Any]) -> list[McpCase]:
+    """Draws `refuses_secret_arguments` once let through on plain `standard`: a JSON Web Key inside a JSON argument
+    (a structured string, JSON text, JSON inside a JSON string). The guard parsed the JSON and, with the
+    `sensitive_key` rule only, never looked at `d` beside `kty`: it now applies every key rule of its categories."""
+    guard = target.guard
+    if guard is None or options.get("formats") is not None:
+        return []
+    jwk = next((d for d in guard._redactor.detectors if d.name == "jwk_private_key"), None)
+    if jwk is None or jwk.category not in guard.categories:
+        return []
+    value = JWK_PRIVATE_KEY.split('"d": "')[1].split('"')[0]
+    secret = Secret(jwk.name, JWK_PRIVATE_KEY, value, jwk.entity, jwk.category)
+    cases = []
+    for context, shape in (("structured", "nested"), ("json", "list"), ("json_in_string", "list")):
+        inner = render(CONTEXTS_BY_NAME[context], [secret], 0)
+        argument: Any = {"options": {"query": inner.value}} if shape == "nested" else ["first", inner.value]
+        payload = {"method": "tools/call", "params": {"name": "lookup", "arguments": {"query": argument}}}
+        cases.append(McpCase("request", "tools/call", payload, (inner,), phase="request"))
+    return cases
+
+
+REGRESSIONS: dict[str, Callable[[RedactionTarget, Mapping[str, Any]], list[Any]]] = {
+    "refuses_secret_arguments": _guard_regressions,
+}
+"""Per property: the draws that once failed against a shipped profile, built for a target (the `@example`s of
+the standard properties; they run first under every profile)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -714,7 +763,8 @@ class RedactionSuite:
         strategy, check = spec.build(self.target, **merged)
         chosen = property_settings(self.profile or _env_profile(), weight=spec.weight if weight is None else weight)
         self.ran.append(name)
-        run_property(f"{name}:{self.target.name}", strategy, check, chosen)
+        examples = REGRESSIONS[name](self.target, merged) if name in REGRESSIONS else []
+        run_property(f"{name}:{self.target.name}", strategy, check, chosen, examples)
 
     def run(self, names: Iterable[str] | None = None) -> list[str]:
         """Run the applicable properties; raise `PropertyFailures` listing every one that failed.
