@@ -788,8 +788,9 @@ class RedactionSuite:
                 "if that is what this policy is for."
             )
         self.skipped = dict(missing)
-        if missing and not failures and not self.expect_no_redaction:
-            warnings.warn(PropertiesNotApplicable("; ".join(missing.values()) + " (not run)"), stacklevel=2)
+        announced = [reason for name, reason in missing.items() if STANDARD_PROPERTIES[name].announce]
+        if announced and not failures and not self.expect_no_redaction:
+            warnings.warn(PropertiesNotApplicable("; ".join(announced) + " (not run)"), stacklevel=2)
         done = []
         for name in self.applicable(names):
             try:
