@@ -51,3 +51,11 @@ def test_properties_the_policy_cannot_satisfy_are_announced() -> None:
         done = suite.run()
     assert "refuses_secret_arguments" in suite.skipped and "refuses_secret_arguments" not in done
     assert "no_leak" in done
+
+
+def test_the_shipped_profile_has_nothing_announced() -> None:
+    """On `standard` only `boundaries` does not apply (no custom detector), and that is not announced."""
+    from interceptors.testing import STANDARD_PROPERTIES
+
+    missing = RedactionSuite(RedactionTarget.load("standard")).not_applicable()
+    assert list(missing) == ["boundaries"] and not STANDARD_PROPERTIES["boundaries"].announce
