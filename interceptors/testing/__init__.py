@@ -31,6 +31,7 @@ from .assertions import (
     haystacks,
 )
 from .benign import altered, benign_corpus
+from .boundaries import TokenShape, boundary_samples, documented_shape, token_shape
 from .chains import (
     ChainPlan,
     Expected,
@@ -74,6 +75,7 @@ from .properties import (
     PropertyFailures,
     RedactionSuite,
     RedactionTarget,
+    UndocumentedFormat,
     check_redaction_rules,
     property_settings,
     redacts_nothing,
@@ -113,6 +115,8 @@ __all__ = [
     "RoundtripError",
     "Secret",
     "SecretFormat",
+    "TokenShape",
+    "UndocumentedFormat",
     "UnsupportedPattern",
     "altered",
     "assert_matches_model",
@@ -120,12 +124,14 @@ __all__ = [
     "assert_not_redacted",
     "assert_roundtrip",
     "benign_corpus",
+    "boundary_samples",
     "build_registries",
     "chain_cases",
     "chain_plans",
     "check_redaction_rules",
     "decoys",
     "derived_near_misses",
+    "documented_shape",
     "embedded",
     "expected_outcome",
     "find_leaks",
@@ -152,6 +158,7 @@ __all__ = [
     "sensitive_keys",
     "sensitive_values",
     "spec_samples",
+    "token_shape",
     "tool_call_requests",
     "uniform",
 ]

@@ -13,11 +13,17 @@ def test_my_policy_keeps_its_promises():
 - `own_format`: each detector with an independent format spec (`spec:`/`examples:`, every built-in secret
   family has one) finds every sample of that spec whole *on its own*, so a detector broken on purpose fails
   even where another detector (the entropy fallback) would still cover for it;
+- `boundaries`: each of the policy's own detectors finds, alone and whole, the tokens at the edges of its
+  documented format (its pattern's token shape under its `examples:` and `hints:`: exact lengths, alphabet
+  edges, the last character, every prefix variant), so an off-by-one fails without a `spec:`;
 - `decoys_survive`: placeholders and near-misses of every built-in format come out unchanged;
 - `sensitive_keys`: whatever sits under a sensitive key (`password`, `ApiKey`, `x-auth-token`, …) never
   comes out;
 - `refuses_secret_arguments`: with `guard_secrets` in reject mode, a `tools/call` carrying a secret is
   refused, and the refusal names no value.
+
+No silent greens: a policy that redacts nothing fails (`redacts_something`) unless the suite is told
+`expect_no_redaction=True`, and a property the policy cannot satisfy by design is named up front.
 
 A detector whose name is a built-in one is held to the built-in format (`BUILTIN_FORMATS`), so a policy
 that overrides a built-in cannot quietly find less; a new custom detector gets a format generated from
