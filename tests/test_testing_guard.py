@@ -26,3 +26,15 @@ def test_the_guard_applies_the_key_rules_of_its_categories() -> None:
     assert guarded_key_rules(["secret"]) == ["sensitive_key", "jwk_private_key"]
     assert "account_id_key" in guarded_key_rules(["secret", "identifier"])
     assert guarded_key_rules(["personal"])[0] == "sensitive_key"
+
+
+def test_the_jwk_rule_runs_only_where_a_kty_key_could_be() -> None:
+    """Without a `kty` anywhere in the arguments' text the guard keeps its sensitive-key shortcut (arguments with
+    no sensitive key word are not walked); with one, spelled in any case or escaped, the full rules run."""
+    from interceptors.transforms.guard import SecretGuard
+
+    guard = SecretGuard({})
+    assert guard._redactor_for({"query": "select 1", "options": {"d": "2024-01-01"}}) is guard._plain
+    for spelled in ({"KTY": "EC", "d": "x"}, '{"kty": "EC"}', '{"\\u006bty": "EC"}'):
+        assert guard._redactor_for({"body": spelled}) is guard._redactor, spelled
+    assert guard._plain is not guard._redactor
