@@ -52,9 +52,17 @@ def test_the_marker_runs_the_standard_properties(pytester: pytest.Pytester) -> N
                                      properties=["sensitive_keys"])
         def test_a_weakened_policy_fails():
             pass
+
+        @pytest.mark.redaction_rules("open")
+        def test_a_policy_that_redacts_nothing_fails():
+            pass
+
+        @pytest.mark.redaction_rules("open", expect_no_redaction=True, properties=["decoys_survive"])
+        def test_unless_the_test_says_so():
+            pass
         """,
     )
-    result.assert_outcomes(passed=2, failed=1)
+    result.assert_outcomes(passed=3, failed=2)
     result.stdout.fnmatch_lines(
         [
             "*test_a_weakened_policy_fails*",
@@ -62,6 +70,7 @@ def test_the_marker_runs_the_standard_properties(pytester: pytest.Pytester) -> N
             "*- sensitive_keys: Leak*",
         ]
     )
+    result.stdout.fnmatch_lines(["*- redacts_something: AssertionError: policy 'open' redacts nothing*"])
 
 
 def test_the_fixtures_host_chain_policy_and_gateway(pytester: pytest.Pytester) -> None:

@@ -1,4 +1,4 @@
-"""A three-test property suite for a custom detector, written with `interceptors.testing`.
+"""A five-test property suite for a custom detector, written with `interceptors.testing`.
 
 Run it with `pytest examples/custom_detector` (the kit's pytest plugin is registered by the package; from a
 checkout that is not installed, add `-p integrations.pytest_plugin`). See doc/TESTING.md for the walk-through.
@@ -30,6 +30,7 @@ from interceptors.testing import (
 from interceptors.testing.regexgen import seeded_text
 
 POLICY = Path(__file__).with_name("policy.yaml")
+SPEC_LINE = "    spec: \"('acme_live_'|'acme_test_') [A-Za-z0-9]{32}\"\n"
 TARGET = RedactionTarget.load(POLICY)
 ACME = format_for(TARGET.detector("acme_token"))
 """Drawn from the detector's `spec` (the documented format), not from its pattern: every draw is a token ACME
@@ -87,3 +88,17 @@ def test_a_pattern_off_by_one_is_caught_by_the_spec(tmp_path: Path) -> None:
 def from_pattern_as_spec(fmt: SecretFormat) -> SecretFormat:
     """The pattern-derived format labelled as a spec, to show what a kit drawing from the pattern would check."""
     return replace(fmt, origin="spec")
+
+
+def test_without_a_spec_one_documented_token_catches_it(tmp_path: Path) -> None:
+    """The same off-by-one with the spec replaced by one token from ACME's handbook (`examples:`): the `boundaries`
+    property reads the token shape from the pattern, takes the length and alphabet from the documented token, and
+    draws tokens at the edges of that format, which the broken pattern does not find."""
+    documented = POLICY.read_text().replace(SPEC_LINE, "    examples: [acme_live_Q3v9TfK2mZ8xLw4RbN7cYp1HdJ6sGe5A]\n")
+    assert "spec:" not in documented
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(documented)
+    RedactionSuite(RedactionTarget.load(policy)).check("boundaries")
+    policy.write_text(documented.replace("[A-Za-z0-9]{32}(?!", "[A-Za-z0-9]{31}(?!"))
+    with pytest.raises(AssertionError, match=r"acme_token: a boundary token .* is not found whole"):
+        RedactionSuite(RedactionTarget.load(policy)).check("boundaries")

@@ -31,6 +31,7 @@ from .assertions import (
     haystacks,
 )
 from .benign import altered, benign_corpus
+from .boundaries import TokenShape, boundary_samples, documented_shape, token_shape
 from .chains import (
     ChainPlan,
     Expected,
@@ -70,11 +71,14 @@ from .profiles import PROFILES, register_profiles
 from .properties import (
     MIN_SECRET_LENGTH,
     STANDARD_PROPERTIES,
+    PropertiesNotApplicable,
     PropertyFailures,
     RedactionSuite,
     RedactionTarget,
+    UndocumentedFormat,
     check_redaction_rules,
     property_settings,
+    redacts_nothing,
     run_property,
 )
 from .regexgen import SAFE_UNIVERSE, Generated, UnsupportedPattern, one_of_evenly, regex_strategy, uniform
@@ -104,12 +108,15 @@ __all__ = [
     "LeakError",
     "McpCase",
     "Observed",
+    "PropertiesNotApplicable",
     "PropertyFailures",
     "RedactionSuite",
     "RedactionTarget",
     "RoundtripError",
     "Secret",
     "SecretFormat",
+    "TokenShape",
+    "UndocumentedFormat",
     "UnsupportedPattern",
     "altered",
     "assert_matches_model",
@@ -117,12 +124,14 @@ __all__ = [
     "assert_not_redacted",
     "assert_roundtrip",
     "benign_corpus",
+    "boundary_samples",
     "build_registries",
     "chain_cases",
     "chain_plans",
     "check_redaction_rules",
     "decoys",
     "derived_near_misses",
+    "documented_shape",
     "embedded",
     "expected_outcome",
     "find_leaks",
@@ -139,6 +148,7 @@ __all__ = [
     "payload_for",
     "placeholders",
     "property_settings",
+    "redacts_nothing",
     "regex_strategy",
     "register_profiles",
     "render",
@@ -148,6 +158,7 @@ __all__ = [
     "sensitive_keys",
     "sensitive_values",
     "spec_samples",
+    "token_shape",
     "tool_call_requests",
     "uniform",
 ]

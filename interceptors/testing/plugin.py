@@ -5,7 +5,8 @@ gateways, and does nothing at all when the `testing` extra is not installed).
 
 - Hypothesis profiles `default`, `ci` and `thorough` are registered when the plugin loads, before
   Hypothesis's own plugin reads `--hypothesis-profile`; `HYPOTHESIS_PROFILE=NAME` selects one too.
-- The marker `@pytest.mark.redaction_rules(policy, *, profile=None, properties=None, options=None)` runs the
+- The marker `@pytest.mark.redaction_rules(policy, *, profile=None, properties=None, options=None,
+  expect_no_redaction=False)` runs the
   standard redaction properties against a policy: through the `redaction_suite` fixture, or by itself after
   the test body when the test does not ask for that fixture.
 - Fixtures: `policy_file(path)` a `Policy` read from a file next to the test; `redaction_suite` the marker's
@@ -29,7 +30,8 @@ register_profiles()
 
 MARKER = "redaction_rules"
 _MARKER_HELP = (
-    "redaction_rules(policy, *, profile=None, properties=None, options=None): run the standard redaction "
+    "redaction_rules(policy, *, profile=None, properties=None, options=None, expect_no_redaction=False): run the "
+    "standard redaction "
     "properties of interceptors.testing against a policy (a profile name, a file next to the test, a dict)"
 )
 
@@ -60,9 +62,11 @@ def _suite(item: pytest.Item) -> RedactionSuite:
     marker = item.get_closest_marker(MARKER)
     if marker is None or not marker.args:
         raise pytest.UsageError(f"{item.nodeid}: use @pytest.mark.{MARKER}(policy, ...) to choose the policy")
-    unknown = set(marker.kwargs) - {"profile", "properties", "options"}
+    unknown = set(marker.kwargs) - {"profile", "properties", "options", "expect_no_redaction"}
     if unknown:
-        raise pytest.UsageError(f"{item.nodeid}: {MARKER} takes profile, properties and options, not {sorted(unknown)}")
+        raise pytest.UsageError(
+            f"{item.nodeid}: {MARKER} takes profile, properties, options and expect_no_redaction, not {sorted(unknown)}"
+        )
     source = resolve_source(marker.args[0], Path(str(item.path)).parent)
     options = marker.kwargs.get("options") or {}
     properties = marker.kwargs.get("properties")
@@ -71,6 +75,7 @@ def _suite(item: pytest.Item) -> RedactionSuite:
         marker.kwargs.get("profile"),
         {name: dict(value) for name, value in options.items()},
         None if properties is None else tuple(properties),
+        expect_no_redaction=bool(marker.kwargs.get("expect_no_redaction", False)),
     )
 
 

@@ -13,11 +13,17 @@ def test_my_policy_keeps_its_promises():
 - `own_format`: each detector with an independent format spec (`spec:`/`examples:`, every built-in secret
   family has one) finds every sample of that spec whole *on its own*, so a detector broken on purpose fails
   even where another detector (the entropy fallback) would still cover for it;
+- `boundaries`: each of the policy's own detectors finds, alone and whole, the tokens at the edges of its
+  documented format (its pattern's token shape under its `examples:` and `hints:`: exact lengths, alphabet
+  edges, the last character, every prefix variant), so an off-by-one fails without a `spec:`;
 - `decoys_survive`: placeholders and near-misses of every built-in format come out unchanged;
 - `sensitive_keys`: whatever sits under a sensitive key (`password`, `ApiKey`, `x-auth-token`, …) never
   comes out;
 - `refuses_secret_arguments`: with `guard_secrets` in reject mode, a `tools/call` carrying a secret is
   refused, and the refusal names no value.
+
+No silent greens: a policy that redacts nothing fails (`redacts_something`) unless the suite is told
+`expect_no_redaction=True`, and a property the policy cannot satisfy by design is named up front.
 
 A detector whose name is a built-in one is held to the built-in format (`BUILTIN_FORMATS`), so a policy
 that overrides a built-in cannot quietly find less; a new custom detector gets a format generated from
@@ -29,11 +35,12 @@ from __future__ import annotations
 import copy
 import os
 import re
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from ..enums import Phase
@@ -57,7 +64,17 @@ from ..transforms.detectors import Detector, Finding, Scanner, detector_from_con
 from ..transforms.entities import normalize_key
 from ._mask import mask
 from .assertions import assert_no_leak, assert_not_redacted, find_leaks
-from .contexts import CONTEXTS, ENCODED_CONTEXTS, FILLER_WORDS, NEUTRAL_KEYS, Context, embedded
+from .boundaries import BoundaryDraw, TokenShape, boundary_samples, documented_shape
+from .contexts import (
+    CONTEXTS,
+    CONTEXTS_BY_NAME,
+    ENCODED_CONTEXTS,
+    FILLER_WORDS,
+    NEUTRAL_KEYS,
+    Context,
+    embedded,
+    render,
+)
 from .formats import (
     BUILTIN_FORMATS,
     NEAR_MISS_FAMILIES,
@@ -313,16 +330,25 @@ def property_settings(profile: str | None = None, *, weight: float = 1.0, base: 
     )
 
 
-def run_property(name: str, strategy: st.SearchStrategy[Any], check: Callable[[Any], None], chosen: settings) -> None:
-    """Run `check` on `strategy` under Hypothesis; the example database keys it by `name`."""
+def run_property(
+    name: str,
+    strategy: st.SearchStrategy[Any],
+    check: Callable[[Any], None],
+    chosen: settings,
+    examples: Sequence[Any] = (),
+) -> None:
+    """Run `check` on `strategy` under Hypothesis; the example database keys it by `name`. `examples` (draws that
+    once failed) run first, under every profile."""
 
     def prop(case: Any) -> None:
         check(case)
 
     prop.__name__ = prop.__qualname__ = "property_" + re.sub(r"\W", "_", name)
     prop._hypothesis_internal_add_digest = name.encode()  # type: ignore[attr-defined]
-    test = chosen(given(strategy)(prop))
-    test()
+    test: Any = given(strategy)(prop)
+    for case in reversed(examples):
+        test = example(case)(test)
+    chosen(test)()
 
 
 # --- the properties -----------------------------------------------------------------------------------------
@@ -492,6 +518,37 @@ def refuses_secret_arguments(
     return strategy, check
 
 
+JWK_PRIVATE_KEY = '{"kty": "EC", "crv": "P-256", "d": "VEuNGVPsksDkY9FcdgkXNWWaa0t05LBAUagOd4t9ofT", "x": "abc"}'
+
+
+def _guard_regressions(target: RedactionTarget, options: Mapping[str, Any]) -> list[McpCase]:
+    """Draws `refuses_secret_arguments` once let through on plain `standard`: a JSON Web Key inside a JSON argument
+    (a structured string, JSON text, JSON inside a JSON string). The guard parsed the JSON and, with the
+    `sensitive_key` rule only, never looked at `d` beside `kty`: it now applies every key rule of its categories."""
+    guard = target.guard
+    if guard is None or options.get("formats") is not None:
+        return []
+    jwk = next((d for d in guard._redactor.detectors if d.name == "jwk_private_key"), None)
+    if jwk is None or jwk.category not in guard.categories:
+        return []
+    value = JWK_PRIVATE_KEY.split('"d": "')[1].split('"')[0]
+    secret = Secret(jwk.name, JWK_PRIVATE_KEY, value, jwk.entity, jwk.category)
+    cases = []
+    for context, shape in (("structured", "nested"), ("json", "list"), ("json_in_string", "list")):
+        inner = render(CONTEXTS_BY_NAME[context], [secret], 0)
+        argument: Any = {"options": {"query": inner.value}} if shape == "nested" else ["first", inner.value]
+        payload = {"method": "tools/call", "params": {"name": "lookup", "arguments": {"query": argument}}}
+        cases.append(McpCase("request", "tools/call", payload, (inner,), phase="request"))
+    return cases
+
+
+REGRESSIONS: dict[str, Callable[[RedactionTarget, Mapping[str, Any]], list[Any]]] = {
+    "refuses_secret_arguments": _guard_regressions,
+}
+"""Per property: the draws that once failed against a shipped profile, built for a target (the `@example`s of
+the standard properties; they run first under every profile)."""
+
+
 @dataclass(frozen=True, slots=True)
 class PropertySpec:
     name: str
@@ -499,6 +556,10 @@ class PropertySpec:
     weight: float
     applies: Callable[[RedactionTarget], bool]
     description: str = ""
+    why_not: str = ""
+    """Why the property cannot hold for a target it does not apply to (said up front, never skipped silently)."""
+    announce: bool = True
+    """Whether `run()` warns when it does not apply (False: there is simply nothing of that kind to check)."""
 
 
 def own_format(
@@ -528,6 +589,96 @@ def own_format(
     return _sentence(one_of_evenly([f.samples for f in chosen])), check
 
 
+def boundary_detectors(target: RedactionTarget) -> list[tuple[Detector, TokenShape]]:
+    """The custom detectors the target replaces whose pattern has a token shape, each with its documented shape
+    (built-in detectors are held to their specs by `own_format` instead)."""
+    out = []
+    for fmt in target.formats():
+        detector = target.detector(fmt.name)
+        if BUILTIN_BY_NAME.get(detector.name) is detector:
+            continue
+        shape = documented_shape(detector)
+        if shape is not None:
+            out.append((detector, shape))
+    return out
+
+
+@st.composite
+def _boundary_case(draw: st.DrawFn, draws: st.SearchStrategy[BoundaryDraw]) -> tuple[str, BoundaryDraw]:
+    drawn = draw(draws)
+    head = " ".join(draw(st.lists(st.sampled_from(FILLER_WORDS), max_size=3)))
+    sep, end = draw(st.sampled_from([(" ", " "), ("\n", "\n"), (": ", "."), (' "', '" '), ("=", ";"), ("(", ")")]))
+    return f"{head}{sep}{drawn.secret.text}{end}done", drawn
+
+
+def _raw_covers(detector: Detector, text: str, start: int, end: int) -> bool:
+    """Whether the pattern alone (before the validator) reports a span covering `text[start:end]`."""
+    groups = detector.group if isinstance(detector.group, tuple) else (detector.group,)
+    for match in detector.pattern.finditer(text):
+        group = next((g for g in groups if match.start(g) >= 0), None)
+        if group is not None and match.start(group) <= start and match.end(group) >= end:
+            return True
+    return False
+
+
+def boundaries(
+    target: RedactionTarget, *, detectors: Sequence[str] | None = None
+) -> tuple[st.SearchStrategy[tuple[str, BoundaryDraw]], Callable[[tuple[str, BoundaryDraw]], None]]:
+    """Each custom detector finds, whole and by itself, the tokens at the edges of its documented format
+    (exact lengths, alphabet edges, the last character, every prefix variant), and never only part of a token
+    one character off that length (`interceptors.testing.boundaries`)."""
+    chosen = [(d, s) for d, s in boundary_detectors(target) if detectors is None or d.name in detectors]
+    if not chosen:
+        raise ValueError(f"{target.name}: no custom detector with a token shape (a prefix, then one class repeated)")
+    for detector, shape in chosen:
+        if "examples" not in shape.origin and not detector.spec:
+            warnings.warn(
+                UndocumentedFormat(
+                    f"{detector.name}: no examples: or spec:, so its length and alphabet are checked against its "
+                    "own pattern only (a documented token in examples: lets the kit catch an off-by-one there)"
+                ),
+                stacklevel=4,
+            )
+    scanners = {d.name: Scanner((d,)) for d, _ in chosen}
+    shapes = {d.name: (d, s) for d, s in chosen}
+
+    def check(case: tuple[str, BoundaryDraw]) -> None:
+        text, drawn = case
+        value = drawn.secret.value
+        start = text.find(value)
+        assume(start >= 0 and text.count(value) == 1)
+        end = start + len(value)
+        detector, shape = shapes[drawn.secret.family]
+        findings = scanners[detector.name].scan(text)
+        if any(f.start <= start and f.end >= end for f in findings):
+            return
+        near = [f for f in findings if f.end > start and f.start < end]
+        if drawn.exact and not near and _raw_covers(detector, text, start, end):
+            assume(False)  # the pattern covers it; its validator declined this draw (e.g. too little entropy)
+        if not drawn.exact and not near:
+            return  # one character off the documented length: not a token, and nothing of it is taken
+        offsets = ", ".join(f"[{f.start - start:+d}..{f.end - end:+d}]" for f in near)
+        documented = (
+            f"documented format (from its {shape.origin}): one of {', '.join(map(repr, shape.prefixes))}, then "
+            f"{shape.low}..{shape.high} characters of {shape.alphabet_name or repr(shape.alphabet)}"
+        )
+        if drawn.exact:
+            problem = "is not found whole by the detector itself"
+        else:
+            problem = "is found only in part by the detector itself (the rest of the token would stay in the output)"
+        detail = f"; its findings there (offsets from the token's ends): {offsets}" if near else ""
+        raise AssertionError(
+            f"{detector.name}: a boundary token ({drawn.what}), {mask(value)}, {problem}{detail}. Its {documented}"
+        )
+
+    return _boundary_case(one_of_evenly([boundary_samples(d, s) for d, s in chosen])), check
+
+
+class UndocumentedFormat(UserWarning):
+    """A custom detector documents its format neither by `spec:` nor by `examples:`: the kit can check it only
+    against its own pattern."""
+
+
 def _has_formats(target: RedactionTarget) -> bool:
     return bool(target.formats())
 
@@ -539,14 +690,21 @@ def _has_spec_formats(target: RedactionTarget) -> bool:
 STANDARD_PROPERTIES: dict[str, PropertySpec] = {
     spec.name: spec
     for spec in (
-        PropertySpec("no_leak", no_leak, 10.0, _has_formats, "planted secrets never come out"),
-        PropertySpec("whole_values", whole_values, 5.0, _has_formats, "every planted value is covered entirely"),
-        PropertySpec("own_format", own_format, 4.0, _has_spec_formats, "each detector finds its own format spec"),
+        PropertySpec("no_leak", no_leak, 10.0, _has_formats, "planted secrets never come out",
+                     "its output pipeline replaces no detector's findings"),
+        PropertySpec("whole_values", whole_values, 5.0, _has_formats, "every planted value is covered entirely",
+                     "its output pipeline replaces no detector's findings"),
+        PropertySpec("own_format", own_format, 4.0, _has_spec_formats, "each detector finds its own format spec",
+                     "no detector it replaces has a format spec (spec: or examples:)"),
+        PropertySpec("boundaries", boundaries, 2.0, lambda t: bool(boundary_detectors(t)),
+                     "custom detectors find tokens at the edges of their documented format",
+                     "no custom detector it replaces has a token shape (a prefix, then one class repeated)", False),
         PropertySpec("decoys_survive", decoys_survive, 6.0, lambda t: True, "placeholders and near-misses survive"),
-        PropertySpec("sensitive_keys", sensitive_keys, 3.0, RedactionTarget.replaces_keys, "keys hide their values"),
+        PropertySpec("sensitive_keys", sensitive_keys, 3.0, RedactionTarget.replaces_keys, "keys hide their values",
+                     "its output pipeline keeps values under sensitive keys (no sensitive_key rule, or kept)"),
         PropertySpec(
             "refuses_secret_arguments", refuses_secret_arguments, 3.0, lambda t: t.guard is not None,
-            "secret arguments are refused",
+            "secret arguments are refused", "it has no guard_secrets input transform in reject mode",
         ),
     )
 }  # fmt: skip
@@ -554,6 +712,17 @@ STANDARD_PROPERTIES: dict[str, PropertySpec] = {
 
 def _env_profile() -> str | None:
     return os.environ.get("MCP_INTERCEPTORS_TESTING_PROFILE") or None
+
+
+class PropertiesNotApplicable(UserWarning):
+    """Standard properties a policy cannot satisfy by design (a policy without a guard cannot refuse arguments):
+    `RedactionSuite.run()` warns with each and why before it runs the others."""
+
+
+def redacts_nothing(target: RedactionTarget) -> bool:
+    """Whether the target's output pipeline replaces nothing a leak property could plant (no detector's
+    findings, no value under a sensitive key): every leak property would pass without testing anything."""
+    return not target.formats() and not target.replaces_keys()
 
 
 @dataclass
@@ -566,16 +735,32 @@ class RedactionSuite:
     """Keyword arguments per property (e.g. `{"no_leak": {"formats": [...]}}`)."""
     properties: tuple[str, ...] | None = None
     """What `run()` runs by default (None: every applicable property)."""
+    expect_no_redaction: bool = False
+    """Say that the policy is meant to redact nothing (`open`): without it, `run()` fails on such a policy."""
     ran: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    """The standard properties the last `run()` did not run, each with why the policy cannot satisfy it."""
 
     def applicable(self, names: Iterable[str] | None = None) -> list[str]:
+        return [n for n in self._chosen(names) if STANDARD_PROPERTIES[n].applies(self.target)]
+
+    def not_applicable(self, names: Iterable[str] | None = None) -> dict[str, str]:
+        """The chosen properties that cannot hold for this target by design, each with the reason."""
+        return {
+            n: f"{STANDARD_PROPERTIES[n].name} cannot hold for policy {self.target.name!r}: "
+            f"{STANDARD_PROPERTIES[n].why_not}"
+            for n in self._chosen(names)
+            if not STANDARD_PROPERTIES[n].applies(self.target)
+        }
+
+    def _chosen(self, names: Iterable[str] | None) -> list[str]:
         if names is None:
             names = self.properties
         chosen = list(names) if names is not None else list(STANDARD_PROPERTIES)
         unknown = [n for n in chosen if n not in STANDARD_PROPERTIES]
         if unknown:
             raise ValueError(f"unknown properties: {', '.join(unknown)} (known: {', '.join(STANDARD_PROPERTIES)})")
-        return [n for n in chosen if STANDARD_PROPERTIES[n].applies(self.target)]
+        return chosen
 
     def check(self, name: str, *, weight: float | None = None, **options: Any) -> None:
         """Run one property (raising its failure)."""
@@ -584,12 +769,34 @@ class RedactionSuite:
         strategy, check = spec.build(self.target, **merged)
         chosen = property_settings(self.profile or _env_profile(), weight=spec.weight if weight is None else weight)
         self.ran.append(name)
-        run_property(f"{name}:{self.target.name}", strategy, check, chosen)
+        examples = REGRESSIONS[name](self.target, merged) if name in REGRESSIONS else []
+        run_property(f"{name}:{self.target.name}", strategy, check, chosen, examples)
 
     def run(self, names: Iterable[str] | None = None) -> list[str]:
-        """Run the applicable properties; raise `PropertyFailures` listing every one that failed."""
+        """Run the applicable properties; raise `PropertyFailures` listing every one that failed.
+
+        No silent greens: a policy that redacts nothing fails (`redacts_something`) unless the suite says
+        `expect_no_redaction`; a property named explicitly (`names` or `properties`) that the policy cannot
+        satisfy by design fails up front with the reason; and with the default list, those properties are
+        announced by a `PropertiesNotApplicable` warning (and kept in `skipped`) before the others run."""
         __tracebackhide__ = True
+        explicit = names is not None or self.properties is not None
+        missing = self.not_applicable(names)
+        if explicit and missing:
+            raise PropertyFailures({name: AssertionError(reason) for name, reason in missing.items()})
         failures: dict[str, BaseException] = {}
+        if not self.expect_no_redaction and redacts_nothing(self.target):
+            failures["redacts_something"] = AssertionError(
+                f"policy {self.target.name!r} redacts nothing: its output pipeline "
+                f"({' → '.join(self.target.output.types) or 'no transforms'}) replaces no detector's findings and "
+                "no value under a sensitive key, so every secret planted in a result would come out as it went in "
+                "(and every leak property would pass without testing anything). Pass expect_no_redaction=True "
+                "if that is what this policy is for."
+            )
+        self.skipped = dict(missing)
+        announced = [reason for name, reason in missing.items() if STANDARD_PROPERTIES[name].announce]
+        if announced and not failures and not self.expect_no_redaction:
+            warnings.warn(PropertiesNotApplicable("; ".join(announced) + " (not run)"), stacklevel=2)
         done = []
         for name in self.applicable(names):
             try:
@@ -609,12 +816,16 @@ def check_redaction_rules(
     properties: Iterable[str] | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     pseudonymizer: Pseudonymizer | None = None,
+    expect_no_redaction: bool = False,
 ) -> list[str]:
     """Run the standard properties against a policy (anything `RedactionTarget.load` reads).
 
     `profile` names a Hypothesis profile (`default`, `ci`, `thorough`); None uses the loaded one. Returns
-    the names of the properties that ran; raises `PropertyFailures` naming every one that failed.
+    the names of the properties that ran; raises `PropertyFailures` naming every one that failed. A policy
+    that redacts nothing (`open`, or one extending it) fails unless `expect_no_redaction=True`.
     """
     target = RedactionTarget.load(policy, pseudonymizer=pseudonymizer)
-    suite = RedactionSuite(target, profile, {k: dict(v) for k, v in (options or {}).items()})
+    suite = RedactionSuite(
+        target, profile, {k: dict(v) for k, v in (options or {}).items()}, expect_no_redaction=expect_no_redaction
+    )
     return suite.run(properties)
