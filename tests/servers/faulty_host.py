@@ -25,6 +25,8 @@ TEXT_ARGUMENT = sys.argv[2] if len(sys.argv) > 2 else ""
 ARGUMENT = float(TEXT_ARGUMENT) if TEXT_ARGUMENT.replace(".", "", 1).isdigit() else 0.0
 HUNG = {"now": False}
 CALLS = {"count": 0}
+RENDEZVOUS = {"arrived": 0}
+MET = anyio.Event()
 
 registry = Registry()
 
@@ -41,6 +43,15 @@ async def check(invocation: Invocation) -> Verdict:
     if FAULT == "garbage":
         os.write(1, b'this is not json\n{"jsonrpc": 2}\n\x00\xff\n')
         await anyio.sleep(3600)
+    if isinstance(invocation.payload, dict) and invocation.payload.get("rendezvous"):
+        # Waits (30 s at most) until `rendezvous` invokes are in this handler at once: proof of overlap by
+        # meeting, with no clock in the test.
+        RENDEZVOUS["arrived"] += 1
+        if RENDEZVOUS["arrived"] >= int(invocation.payload["rendezvous"]):
+            MET.set()
+        with anyio.move_on_after(30):
+            await MET.wait()
+        return Verdict.allow({"pid": os.getpid(), "met": MET.is_set()})
     if isinstance(invocation.payload, dict) and invocation.payload.get("sleep"):
         await anyio.sleep(float(invocation.payload["sleep"]))
     return Verdict.allow({"pid": os.getpid()})
