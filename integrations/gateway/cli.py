@@ -13,10 +13,10 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from interceptors import Registry
-from interceptors_chain.failures import describe
+if TYPE_CHECKING:  # the chain and the SDK load only when `proxy` runs: `--help` and `--version` stay fast
+    from interceptors import Registry
 
 DEFAULT_MAX_LINE_MIB = 64
 DEFAULT_UPSTREAM_TIMEOUT_S = 300.0
@@ -64,6 +64,7 @@ def _leaf(exc: BaseException) -> BaseException:
 def proxy(args: argparse.Namespace) -> int:
     """Run the gateway for the parsed `proxy` arguments; returns the exit status."""
     from interceptors_chain import DiscoveryError
+    from interceptors_chain.failures import describe
     from interceptors_server.serving import RegistryLoadError, load_registry
 
     from .command import RouterOptions, run_router
