@@ -63,6 +63,27 @@ def _leaf(exc: BaseException) -> BaseException:
 
 def proxy(args: argparse.Namespace) -> int:
     """Run the gateway for the parsed `proxy` arguments; returns the exit status."""
+    upstream_url = getattr(args, "upstream_url", None)
+    quota, idle = args.max_sessions_per_principal, args.session_idle_timeout
+    try:  # what the arguments alone decide, before the chain and the SDK load: a typo is answered at once
+        if upstream_url is not None and [a for a in args.upstream if a != "--"]:
+            raise _UsageError("give either --upstream URL or an upstream command after --, not both")
+        command = upstream_command(args.upstream) if upstream_url is None else []
+        listen = None if args.listen is None else parse_listen(args.listen)
+        if args.tokens is not None and listen is None:
+            raise _UsageError("--tokens authenticates HTTP clients: use it with --listen")
+        if quota is not None and quota < 1:
+            raise _UsageError("--max-sessions-per-principal must be at least 1")
+        if idle is not None and idle <= 0:
+            raise _UsageError("--session-idle-timeout must be a positive number of seconds")
+        if not args.upstream_timeout >= 0:
+            raise _UsageError("--upstream-timeout takes a number of seconds (0: no limit)")
+        if args.max_line_mib is not None and args.max_line_mib < 1:
+            raise _UsageError("--max-line-mib must be at least 1")
+    except _UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
     from interceptors_chain import DiscoveryError
     from interceptors_chain.failures import describe
     from interceptors_server.serving import RegistryLoadError, load_registry
@@ -71,20 +92,13 @@ def proxy(args: argparse.Namespace) -> int:
     from .stages import build_stages
     from .upstream_http import upstream_headers
 
-    upstream_url = getattr(args, "upstream_url", None)
     try:
-        if upstream_url is not None and [a for a in args.upstream if a != "--"]:
-            raise _UsageError("give either --upstream URL or an upstream command after --, not both")
-        command = upstream_command(args.upstream) if upstream_url is None else []
-        listen = None if args.listen is None else parse_listen(args.listen)
         registries = [load_registry(spec) for spec in args.registry or ()]
         chain_file = None
         if args.chain is not None:
             from ..chain_file import load_chain_file
 
             chain_file = load_chain_file(args.chain)
-        if args.tokens is not None and listen is None:
-            raise _UsageError("--tokens authenticates HTTP clients: use it with --listen")
         tokens = None
         if args.tokens is not None:
             from interceptors.policy import BearerTokens
@@ -106,15 +120,6 @@ def proxy(args: argparse.Namespace) -> int:
                     "anonymous ones included: give HTTP clients their roles with --tokens FILE instead"
                 )
             raise _UsageError("--role is for stdio: over HTTP each client's roles come from its entry in --tokens")
-        quota, idle = args.max_sessions_per_principal, args.session_idle_timeout
-        if quota is not None and quota < 1:
-            raise _UsageError("--max-sessions-per-principal must be at least 1")
-        if idle is not None and idle <= 0:
-            raise _UsageError("--session-idle-timeout must be a positive number of seconds")
-        if not args.upstream_timeout >= 0:
-            raise _UsageError("--upstream-timeout takes a number of seconds (0: no limit)")
-        if args.max_line_mib is not None and args.max_line_mib < 1:
-            raise _UsageError("--max-line-mib must be at least 1")
         headers = upstream_headers(args.upstream_header)
         max_line_bytes = (args.max_line_mib or DEFAULT_MAX_LINE_MIB) << 20
         policy = args.policy or (chain_file.policy if chain_file is not None else None) or "standard"
