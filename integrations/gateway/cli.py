@@ -84,16 +84,10 @@ def proxy(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-    from interceptors_chain import DiscoveryError
-    from interceptors_chain.failures import describe
-    from interceptors_server.serving import RegistryLoadError, load_registry
-
-    from .command import RouterOptions, run_router
     from .stages import build_stages
     from .upstream_http import upstream_headers
 
     try:
-        registries = [load_registry(spec) for spec in args.registry or ()]
         chain_file = None
         if args.chain is not None:
             from ..chain_file import load_chain_file
@@ -123,7 +117,11 @@ def proxy(args: argparse.Namespace) -> int:
         headers = upstream_headers(args.upstream_header)
         max_line_bytes = (args.max_line_mib or DEFAULT_MAX_LINE_MIB) << 20
         policy = args.policy or (chain_file.policy if chain_file is not None else None) or "standard"
+        # The policy, the vault and the tokens are checked before the SDK loads: a refusal at start is prompt.
         stages = build_stages(policy, args.audit_log, args.vault_redis, multi_principal=tokens is not None)
+        from interceptors_server.serving import load_registry
+
+        registries = [load_registry(spec) for spec in args.registry or ()]
         exposed: list[Registry] | None = None
         if args.expose_interceptors:
             # The user's own registries only (chain-file servers when they are in-process registries): the
@@ -132,13 +130,18 @@ def proxy(args: argparse.Namespace) -> int:
             local = [s.registry for s in chain_file.servers if s.registry is not None] if chain_file else []
             exposed = [*registries, *(load_registry(spec) for spec in local)]
         registries = [*stages.registries, *registries]
-    except (_UsageError, RegistryLoadError, ValueError, OSError) as exc:  # ValueError: Chain file or policy errors
+    except (_UsageError, ValueError, OSError) as exc:  # ValueError: registry (RegistryLoadError), chain file or policy
         print(f"error: {exc}", file=sys.stderr)
         return 2
     restarts = getattr(args, "max_upstream_restarts", None)
     if restarts is not None and restarts < 1:
         print("error: --max-upstream-restarts must be at least 1", file=sys.stderr)
         return 2
+    from interceptors_chain import DiscoveryError
+    from interceptors_chain.failures import describe
+
+    from .command import RouterOptions, run_router
+
     options = RouterOptions(
         command, dict(os.environ) if command else None, chain_file, registries, stages, listen, tokens,
         args.role or (), exposed, bool(getattr(args, "verbose", 0)),
