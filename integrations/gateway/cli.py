@@ -85,7 +85,7 @@ def proxy(args: argparse.Namespace) -> int:
         return 2
 
     from .stages import build_stages
-    from .upstream_http import upstream_headers
+    from .upstream_http import check_upstream_url, upstream_headers
 
     try:
         chain_file = None
@@ -115,6 +115,8 @@ def proxy(args: argparse.Namespace) -> int:
                 )
             raise _UsageError("--role is for stdio: over HTTP each client's roles come from its entry in --tokens")
         headers = upstream_headers(args.upstream_header)
+        if upstream_url is not None:
+            check_upstream_url(upstream_url)  # UpstreamUrlError, a ValueError: exit 2 before the SDK loads
         max_line_bytes = (args.max_line_mib or DEFAULT_MAX_LINE_MIB) << 20
         policy = args.policy or (chain_file.policy if chain_file is not None else None) or "standard"
         # The policy, the vault and the tokens are checked before the SDK loads: a refusal at start is prompt.
