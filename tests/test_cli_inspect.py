@@ -278,3 +278,24 @@ def process_alive(pid: int) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+def test_version_help_and_bad_arguments_do_not_load_the_sdk() -> None:
+    """`--version`, `--help` and a bad `proxy` line answer before the MCP SDK and the chain are imported (issue 33:
+    each of those imports costs most of a second of CPU): checked by what is imported, never by time."""
+    probe = (
+        "import contextlib, io, sys\n"
+        "from integrations.cli import main\n"
+        "for argv in (['--version'], ['--help'], ['proxy', '--help'], ['invoke', '--help']):\n"
+        "    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        "        main(argv)\n"
+        "with contextlib.redirect_stderr(io.StringIO()):\n"
+        "    assert main(['proxy', '--listen', '0.0.0.0:1', '--', 'x']) == 2\n"
+        "    assert main(['proxy', '--upstream', 'ftp://h/mcp']) == 2\n"
+        "    assert main(['proxy', '--policy', 'no-such-profile', '--', 'x']) == 2\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types', 'interceptors_chain'))\n"
+        "print(heavy[:5])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout
