@@ -16,17 +16,14 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from mcp import Client, StdioServerParameters
-from mcp.shared.exceptions import MCPError
 
-from interceptors import INVOKE_METHOD, LIST_METHOD, InterceptorInfo, WireError
-from interceptors_chain import SessionConnection
-from interceptors_chain.failures import ConnectionLost, InvokerFailure, describe
-from interceptors_chain.failures import leaf as failure_leaf
-from interceptors_chain.stdio_pipe import express_capable, open_stdio_pipe
+if TYPE_CHECKING:  # the SDK and the chain load when a command runs, not for `--help` or `--version`
+    from mcp.shared.exceptions import MCPError
+
+    from interceptors_chain import SessionConnection
 
 logger = logging.getLogger("interceptors.cli")
 
@@ -96,6 +93,14 @@ def serve(args: argparse.Namespace) -> int:
 async def connect(target: str) -> AsyncIterator[SessionConnection]:
     """A URL means Streamable HTTP; anything else is a command line started over stdio (its own process group,
     stopped and reaped however we leave: an answer, an error, a timeout or an interrupt)."""
+    from mcp import Client, StdioServerParameters
+    from mcp.shared.exceptions import MCPError
+
+    from interceptors_chain import SessionConnection
+    from interceptors_chain.failures import ConnectionLost, InvokerFailure
+    from interceptors_chain.failures import leaf as failure_leaf
+    from interceptors_chain.stdio_pipe import express_capable, open_stdio_pipe
+
     if target.startswith(("http://", "https://")):
         async with Client(target) as client:
             yield SessionConnection(client.session)
@@ -127,6 +132,10 @@ def _print_error(exc: MCPError) -> None:
 def _run(main: Callable[[], Awaitable[dict[str, Any]]], timeout_s: float) -> dict[str, Any] | int:
     """Run one request within `timeout_s` (start, handshake and answer); every failure becomes a one-line
     error and exit code 1, never a traceback. SIGINT and SIGTERM stop it, the server reaped first."""
+    from mcp.shared.exceptions import MCPError
+
+    from interceptors_chain.failures import ConnectionLost, describe
+    from interceptors_chain.failures import leaf as failure_leaf
 
     async def bounded() -> dict[str, Any] | int:
         async with anyio.create_task_group() as group:
@@ -169,6 +178,8 @@ def _run(main: Callable[[], Awaitable[dict[str, Any]]], timeout_s: float) -> dic
 
 
 def list_interceptors(args: argparse.Namespace) -> int:
+    from interceptors import LIST_METHOD, InterceptorInfo, WireError
+
     async def main() -> dict[str, Any]:
         async with connect(args.server) as connection:
             params = {} if args.event is None else {"event": args.event}
@@ -198,6 +209,8 @@ def list_interceptors(args: argparse.Namespace) -> int:
 
 
 def invoke_interceptor(args: argparse.Namespace) -> int:
+    from interceptors import INVOKE_METHOD
+
     try:
         payload = json.loads(args.payload)
         config = None if args.config is None else json.loads(args.config)

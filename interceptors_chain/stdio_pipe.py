@@ -44,9 +44,27 @@ DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 _READ_BYTES = 1 << 20
 _JUNK_LOGGED = 5
 _SESSION_IDS_KEPT = 10_000
-_EXIT_GRACE_S = 2.0  # after stdin closes, before the group is terminated
-_KILL_GRACE_S = 2.0  # after SIGTERM, before SIGKILL
+DEFAULT_STOP_GRACE_S = 2.0
+STOP_GRACE_ENV = "MCP_INTERCEPTORS_STOP_GRACE_S"
 _FLUSH_S = 0.5
+
+
+def stop_grace_s() -> float:
+    """How long a server being stopped may take to exit after its stdin closes, and again after SIGTERM
+    before SIGKILL: `$MCP_INTERCEPTORS_STOP_GRACE_S` seconds (default 2). Read at each stop, so a test suite
+    that stops hung servers on purpose can shorten the wait; a value that is not a positive number is ignored."""
+    raw = os.environ.get(STOP_GRACE_ENV)
+    if raw is None:
+        return DEFAULT_STOP_GRACE_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        logger.warning("%s=%r is not a positive number of seconds: using %g", STOP_GRACE_ENV, raw[:40],
+                       DEFAULT_STOP_GRACE_S)  # fmt: skip
+        return DEFAULT_STOP_GRACE_S
+    return value
 
 
 class _Waiter:
@@ -477,9 +495,10 @@ async def _stop(process: anyio.abc.Process) -> None:
     assert process.stdin is not None and process.stdout is not None
     with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         await process.stdin.aclose()
-    if not await _exited(process, _EXIT_GRACE_S):
-        await terminate_posix_process_tree(process, _KILL_GRACE_S)
-        if not await _exited(process, _KILL_GRACE_S):
+    grace = stop_grace_s()
+    if not await _exited(process, grace):
+        await terminate_posix_process_tree(process, grace)
+        if not await _exited(process, grace):
             logger.warning("server process %d survived the kill; abandoning it", process.pid)
     with suppress(OSError):  # the leader is gone; anything it left in its group goes too
         os.killpg(process.pid, signal.SIGTERM)

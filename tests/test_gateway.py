@@ -456,7 +456,8 @@ def test_bad_command_lines_exit_2_with_a_message(tmp_path: Path) -> None:
 
 def test_old_switches_are_accepted_and_change_nothing() -> None:
     """`--router`, `MCP_INTERCEPTORS_ROUTER=1` and `--no-restart-upstream` from old command lines still start the
-    gateway; `--restart-upstream` starts it too (it restarts a dead upstream: tests/test_gateway_recovery.py)."""
+    gateway, which answers as ever (one process carries all three: each would exit 2 if it were refused);
+    `--restart-upstream` starts it too (it restarts a dead upstream: tests/test_gateway_recovery.py)."""
     hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
     echo = {"name": "echo", "arguments": {"text": "ok"}}
     lines = [
@@ -464,31 +465,25 @@ def test_old_switches_are_accepted_and_change_nothing() -> None:
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": echo},
     ]
-    stdin = "".join(json.dumps(line) + "\n" for line in lines)
-    cases = {
-        "--router": (proxy_argv("--router"), None),
-        "environment": (proxy_argv(), {**os.environ, "MCP_INTERCEPTORS_ROUTER": "1"}),
-        "--no-restart-upstream": (proxy_argv("--no-restart-upstream"), None),
-        "--restart-upstream": (proxy_argv("--restart-upstream"), None),
-    }
-    for name, (argv, env) in cases.items():
-        process = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True)  # fmt: skip
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.write(stdin)
-        process.stdin.flush()
-        replies: dict[Any, Any] = {}
-        while 2 not in replies:  # the gateway answers both requests, then the client leaves
-            line = process.stdout.readline()
-            assert line, name
-            message = json.loads(line)
-            replies[message.get("id")] = message
-        process.stdin.close()
-        assert process.wait(timeout=STEP_S) == 0, name
-        assert process.stderr is not None
-        err = process.stderr.read()
-        assert replies[2]["result"]["content"] == [{"type": "text", "text": "ok"}], name
-        assert "not supported" not in err, (name, err)
+    argv = proxy_argv("--router", "--no-restart-upstream")
+    env = {**os.environ, "MCP_INTERCEPTORS_ROUTER": "1"}
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    process = subprocess.Popen(argv, cwd=ROOT, env=env, text=True, **pipes)
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write("".join(json.dumps(line) + "\n" for line in lines))
+    process.stdin.flush()
+    replies: dict[Any, Any] = {}
+    while 2 not in replies:  # the gateway answers both requests, then the client leaves
+        line = process.stdout.readline()
+        assert line
+        message = json.loads(line)
+        replies[message.get("id")] = message
+    process.stdin.close()
+    assert process.wait(timeout=STEP_S) == 0
+    assert process.stderr is not None
+    err = process.stderr.read()
+    assert replies[2]["result"]["content"] == [{"type": "text", "text": "ok"}]
+    assert "not supported" not in err, err
 
 
 def test_listen_addresses_and_the_upstream_command() -> None:

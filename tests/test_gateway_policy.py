@@ -1,6 +1,9 @@
 """The gateway with the built-in policy and transform stages (the default `standard` profile and others),
 in front of a real upstream that leaks credentials on every channel. (Every channel under `standard`, the
-audit file and `reveal_token`: tests/test_router_gateway.py.)"""
+audit file and `reveal_token`: tests/test_router_gateway.py.)
+
+Where a profile's decision is what is tested, the router runs in this process (`tests/inprocess_gateway.py`);
+the default profile, `--policy none`, two processes sharing Redis and HTTP principals go through `proxy`."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from mcp import Client, StdioServerParameters, types
 from mcp.shared.exceptions import MCPError
 
 from tests.conftest import ROOT
+from tests.inprocess_gateway import routed
 from tests.processes import listening_url, stop
 from tests.servers.leaky_server import SECRETS
 
@@ -45,7 +49,7 @@ async def test_standard_redacts_inside_what_the_upstream_marks_as_encoded() -> N
     from interceptors.testing import assert_no_leak
 
     with anyio.fail_after(60):
-        async with Client(gateway("--policy", "standard"), mode="legacy") as client:
+        async with routed(UPSTREAM, "standard") as served, Client(served.server, mode="legacy") as client:
             result = dump(await client.session.call_tool("echo_value", {"value": "x", "encoded": True}))
     assert_no_leak(result, SECRETS)  # in every spelling: base64, hex, URL-encoding
     expected = "aws=AKIA************7P2L github=[REDACTED:api_token]"  # credentials masked 4 + 4, secrets redacted
@@ -61,10 +65,10 @@ async def test_standard_redacts_inside_what_the_upstream_marks_as_encoded() -> N
 
 async def test_an_admin_may_reveal_and_read_only_hides_destructive_tools() -> None:
     with anyio.fail_after(60):
-        async with Client(gateway("--role", "admin"), mode="legacy") as client:
+        async with routed(UPSTREAM, roles=["admin"]) as served, Client(served.server, mode="legacy") as client:
             assert "reveal_token" in {tool.name for tool in (await client.list_tools()).tools}
             await client.session.call_tool("reveal_token", {"value": "x"})
-        async with Client(gateway("--policy", "read_only"), mode="legacy") as client:
+        async with routed(UPSTREAM, "read_only") as served, Client(served.server, mode="legacy") as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
             assert "delete_everything" not in names and "get_config" in names
             with pytest.raises(MCPError) as hidden:
@@ -85,7 +89,7 @@ async def test_strict_pseudonymises_and_the_tool_still_gets_real_values() -> Non
     from tests.servers.leaky_server import OWNER_EMAIL
 
     with anyio.fail_after(60):
-        async with Client(gateway("--policy", "strict"), mode="legacy") as client:
+        async with routed(UPSTREAM, "strict") as served, Client(served.server, mode="legacy") as client:
             owner = await client.session.call_tool("whoami", {})
             text = owner.content[0].text if isinstance(owner.content[0], types.TextContent) else ""
             assert OWNER_EMAIL not in text
@@ -150,7 +154,10 @@ async def test_a_restored_value_echoed_on_errors_progress_and_logs_is_pseudonymi
         progress.append(message or "")
 
     with anyio.fail_after(60):
-        async with Client(gateway("--policy", str(policy)), mode="legacy", logging_callback=on_log) as client:
+        async with (
+            routed(UPSTREAM, str(policy)) as served,
+            Client(served.server, mode="legacy", logging_callback=on_log) as client,
+        ):
             owner = await client.session.call_tool("whoami", {})
             text = owner.content[0].text if isinstance(owner.content[0], types.TextContent) else ""
             token = text.split("owner: ", 1)[1].split()[0].strip()

@@ -40,19 +40,41 @@ def gateway(*flags: str) -> StdioServerParameters:
     return StdioServerParameters(command=argv[0], args=argv[1:], cwd=str(ROOT))
 
 
+async def check_profile(client: Client, expected: set[str]) -> None:
+    """The principal sees `expected` and may call echo; every other tool looks missing when called."""
+    assert {tool.name for tool in (await client.list_tools()).tools} == expected
+    for name in sorted(ALL - expected):
+        with pytest.raises(MCPError) as hidden:
+            await client.session.call_tool(name, {})
+        assert (hidden.value.error.code, hidden.value.error.message) == (-32602, f"Unknown tool: {name}")
+    result = await client.session.call_tool("echo_value", {"value": "hello"})
+    assert not result.is_error
+
+
 @pytest.mark.parametrize(("profile", "roles"), sorted(EXPECTED))
 async def test_profile_visibility_and_calls(profile: str, roles: tuple[str, ...]) -> None:
-    flags = ["--policy", profile, *(flag for role in roles for flag in ("--role", role))]
-    expected = EXPECTED[(profile, roles)]
+    """Each profile through the router in this process (the gateway's stages, router and local answers, the
+    upstream a real process): what the profile decides does not depend on the gateway's own process."""
+    from integrations.gateway.inprocess import InProcessGateway
+    from integrations.gateway.stages import build_stages
+    from interceptors_server import LocalChain
+
+    stages = build_stages(profile, None)
     with anyio.fail_after(60):
-        async with Client(gateway(*flags), mode="legacy") as client:
-            assert {tool.name for tool in (await client.list_tools()).tools} == expected
-            for name in sorted(ALL - expected):
-                with pytest.raises(MCPError) as hidden:
-                    await client.session.call_tool(name, {})
-                assert (hidden.value.error.code, hidden.value.error.message) == (-32602, f"Unknown tool: {name}")
-            result = await client.session.call_tool("echo_value", {"value": "hello"})
-            assert not result.is_error
+        async with (
+            LocalChain(*stages.registries) as chain,
+            InProcessGateway(UPSTREAM, chain, stages=stages, roles=roles, cwd=str(ROOT)) as served,
+            Client(served.server, mode="legacy") as client,
+        ):
+            await check_profile(client, EXPECTED[(profile, roles)])
+    stages.close()
+
+
+async def test_a_profile_and_roles_from_the_command_line() -> None:
+    """The same through `mcp-interceptors proxy --policy NAME --role ROLE` (a process of its own)."""
+    with anyio.fail_after(60):
+        async with Client(gateway("--policy", "strict", "--role", "admin"), mode="legacy") as client:
+            await check_profile(client, EXPECTED[("strict", ("admin",))])
 
 
 def test_denied_but_not_hidden_gets_31001_with_reason_and_policy(tmp_path: Path) -> None:
@@ -71,11 +93,12 @@ def test_denied_but_not_hidden_gets_31001_with_reason_and_policy(tmp_path: Path)
     anyio.run(main)
 
 
-@pytest.fixture(params=["tokens-file", "chain-file"])
-def http_gateway(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
-    """The same token map from `--tokens FILE` or from the chain file's `tokens:` section."""
+@pytest.fixture(scope="module", params=["tokens-file", "chain-file"])
+def http_gateway(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[str]:
+    """The same token map from `--tokens FILE` or from the chain file's `tokens:` section; one gateway per
+    source for the module (the tests only read through it)."""
     entries = "tokens:\n  - {id: ada, roles: [admin], token: ada-secret-token}\n"
-    source = tmp_path / ("tokens.yaml" if request.param == "tokens-file" else "chain.yaml")
+    source = tmp_path_factory.mktemp("tokens") / ("tokens.yaml" if request.param == "tokens-file" else "chain.yaml")
     source.write_text(entries)
     flag = "--tokens" if request.param == "tokens-file" else "--chain"
     process = subprocess.Popen(

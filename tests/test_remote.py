@@ -15,6 +15,7 @@ from mcp.shared.exceptions import MCPError
 
 from interceptors import Direction, Mode
 from interceptors_chain import Chain, InterceptorOverride, RemoteServer, ServerUnavailable
+from interceptors_chain.stdio_pipe import STOP_GRACE_ENV
 from tests.conftest import ROOT
 from tests.processes import children
 
@@ -214,8 +215,11 @@ async def test_a_server_writing_only_lines_that_are_not_json_rpc_is_restarted() 
     no_children_left(before)
 
 
-async def test_a_hung_server_is_restarted_after_consecutive_timeouts_and_later_calls_succeed(tmp_path: Path) -> None:
+async def test_a_hung_server_is_restarted_after_consecutive_timeouts_and_later_calls_succeed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """It hangs every invoke and ignores SIGTERM and stdin closing: the group is killed, a fresh one answers."""
+    monkeypatch.setenv(STOP_GRACE_ENV, "0.2")  # it ignores both: the default 2 s + 2 s would only be waited out
     before = children()
     marker = tmp_path / "hung-once"
     remote = await start("hang-once", str(marker), backoff_s=(0.05, 0.5), restart_after_timeouts=2)

@@ -13,10 +13,10 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from interceptors import Registry
-from interceptors_chain.failures import describe
+if TYPE_CHECKING:  # the chain and the SDK load only when `proxy` runs: `--help` and `--version` stay fast
+    from interceptors import Registry
 
 DEFAULT_MAX_LINE_MIB = 64
 DEFAULT_UPSTREAM_TIMEOUT_S = 300.0
@@ -63,27 +63,36 @@ def _leaf(exc: BaseException) -> BaseException:
 
 def proxy(args: argparse.Namespace) -> int:
     """Run the gateway for the parsed `proxy` arguments; returns the exit status."""
-    from interceptors_chain import DiscoveryError
-    from interceptors_server.serving import RegistryLoadError, load_registry
-
-    from .command import RouterOptions, run_router
-    from .stages import build_stages
-    from .upstream_http import upstream_headers
-
     upstream_url = getattr(args, "upstream_url", None)
-    try:
+    quota, idle = args.max_sessions_per_principal, args.session_idle_timeout
+    try:  # what the arguments alone decide, before the chain and the SDK load: a typo is answered at once
         if upstream_url is not None and [a for a in args.upstream if a != "--"]:
             raise _UsageError("give either --upstream URL or an upstream command after --, not both")
         command = upstream_command(args.upstream) if upstream_url is None else []
         listen = None if args.listen is None else parse_listen(args.listen)
-        registries = [load_registry(spec) for spec in args.registry or ()]
+        if args.tokens is not None and listen is None:
+            raise _UsageError("--tokens authenticates HTTP clients: use it with --listen")
+        if quota is not None and quota < 1:
+            raise _UsageError("--max-sessions-per-principal must be at least 1")
+        if idle is not None and idle <= 0:
+            raise _UsageError("--session-idle-timeout must be a positive number of seconds")
+        if not args.upstream_timeout >= 0:
+            raise _UsageError("--upstream-timeout takes a number of seconds (0: no limit)")
+        if args.max_line_mib is not None and args.max_line_mib < 1:
+            raise _UsageError("--max-line-mib must be at least 1")
+    except _UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+    from .stages import build_stages
+    from .upstream_http import check_upstream_url, upstream_headers
+
+    try:
         chain_file = None
         if args.chain is not None:
             from ..chain_file import load_chain_file
 
             chain_file = load_chain_file(args.chain)
-        if args.tokens is not None and listen is None:
-            raise _UsageError("--tokens authenticates HTTP clients: use it with --listen")
         tokens = None
         if args.tokens is not None:
             from interceptors.policy import BearerTokens
@@ -105,19 +114,16 @@ def proxy(args: argparse.Namespace) -> int:
                     "anonymous ones included: give HTTP clients their roles with --tokens FILE instead"
                 )
             raise _UsageError("--role is for stdio: over HTTP each client's roles come from its entry in --tokens")
-        quota, idle = args.max_sessions_per_principal, args.session_idle_timeout
-        if quota is not None and quota < 1:
-            raise _UsageError("--max-sessions-per-principal must be at least 1")
-        if idle is not None and idle <= 0:
-            raise _UsageError("--session-idle-timeout must be a positive number of seconds")
-        if not args.upstream_timeout >= 0:
-            raise _UsageError("--upstream-timeout takes a number of seconds (0: no limit)")
-        if args.max_line_mib is not None and args.max_line_mib < 1:
-            raise _UsageError("--max-line-mib must be at least 1")
         headers = upstream_headers(args.upstream_header)
+        if upstream_url is not None:
+            check_upstream_url(upstream_url)  # UpstreamUrlError, a ValueError: exit 2 before the SDK loads
         max_line_bytes = (args.max_line_mib or DEFAULT_MAX_LINE_MIB) << 20
         policy = args.policy or (chain_file.policy if chain_file is not None else None) or "standard"
+        # The policy, the vault and the tokens are checked before the SDK loads: a refusal at start is prompt.
         stages = build_stages(policy, args.audit_log, args.vault_redis, multi_principal=tokens is not None)
+        from interceptors_server.serving import load_registry
+
+        registries = [load_registry(spec) for spec in args.registry or ()]
         exposed: list[Registry] | None = None
         if args.expose_interceptors:
             # The user's own registries only (chain-file servers when they are in-process registries): the
@@ -126,13 +132,18 @@ def proxy(args: argparse.Namespace) -> int:
             local = [s.registry for s in chain_file.servers if s.registry is not None] if chain_file else []
             exposed = [*registries, *(load_registry(spec) for spec in local)]
         registries = [*stages.registries, *registries]
-    except (_UsageError, RegistryLoadError, ValueError, OSError) as exc:  # ValueError: Chain file or policy errors
+    except (_UsageError, ValueError, OSError) as exc:  # ValueError: registry (RegistryLoadError), chain file or policy
         print(f"error: {exc}", file=sys.stderr)
         return 2
     restarts = getattr(args, "max_upstream_restarts", None)
     if restarts is not None and restarts < 1:
         print("error: --max-upstream-restarts must be at least 1", file=sys.stderr)
         return 2
+    from interceptors_chain import DiscoveryError
+    from interceptors_chain.failures import describe
+
+    from .command import RouterOptions, run_router
+
     options = RouterOptions(
         command, dict(os.environ) if command else None, chain_file, registries, stages, listen, tokens,
         args.role or (), exposed, bool(getattr(args, "verbose", 0)),

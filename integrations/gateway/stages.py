@@ -6,13 +6,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-from mcp.shared.exceptions import MCPError
+from typing import TYPE_CHECKING, Any
 
 from interceptors import Principal, Registry
 
-from .local import LocalTool
+if TYPE_CHECKING:  # the SDK loads once the stages are built: a policy or vault refused at start does not wait for it
+    from .local import LocalTool
 
 logger = logging.getLogger("interceptors.gateway")
 POLICY_INTERCEPTOR = "policy"
@@ -36,6 +35,8 @@ class Stages:
             return
         decision = self.engine.check_call(principal, "tools/call", params)
         if not decision.allowed:
+            from mcp.shared.exceptions import MCPError
+
             refusal = decision.error()
             raise MCPError(refusal.code, refusal.message, refusal.data)
 
@@ -172,6 +173,8 @@ def reveal_tool(vault: Any) -> LocalTool:
     """`reveal_token`, offered by the gateway when a vault exists. It declares the `reveal` capability, so
     the policy shows it and allows it only to principals granted `reveal`, and audits every call."""
     from interceptors.vault import RevealTool
+
+    from .local import LocalTool
 
     def audit(record: Any) -> None:
         logger.warning("reveal_token used by %r (found=%s)", record.principal, record.found)  # never the value

@@ -126,6 +126,16 @@ def _url_problem(url: str) -> str:
     return "it has no host" if not host else "it cannot be parsed"
 
 
+def check_upstream_url(url: str) -> None:
+    """UpstreamUrlError unless `url` is an http(s) URL with a host (the message never shows the URL)."""
+    try:
+        parsed = httpx2.URL(url)
+    except Exception:  # httpx2.InvalidURL and the like
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+        raise UpstreamUrlError(f"--upstream takes an http:// or https:// URL with a host; {_url_problem(url)}")
+
+
 class _RedactedUrls(logging.Filter):
     """httpx2 logs each request's URL (`-v`): show it redacted, as the gateway's own lines do."""
 
@@ -162,12 +172,7 @@ class HttpUpstream:
         protocol_version: Callable[[], str | None] = lambda: None,
         max_message: int = MAX_LINE_BYTES,
     ) -> None:
-        try:
-            parsed = httpx2.URL(url)
-        except Exception:  # httpx2.InvalidURL and the like
-            parsed = None
-        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
-            raise UpstreamUrlError(f"--upstream takes an http:// or https:// URL with a host; {_url_problem(url)}")
+        check_upstream_url(url)
         self.url = url
         self.shown_url = redact_url(url)
         """The URL for logs: userinfo and query redacted."""

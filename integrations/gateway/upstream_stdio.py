@@ -14,11 +14,11 @@ import signal
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Final
 
+from interceptors_chain.stdio_pipe import stop_grace_s
+
 from .framing import MAX_LINE_BYTES, LineSplitter, Oversized
 
 READ_CHUNK: Final = 256 * 1024
-GRACE_S: Final = 2.0
-"""How long the upstream may take to exit after its stdin closes, and again after SIGTERM."""
 
 
 class UpstreamStartError(OSError):
@@ -96,18 +96,19 @@ class StdioUpstream:
     async def aclose(self) -> int | None:
         """Stop the upstream (stdin closed, then SIGTERM, then SIGKILL to its group) and reap it."""
         process = self.process
+        grace = stop_grace_s()  # $MCP_INTERCEPTORS_STOP_GRACE_S, default 2 s
         with contextlib.suppress(OSError, RuntimeError):
             self._stdin.close()
         if process.returncode is None:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(process.wait(), GRACE_S)
+                await asyncio.wait_for(process.wait(), grace)
         for sig in (signal.SIGTERM, signal.SIGKILL):
             if process.returncode is not None:
                 break
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, sig)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(process.wait(), GRACE_S)
+                await asyncio.wait_for(process.wait(), grace)
         else:
             await process.wait()
         # Whatever the server left in its group goes too (its own children).
