@@ -17,6 +17,7 @@ import orjson
 
 from .base import Options, Transform, TransformContext, count
 from .catalog import BUILTIN_DETECTORS
+from .context import SCHEME_TYPES, Context, binary_field, describes
 from .detectors import Detector, Finding, Scanner, detector_from_config, merge_detectors
 from .encoded import MARKER_KEYS, MAX_DEPTH, UNDECODED, Decoder
 from .entities import entity_chain, fold_for_hints, is_template, normalize_key
@@ -38,7 +39,7 @@ from .triepattern import literal_alternation
 REDACT_OPTIONS = (
     "strategies", "default", "custom_detectors", "disabled_detectors", "key_rules", "extra_key_rules",
     "min_confidence", "scan_keys", "tags", "tag_key_allowlist", "skip_keys", "allow_pseudonymize", "redact_template",
-    "hash_template", "cache_size", "name_mentions", "structured_text", "exempt_keys", "decode",
+    "hash_template", "cache_size", "name_mentions", "structured_text", "exempt_keys", "decode", "context",
 )  # fmt: skip
 DEFAULT_SKIP_KEYS = ("_annotations",)
 """`_meta` and cursors are scanned too (cursors by real detectors only, see `_OPAQUE_KEYS`); our own report key
@@ -52,6 +53,8 @@ _OPAQUE_KEYS = frozenset(
 _HASH_KEY = re.compile(
     r"(?:^|_)(?:sha\d*|md5|hash|hashes|digest|checksum|integrity|etag|fingerprint|crc\d*|blake\d*\w*|xxhash|"
     r"node_id|commit|tree|parents?|revision|rev|oid|object_id|trace_id|span_id|nonce|salt_id)(?:_|$)"
+    # ids: what names a thing is no credential (a session or a secret id may be one: those stay scanned in full)
+    r"|(?<!secret_)(?<!session_)(?<!sess_)(?:^|_)(?:ids?|uid|guid|ulid|ksuid|host_id|request_id|version_id)$"
 )
 # Entities whose replaced values are not chased through the rest of the payload: secrets have no
 # business being mentioned anywhere else, and tag values and chunk ids are too generic to chase.
@@ -108,6 +111,7 @@ class Redactor(Transform):
         self.name_mentions = opts.flag("name_mentions", True)
         self.structured_text = opts.flag("structured_text", True)
         self.decoder = Decoder.from_option(options.get("decode", True), f"{path}.decode")
+        self.context = Context.from_option(options.get("context", True), f"{path}.context")
         redact_template = opts.text("redact_template", "[REDACTED:{entity}]") or ""
         hash_template = opts.text("hash_template", "{entity}:{digest}") or ""
         self.redact_template = check_template(redact_template, ("entity", "length"), f"{path}.redact_template")
@@ -281,7 +285,7 @@ class Redactor(Transform):
 class _Run:
     """The state of one redaction run: the narrowed scanner, counts, and replaced identifier values."""
 
-    __slots__ = ("cache", "counts", "decoding", "depth", "env", "mentions", "red", "scanner")
+    __slots__ = ("cache", "counts", "decoding", "depth", "env", "mentions", "red", "scanner", "unkeyed")
 
     def __init__(self, red: Redactor, scanner: Scanner, env: Env, decoding: bool = False) -> None:
         self.red = red
@@ -289,6 +293,7 @@ class _Run:
         self.env = env
         self.decoding = decoding  # the payload's text shows a marker `decode` reads (else nothing is looked at)
         self.depth = 0
+        self.unkeyed = 0  # > 0 inside a mapping that describes (a security scheme, a public key): no key rules
         self.counts: dict[tuple[str, str], int] = {}
         self.mentions: dict[str, tuple[str, str]] = {}
         self.cache = red._cache
@@ -319,7 +324,10 @@ class _Run:
             cut = len(before)
             own = {(f.start, f.end) for f in scanner.scan(before)}
             own |= {(f.start + cut, f.end + cut) for f in scanner.scan(after)}
-            for finding in scanner.scan(seam):
+            seam_findings = scanner.scan(seam)
+            if seam_findings and self.red.context is not None:
+                seam_findings, spared = self.red.context.spare(seam, seam_findings)
+            for finding in seam_findings:
                 if (finding.start, finding.end) in own or finding.end <= cut:
                     continue
                 strategy = self.red.strategy_for(finding)
@@ -355,6 +363,10 @@ class _Run:
         if isinstance(value, str):
             return self.string(value)
         if isinstance(value, dict):
+            if ("kty" in value or value.get("type") in SCHEME_TYPES) and (
+                reason := self.described(value)
+            ) in ("public_jwk", "security_scheme"):
+                return self.descriptive(reason, value)
             return self.mapping(value)
         if isinstance(value, list | tuple):
             return self.sequence(value)
@@ -372,9 +384,11 @@ class _Run:
             out.append(new)
         return out if changed or isinstance(items, tuple) else items
 
-    def mapping(self, data: dict[Any, Any], encoded: Mapping[Any, str] | None = None) -> Any:
-        """`encoded`: keys whose values are encoded (the decoder's `fields`; None: ask the decoder)."""
+    def mapping(self, data: dict[Any, Any], encoded: Mapping[Any, str] | None = None, keyed: bool = True) -> Any:
+        """`encoded`: keys whose values are encoded (the decoder's `fields`; None: ask the decoder). `keyed`: key
+        rules apply to this mapping's own keys (not in one that describes a value, see `context.describes`)."""
         red = self.red
+        keyed = keyed and not self.unkeyed
         normalized = {k: normalize_key(k) for k in data if isinstance(k, str)}
         siblings = frozenset(normalized.values())
         if encoded is None and self.decoding and ("kind" in data or not siblings.isdisjoint(MARKER_KEYS)):
@@ -397,10 +411,15 @@ class _Run:
                         new_key = _unique_key(new_key, out)
                 norm = normalized[key]
                 new = UNDECODED
+                if red.context is not None and key in ("data", "blob") and binary_field(key, data, item):
+                    self.counts[("spared", "binary_payload")] = self.counts.get(("spared", "binary_payload"), 0) + 1
+                    out[new_key] = item  # image or audio bytes, a resource blob: binary, not text to read
+                    changed = changed or new_key is not key
+                    continue
                 if encoded and key in encoded and red.decoder is not None:  # decoded first: key rules apply inside
                     new = red.decoder.field(self, key, item, encoded[key])
                 if new is UNDECODED:
-                    rule = red.rule_for(key, norm, siblings) if red.key_rules else None
+                    rule = red.rule_for(key, norm, siblings) if red.key_rules and keyed else None
                     if rule is not None:
                         new = self.ruled(rule, item, norm)
                     elif red.opaque_key(norm):
@@ -447,8 +466,7 @@ class _Run:
             rewritten = red.decoder.rewrite(self, text) if self.depth < MAX_DEPTH else None
             if rewritten is not None:
                 return self._around_decoded(*rewritten)
-        findings = self.scanner.scan(text)
-        result, note_list, stateful = self._replace(text, findings)
+        result, note_list, stateful = self._replace(text, *self._spare(text, self.scanner.scan(text)))
         # A pseudonym depends on the vault (its key, its TTL bookkeeping), not only on the text: never cached.
         if red.cache_size and not stateful and not (marked and self.depth >= MAX_DEPTH):
             if len(self.cache) >= red.cache_size:
@@ -475,8 +493,9 @@ class _Run:
             at = bisect_right(starts, finding.end - 1) - 1
             return at < 0 or decoded[at][1] <= finding.start
 
-        findings = [f for f in self.scanner.scan("".join(parts)) if clear(f)]
-        result, notes, _ = self._replace(text, findings)
+        blanked = "".join(parts)
+        findings = [f for f in self.scanner.scan(blanked) if clear(f)]
+        result, notes, _ = self._replace(text, *self._spare(blanked, findings))
         for section, entity in notes:
             self.counts[(section, entity)] = self.counts.get((section, entity), 0) + 1
         return result
@@ -496,12 +515,22 @@ class _Run:
             self.depth -= 1
             self.scanner, self.decoding = saved, saved_decoding
 
-    def _replace(self, text: str, findings: list[Finding]) -> tuple[Any, tuple[tuple[str, str], ...], bool]:
+    def _spare(self, text: str, findings: list[Finding]) -> tuple[list[Finding], list[tuple[str, str]]]:
+        """The findings context does not spare, and a report note per spared one (`spared`, the signal)."""
+        context = self.red.context
+        if not findings or context is None:
+            return findings, []
+        kept, spared = context.spare(text, findings)
+        return kept, [("spared", reason) for reason in spared]
+
+    def _replace(
+        self, text: str, findings: list[Finding], spared: Sequence[tuple[str, str]] = ()
+    ) -> tuple[Any, tuple[tuple[str, str], ...], bool]:
         """(result, report notes, whether a pseudonymizer was consulted)."""
         if not findings:
-            return text, (), False
+            return text, tuple(spared), False
         parts: list[str] = []
-        notes: list[tuple[str, str]] = []
+        notes: list[tuple[str, str]] = list(spared)
         stateful = False
         last = 0
         for finding in findings:
@@ -516,8 +545,8 @@ class _Run:
             parts.append(text[last : finding.start])
             parts.append(replacement)
             last = finding.end
-        if not notes:
-            return text, (), False
+        if not parts:
+            return text, tuple(notes), False
         parts.append(text[last:])
         return "".join(parts), tuple(notes), stateful
 
@@ -542,7 +571,31 @@ class _Run:
             return item if len(out) == len(item) and all(a is b for a, b in zip(out, item, strict=True)) else out
         return self.value(item)
 
+    def described(self, item: Any) -> str | None:
+        """Why a mapping under a sensitive key describes a value instead of holding one (a schema, an OpenAPI
+        security scheme, a public JSON Web Key), when context is on; None otherwise."""
+        if self.red.context is None or not isinstance(item, dict):
+            return None
+        return describes(item)
+
+    def descriptive(self, reason: str, item: dict[Any, Any]) -> Any:
+        """A mapping that describes a value: its own keys name no secret; what is below is read as usual."""
+        self.counts[("spared", reason)] = self.counts.get(("spared", reason), 0) + 1
+        if reason == "schema":
+            return self.mapping(item, keyed=False)  # its `properties` name fields, which are schemas in turn
+        saved = self.scanner
+        self.unkeyed += 1
+        if reason == "public_jwk":
+            self.scanner = saved.without_fallback()
+        try:
+            return self.mapping(item, keyed=False)
+        finally:
+            self.scanner = saved
+            self.unkeyed -= 1
+
     def ruled(self, rule: KeyRule, item: Any, key: str | None = None) -> Any:
+        if rule.category in ("secret", "credential") and (reason := self.described(item)) is not None:
+            return self.descriptive(reason, item)
         if rule.weak is not None and key is not None and rule.weak(key):
             return self.weak(rule, item)
         if rule.subtree:
@@ -613,7 +666,10 @@ class _Run:
                     out[new_key] = new
             return out
         if isinstance(item, list | tuple):
-            return [new for value in item if (new := self.subtree(rule, value)) is not DROP]
+            out_list = [new for value in item if (new := self.subtree(rule, value)) is not DROP]
+            if len(out_list) == len(item) and all(a is b for a, b in zip(out_list, item, strict=True)):
+                return item  # nothing below changed (an empty list, nulls): the caller's own object
+            return out_list
         if item is None or isinstance(item, bool) or item == "":
             return item
         if isinstance(item, str) and is_template(item):
