@@ -135,8 +135,12 @@ def _x509(rng: random.Random) -> list[dict[str, Any]]:
         f"<ds:KeyInfo><ds:X509Data><ds:X509Certificate>{der}</ds:X509Certificate></ds:X509Data></ds:KeyInfo>"
         "</md:KeyDescriptor></md:IDPSSODescriptor></md:EntityDescriptor>"
     )
-    return [_text(pem), _text(s_client), _text(saml), {"content": [{"type": "text", "text": "ca.crt"}],
-                                                          "structuredContent": {"ca.crt": pem}}]
+    return [
+        _text(pem),
+        _text(s_client),
+        _text(saml),
+        {"content": [{"type": "text", "text": "ca.crt"}], "structuredContent": {"ca.crt": pem}},
+    ]
 
 
 def _public_keys(rng: random.Random) -> list[dict[str, Any]]:
@@ -185,7 +189,7 @@ def _s3_ids(rng: random.Random) -> list[dict[str, Any]]:
     )
     headers = (
         f"HTTP/1.1 200 OK\nx-amz-id-2: {_b64(rng, 56)}\nx-amz-request-id: {_hex(rng, 8).upper()}\n"
-        f"ETag: \"{_hex(rng, 16)}\"\nx-amz-version-id: {_b62(rng, 32)}\n"
+        f'ETag: "{_hex(rng, 16)}"\nx-amz-version-id: {_b62(rng, 32)}\n'
     )
     return [_text(xml), _text(headers), {"content": [], "structuredContent": {"HostId": host_id, "Code": "NoSuchKey"}}]
 
@@ -218,7 +222,8 @@ def _code_identifiers(rng: random.Random) -> list[dict[str, Any]]:
         "if is_secret(value) and not secret_manager.exists(secret_name):\n    raise KeyError(secret_name)",
         "const password = await getPassword(userId);\nconst apiKey = config.apiKey;\n",
         "password_hash = bcrypt.hashpw(password.encode(), bcrypt.gensalt())\nreturn password_hash",
-        "func (c *Client) Token() (string, error) {\n\ttoken, err := c.source.Token()\n\treturn token.AccessToken, err\n}",
+        "func (c *Client) Token() (string, error) {\n\ttoken, err := c.source.Token()\n"
+        "\treturn token.AccessToken, err\n}",
         "self.secret_key = kwargs.pop('secret_key', None)\nself.password = password or os.environ.get('PW')",
     ]
     return [_text(s) for s in snippets]
@@ -252,7 +257,8 @@ def _json_schema(rng: random.Random) -> list[dict[str, Any]]:
         "type": "object",
         "properties": {
             "apiKey": {"type": "object", "description": "The API key to create",
-                       "properties": {"name": {"type": "string"}, "expiresAt": {"type": "string", "format": "date-time"},
+                       "properties": {"name": {"type": "string"},
+                                      "expiresAt": {"type": "string", "format": "date-time"},
                                       "scopes": {"type": "array", "items": {"type": "string"}}},
                        "required": ["name"]},
             "password": {"type": "string", "minLength": 12, "description": "The new password", "format": "password"},
@@ -317,7 +323,8 @@ def _manifests(rng: random.Random) -> list[dict[str, Any]]:
         "dependencies": {"commander": "^11.1.0", "keytar": "^7.9.0"},
     }
     readme = (
-        "# acme-cli\n\nInstall with `npm i -g @acme/cli`, then run `acme login` and paste your API token when asked.\n\n"
+        "# acme-cli\n\nInstall with `npm i -g @acme/cli`, then run `acme login` and paste your API token "
+        "when asked.\n\n"
         "## Configuration\n\nSet `ACME_TOKEN` in your environment, or put `token = <your token>` in `~/.acme.toml`.\n"
         "Never commit your token. Use the `deploy` tool to ship a build.\n"
     )
@@ -329,7 +336,10 @@ def _lockfiles(rng: random.Random) -> list[dict[str, Any]]:
         f'[[package]]\nname = "serde"\nversion = "1.0.193"\nsource = "registry+https://github.com/rust-lang/crates.io-index"\n'
         f'checksum = "{_hex(rng, 32)}"\n'
     )
-    poetry = f'[[package]]\nname = "idna"\nversion = "3.6"\nfiles = [\n    {{file = "idna-3.6.tar.gz", hash = "sha256:{_hex(rng, 32)}"}},\n]\n'
+    poetry = (
+        f'[[package]]\nname = "idna"\nversion = "3.6"\nfiles = [\n'
+        f'    {{file = "idna-3.6.tar.gz", hash = "sha256:{_hex(rng, 32)}"}},\n]\n'
+    )
     tf = (
         'provider "registry.terraform.io/hashicorp/aws" {\n  version = "5.31.0"\n  hashes = [\n'
         f'    "h1:{_b64(rng, 32)}",\n    "zh:{_hex(rng, 32)}",\n  ]\n}}\n'
@@ -338,9 +348,7 @@ def _lockfiles(rng: random.Random) -> list[dict[str, Any]]:
 
 
 def _digests(rng: random.Random) -> list[dict[str, Any]]:
-    docker = "\n".join(
-        f"ghcr.io/acme/api@sha256:{_hex(rng, 32)}\nDigest: sha256:{_hex(rng, 32)}" for _ in range(2)
-    )
+    docker = "\n".join(f"ghcr.io/acme/api@sha256:{_hex(rng, 32)}\nDigest: sha256:{_hex(rng, 32)}" for _ in range(2))
     lfs = f"version https://git-lfs.github.com/spec/v1\noid sha256:{_hex(rng, 32)}\nsize 1048576\n"
     nix = f"/nix/store/{''.join(rng.choice('0123456789abcdfghijklmnpqrsvwxyz') for _ in range(32))}-python3-3.11.6"
     return [_text(docker), _text(lfs), _text(nix)]
@@ -352,7 +360,7 @@ def _request_ids(rng: random.Random) -> list[dict[str, Any]]:
         for i in range(3)
     )
     azure = {"x-ms-request-id": f"{_hex(rng, 4)}-{_hex(rng, 2)}-{_hex(rng, 2)}-{_hex(rng, 2)}-{_hex(rng, 6)}",
-             "etag": f'W/"datetime\'2024-01-01T00%3A00%3A00Z\'"'}  # fmt: skip
+             "etag": 'W/"datetime\'2024-01-01T00%3A00%3A00Z\'"'}  # fmt: skip
     return [_text(log), _text(json.dumps(azure))]
 
 
@@ -396,7 +404,8 @@ def _placeholders(rng: random.Random) -> list[dict[str, Any]]:
 
 
 def _source_maps(rng: random.Random) -> list[dict[str, Any]]:
-    mappings = ";".join(",".join("".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefgh+/") for _ in range(rng.randint(4, 8)))
+    vlq = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefgh+/"
+    mappings = ";".join(",".join("".join(rng.choice(vlq) for _ in range(rng.randint(4, 8)))
                                  for _ in range(6)) for _ in range(6))  # fmt: skip
     smap = {"version": 3, "file": "app.js", "sources": ["src/app.ts"], "names": ["main"], "mappings": mappings}
     return [_text(json.dumps(smap))]
@@ -417,7 +426,11 @@ def _ipfs_and_chain(rng: random.Random) -> list[dict[str, Any]]:
 
 def _fingerprints(rng: random.Random) -> list[dict[str, Any]]:
     ssh = f"256 SHA256:{_b64(rng, 32).rstrip('=')} deploy@ci (ED25519)"
-    gpg = "pub   rsa4096 2021-01-01 [SC]\n      " + _hex(rng, 20).upper() + "\nuid           [ultimate] Dev <dev@example.org>"
+    gpg = (
+        "pub   rsa4096 2021-01-01 [SC]\n      "
+        + _hex(rng, 20).upper()
+        + "\nuid           [ultimate] Dev <dev@example.org>"
+    )
     return [_text(ssh), _text(gpg)]
 
 

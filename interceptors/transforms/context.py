@@ -79,6 +79,7 @@ _PLACEHOLDER = re.compile(
 _NAME = (
     r"(?:[a-z_$][a-z_$]{0,64}|[A-Z][A-Z_]{0,64}|[a-z]{1,30}(?:[A-Z][a-z]{1,30}){1,8}|(?:[A-Z][a-z]{1,30}){1,8})\d{0,2}"
 )
+_NAME_RE = re.compile(_NAME)
 _DOTTED = re.compile(_NAME + r"(?:\." + _NAME + r"){1,6}(?:\(\))?;?")
 _CALL = re.compile(_NAME + r"(?:\." + _NAME + r"){0,6}\([^()]{0,200}\);?")
 _SNAKE = re.compile(r"[a-z]{2,}(?:_[a-z]{2,}){1,6}|[a-z]{2,}(?:[A-Z][a-z]{1,})+")
@@ -192,9 +193,7 @@ def _binary_blocks(text: str) -> list[tuple[int, int]]:
         width = len(first.group().strip())
         j = i
         while (
-            j + 1 < len(lines)
-            and lines[j + 1].start() == lines[j].end() + 1
-            and len(lines[j].group().strip()) == width
+            j + 1 < len(lines) and lines[j + 1].start() == lines[j].end() + 1 and len(lines[j].group().strip()) == width
         ):
             j += 1
         start, end = first.start(), lines[j].end()
@@ -202,8 +201,10 @@ def _binary_blocks(text: str) -> list[tuple[int, int]]:
             chunk = text[start:end]
             header = text[max(0, start - 600) : start]
             typed = _CONTENT_TYPE.findall(header)
-            mime_binary = bool(typed) and not typed[-1].lower().startswith(("text/", "message/", "multipart/")) and (
-                "base64" in header.lower()
+            mime_binary = (
+                bool(typed)
+                and not typed[-1].lower().startswith(("text/", "message/", "multipart/"))
+                and ("base64" in header.lower())
             )
             if mime_binary or decoded_binary(chunk, strict_magic=True):
                 blocks.append((start, end))
@@ -227,7 +228,7 @@ def _code_value(text: str, finding: Finding) -> bool:
         return not core.replace(".", "").isdigit()
     if _SNAKE.fullmatch(core) and not any(c.isdigit() for c in core):
         return True
-    return _CODE_AFTER.match(text, finding.end) is not None and core.replace("_", "").isalnum()
+    return _CODE_AFTER.match(text, finding.end) is not None and _NAME_RE.fullmatch(core) is not None
 
 
 def _signal_holds(name: str, text: str, finding: Finding, facts: _TextFacts) -> bool:
@@ -381,9 +382,9 @@ SpareFn = Callable[[str, list[Finding]], tuple[list[Finding], list[str]]]
 
 __all__ = [
     "GENERIC",
+    "SCHEME_TYPES",
     "SIGNALS",
     "SIGNALS_BY_NAME",
-    "SCHEME_TYPES",
     "Context",
     "Signal",
     "binary_field",

@@ -21,6 +21,7 @@ from .context import SCHEME_TYPES, Context, binary_field, describes
 from .detectors import Detector, Finding, Scanner, detector_from_config, merge_detectors
 from .encoded import MARKER_KEYS, MAX_DEPTH, UNDECODED, Decoder
 from .entities import entity_chain, fold_for_hints, is_template, normalize_key
+from .jsonspans import rewrite as rewrite_json
 from .keyrules import (
     BUILTIN_KEY_RULES,
     BUILTIN_KEY_RULES_BY_NAME,
@@ -322,14 +323,17 @@ class _Run:
             before, after = head[-_SEAM:], tail[:_SEAM]
             seam = before + after
             cut = len(before)
-            own = {(f.start, f.end) for f in scanner.scan(before)}
-            own |= {(f.start + cut, f.end + cut) for f in scanner.scan(after)}
-            seam_findings = scanner.scan(seam)
+            seam_findings = [f for f in scanner.scan(seam) if f.end > cut]
+            if not seam_findings:
+                continue
+            # A block's own reading wins: a finding that overlaps one is that value read on into the other block
+            # (`password: s3cret` then a base64 key), not a value split in two; taking it would move text across.
+            own = [(f.start, f.end) for f in scanner.scan(before)]
+            own += [(f.start + cut, f.end + cut) for f in scanner.scan(after)]
+            seam_findings = [f for f in seam_findings if all(f.end <= a or f.start >= b for a, b in own)]
             if seam_findings and self.red.context is not None:
-                seam_findings, spared = self.red.context.spare(seam, seam_findings)
+                seam_findings, _ = self.red.context.spare(seam, seam_findings)
             for finding in seam_findings:
-                if (finding.start, finding.end) in own or finding.end <= cut:
-                    continue
                 strategy = self.red.strategy_for(finding)
                 if strategy.keep:
                     continue
@@ -363,9 +367,10 @@ class _Run:
         if isinstance(value, str):
             return self.string(value)
         if isinstance(value, dict):
-            if ("kty" in value or value.get("type") in SCHEME_TYPES) and (
-                reason := self.described(value)
-            ) in ("public_jwk", "security_scheme"):
+            if ("kty" in value or value.get("type") in SCHEME_TYPES) and (reason := self.described(value)) in (
+                "public_jwk",
+                "security_scheme",
+            ):
                 return self.descriptive(reason, value)
             return self.mapping(value)
         if isinstance(value, list | tuple):
@@ -449,8 +454,7 @@ class _Run:
                     return DROP
                 if new is parsed:
                     return text
-                indent = orjson.OPT_INDENT_2 if "\n" in text else 0
-                return orjson.dumps(new, option=indent | orjson.OPT_NON_STR_KEYS).decode()
+                return rewrite_json(text, parsed, new)  # only the changed spans: the layout stays byte for byte
         marked = self.decoding and len(text) >= _MIN_MARKED and red.decoder is not None and red.decoder.marked(text)
         if len(text) < self.scanner.min_length and not marked:
             return text
