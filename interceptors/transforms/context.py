@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .assignments import ASSIGNMENT_NAMES
 from .detectors import Finding
 
 # Detectors that decide by shape or by a label near the value (what a context signal may overrule).
@@ -32,7 +33,7 @@ ENTROPY = frozenset({"high_entropy_secret", "azure_storage_key"})
 LABELLED = frozenset(
     {"secret_assignment", "labelled_key", "connection_string_secret", "authorization_header", "url_credentials",
      "cli_password_flag", "curl_user_credentials", "netrc_password", "mysql_password_flag"}
-)  # fmt: skip
+) | ASSIGNMENT_NAMES  # fmt: skip
 GENERIC = ENTROPY | LABELLED
 
 # --- text signals -------------------------------------------------------------------------------------------
