@@ -25,7 +25,6 @@ _WORD = (
     r"apikey|access[_.-]?key|private[_.-]?key|auth[_.-]?token|access[_.-]?token|refresh[_.-]?token|token|"
     r"credentials?|key[_.-]?base)"
 )
-_NAME = r"(?:[A-Za-z0-9]{1,24}[_.-]?){0,4}?" + _WORD + r"\d{0,2}"
 _BARE = r"""([^\s"'`;,&<>(){}\[\]\\]{4,256})"""
 _QUOTED = r"""(?:"([^"\\\r\n]{4,256})"|'([^'\\\r\n]{4,256})')"""
 _VALUE = r"(?:" + _QUOTED + "|" + _BARE + ")"
@@ -95,19 +94,19 @@ _HINTS = ("pass", "pwd", "pw", "secret", "key", "token", "credential")
 
 ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
     _a("assignment_shapes",
-       r"(?i)(?<![A-Za-z0-9_$.-])\$?" + _NAME
+       # anchored at the credential word (a name's other words do not matter): linear, one try per word found
+       r"(?i)" + _WORD + r"\d{0,2}"
        + r"""(?:[ \t]{0,4}(?:::=|\?=|\.=|\+=|(?:string|str|&str)[ \t]{0,4}=)|:[ \t]{0,4}!!(?:str|binary)[ \t])"""
        + r"[ \t]{0,4}" + _VALUE,
-       _HINTS,
+       ("::=", "?=", ".=", "+=", "!!str", "!!binary", "string =", "str =", "string=", "str="),
        "('DB_PASSWORD ::= '|'API_SECRET ?= '|'$password .= '|'var dbPassword string = '|'password: !!str ') "
        + _SAMPLE,
        "GNU make (::=, ?=), PHP (.=), Go and Rust typed declarations, YAML tags",
        "a credential assigned with ::=, ?=, .=, +=, a type before =, or a YAML !!str tag"),
     _a("assignment_extra_labels",
-       r"""(?i)(?<![A-Za-z0-9_$.-])(?:(?:[A-Za-z0-9]{1,24}[_.-]){1,4}pw|(?:[A-Za-z0-9]{1,24}[_.-]){0,4}"""
-       r"""(?:passcode|key[_.-]?base))\d{0,2}["']?[ \t]{0,4}"""
+       r"""(?i)(?:(?<=[a-z0-9][_.-])pw|passcode|key[_.-]?base)\d{0,2}["']?[ \t]{0,4}"""
        r"""[:=][ \t]{0,4}""" + _VALUE,
-       ("pw", "passcode", "key_base", "keybase", "key-base", "key.base"),
+       ("_pw", "-pw", ".pw", "passcode", "key_base", "keybase", "key-base", "key.base"),
        "('ldap_bind_pw = '|'secret_key_base: '|'SMTP_PW='|'passcode: ') " + _SAMPLE,
        "labels the generic assignment does not know: LDAP bind_pw, Rails secret_key_base, passcodes",
        "a credential assigned to a name ending in pw, passcode or key_base"),
@@ -127,16 +126,20 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
     _a("xml_secret_element",
        r"(?i)<((?:[\w-]{1,24}:)?(?:[\w.-]{0,40}?)" + _WORD + r")(?:[ \t][^<>]{0,200})?>[ \t\r\n]{0,200}"
        r"([^<>\s]{4,256})[ \t\r\n]{0,200}</\1>",
-       ("pass", "pwd", "pw>", "secret", "key", "token", "credential"),
+       ("password>", "passwd>", "pwd>", "pw>", "pass>", "secret>", "token>", "key>", "credential>", "credentials>",
+        "passphrase>", "passcode>", "base>"),
        "('<password>' " + _SAMPLE + " '</password>'|'<Password>\n    ' " + _SAMPLE + " '\n</Password>'"
        "|'<db.password>' " + _SAMPLE + " '</db.password>')",
        "XML configuration (Maven settings.xml, Tomcat, .NET, Spring)",
        "a credential element's text, also on a line of its own", group=2),
     _a("xml_secret_attribute",
-       r"""(?i)\b(?:key|name)[ \t]{0,4}=[ \t]{0,4}["'](?:[\w.:-]{0,40}?)""" + _WORD
-       + r"""["'](?:[^<>"']{0,60}?\bvalue[ \t]{0,4}=[ \t]{0,4}"([^"<>\r\n]{4,256})"|[^<>"']{0,60}?\bvalue[ \t]{0,4}"""
+       # each pattern starts with a character class, its boundary checked after it: the engine then skips ahead to
+       # candidate characters at C speed (a leading look-behind or `\b` makes it try every position)
+       r"""[KkNn](?<![\w-].)(?i:ey|ame)[ \t]{0,4}=[ \t]{0,4}["'](?i:[\w.:-]{0,40}?""" + _WORD
+       + r""")["'](?:[^<>"']{0,60}?\b(?i:value)[ \t]{0,4}=[ \t]{0,4}"([^"<>\r\n]{4,256})"|[^<>"']{0,60}?\b(?i:value)"""
+       r"""[ \t]{0,4}"""
        r"""=[ \t]{0,4}'([^'<>\r\n]{4,256})'|[ \t]{0,4}>[ \t\r\n]{0,40}([^<>\s]{4,256})[ \t\r\n]{0,40}<)""",
-       _HINTS,
+       ("key=", "name=", "key =", "name ="),
        "('<add key=\"ApiKey\" value=\"'|'<property name=\"db.password\" value=\"') " + _SAMPLE + " '\" />'",
        ".NET appSettings, Java properties and Spring beans in XML",
        "the value beside a credential-named key or name attribute"),
@@ -145,37 +148,37 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        r"with[ \t]{1,4}(?:encrypted[ \t]{1,4}|unencrypted[ \t]{1,4})?password|"
        r"set[ \t]{1,4}password(?:[ \t]{1,4}for[ \t]{1,4}[^\s=]{1,100})?[ \t]{0,4}=?(?:[ \t]{0,4}password[ \t]{0,4}\()?)"
        r"""[ \t]{0,4}(?:"([^"\r\n]{3,256})"|'([^'\r\n]{3,256})')""",
-       ("identified", "password"),
+       ("identified", "with password", "set password", "encrypted password"),
        "('CREATE USER app IDENTIFIED BY \\''|'ALTER ROLE app WITH PASSWORD \\''|'SET PASSWORD FOR root = \\'') "
        + _SAMPLE + " '\\';'",
        "SQL: MySQL and Oracle IDENTIFIED BY, PostgreSQL WITH PASSWORD, MySQL SET PASSWORD",
        "the password of a SQL statement that creates or changes a login", entity="password", group=(1, 2)),
     _a("prose_password",
-       r"(?i)(?<![\w-])(?:pw|pwd|passwd|password|passphrase|passcode)(?:[ \t]{0,3}[:=][ \t]{0,3}|[ \t]{1,3}"
-       r"(?:is[ \t]{1,3}|was[ \t]{1,3})?)(?:\"([^\"\r\n]{4,128})\"|'([^'\r\n]{4,128})'|([^\s\"'<>;,&(){}\[\]]{4,128}))",
+       r"[Pp](?<![\w-].)(?i:w|wd|asswd|assword|assphrase|asscode)(?:[ \t]{0,3}[:=][ \t]{0,3}|[ \t]{1,3}"
+       r"(?i:(?:is|was)[ \t]{1,3})?)(?:\"([^\"\r\n]{4,128})\"|'([^'\r\n]{4,128})'|([^\s\"'<>;,&(){}\[\]]{4,128}))",
        ("pw", "pwd", "pass"),
        "('pw:'|'PW:'|'the password is '|'my pw is '|'the pw is ') " + _SAMPLE + " (' ID:admin'|'')",
        "prose and notes: pw:…, PW:… ID:…, 'password is …', passphrase \"…\"",
        "a password written after the word in prose, when it looks like one", entity="password",
        validator=_looks_like_password),
     _a("curl_combined_user",
-       r"""(?<![\w-])-[a-zA-Z]{1,6}u(?:[ \t]{1,4}|=)["']?[^\s:"'@]{1,128}:([^\s"'@]{4,256})""",
+       r"""-(?<![\w-]-)[a-zA-Z]{1,6}u(?:[ \t]{1,4}|=)["']?[^\s:"'@]{1,128}:([^\s"'@]{4,256})""",
        ("curl",),
        "'curl -su ' [a-z]{4,10} ':' " + _SAMPLE + " ' https://ci.example.com/'",
        "curl(1) combined short flags (-su user:password)",
        "the password of curl's -u given with other short flags", entity="password", group=1),
     _a("authorization_scheme",
-       r"(?i)\bauthorization[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?(?:token|apikey|api-key|key|sso-key|ssws|bot|"
-       r"splunk|gitlab|klaviyo-api-key|zoho-oauthtoken|dsn|hmac)[ \t]{1,4}([A-Za-z0-9._~+/=:-]{8,512}+)",
+       r"[Aa](?<![\w-].)(?i:uthorization)[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?(?i:token|apikey|api-key|key|sso-key|"
+       r"ssws|bot|splunk|gitlab|klaviyo-api-key|zoho-oauthtoken|dsn|hmac)[ \t]{1,4}([A-Za-z0-9._~+/=:-]{8,512}+)",
        ("authorization",),
        "('Authorization: token '|'Authorization: SSWS '|'authorization: Bot ') <[A-Za-z0-9_+]{20,40}>",
        "HTTP Authorization schemes other than Bearer and Basic (GitHub token, Okta SSWS, Discord Bot, GoDaddy)",
        "the credential of an Authorization header with a vendor scheme", group=1),
     _a("token_flag",
-       r"(?i)(?<![\w-])--(?:[a-z]{1,20}-)?(?:token|api-key|apikey|secret|client-secret|access-key|secret-key|"
-       r"auth-token|access-token|private-token)(?:[ \t]{1,4}|=)(?:\"([^\"\r\n]{6,256})\"|'([^'\r\n]{6,256})'|"
+       r"--(?<![\w-]--)(?i:(?:[a-z]{1,20}-)?(?:token|api-key|apikey|secret|client-secret|access-key|secret-key|"
+       r"auth-token|access-token|private-token))(?:[ \t]{1,4}|=)(?:\"([^\"\r\n]{6,256})\"|'([^'\r\n]{6,256})'|"
        r"([^\s\"'-][^\s\"']{5,255}))",
-       ("--",),
+       ("-token", "-key", "-secret", "-apikey"),
        "('deploy --token '|'cli login --api-key '|'gh-release --auth-token ') <[a-f0-9]{32,40}> ' --yes'",
        "command-line tools' --token, --api-key, --secret flags",
        "the value of a credential flag on a command line", validator=_validate_flag_value),
@@ -183,7 +186,8 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        r"(?<![\w-])(?:docker|podman|helm|nerdctl|oras|skopeo|buildah|crane)[ \t]{1,4}(?:registry[ \t]{1,4})?login\b"
        r"[^\n|]{0,160}?[ \t](?:-p|--password)(?:[ \t]{1,4}|=)(?:\"([^\"\r\n]{4,256})\"|'([^'\r\n]{4,256})'|"
        r"([^\s\"']{4,256}))",
-       ("login",),
+       ("docker login", "podman login", "registry login", "nerdctl login", "oras login", "skopeo login",
+        "buildah login", "crane auth login"),
        "('docker login -u bob -p '|'helm registry login reg.example.com -u ci -p ') " + _SAMPLE,
        "docker login, podman login, helm registry login -p",
        "the password of a container registry login", entity="password"),

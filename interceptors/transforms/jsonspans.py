@@ -15,7 +15,9 @@ from typing import Any
 import orjson
 
 _WS = re.compile(r"[ \t\n\r]*")
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # unrolled: one step per run, not per character
+_SPLIT = re.compile("(" + _STRING.pattern + ")", re.DOTALL)
+"""Splits a JSON text into what lies between string literals (even items) and the literals (odd items)."""
 _SCALAR = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null")
 
 
@@ -152,8 +154,37 @@ def _object_edits(
         i = j + 1
 
 
+def _strings_only(text: str, old: Any, new: Any) -> str | None:
+    """The fast path, at C speed but for a loop over the changed strings: when only strings changed, the compact
+    JSON of `old` and of `new` have the same skeleton (what lies between string literals), and their n-th literals
+    are the n-th literal of the text; the differing ones are written in place. None when the value changed
+    otherwise or the literals do not line up (duplicate keys)."""
+    try:
+        before = _SPLIT.split(orjson.dumps(old).decode())
+        after = _SPLIT.split(orjson.dumps(new).decode())
+    except TypeError:
+        return None
+    if len(before) != len(after) or before[::2] != after[::2]:
+        return None
+    changed: list[int] = []
+    for start in range(1, len(before), 1024):  # lists compared in C, a slice at a time; only unequal ones walked
+        if before[start : start + 1024] != after[start : start + 1024]:
+            changed += (i for i in range(start, min(start + 1024, len(before)), 2) if before[i] != after[i])
+    if not changed:
+        return text
+    parts = _SPLIT.split(text)
+    if len(parts) != len(before):
+        return None
+    for index in changed:
+        parts[index] = after[index]
+    return "".join(parts)
+
+
 def rewrite(text: str, old: Any, new: Any) -> str:
     """`text` (which parses to `old`) with the changes that turned `old` into `new`, and nothing else changed."""
+    fast = _strings_only(text, old, new)
+    if fast is not None:
+        return fast
     try:
         root = _parse(text, 0)
         edits: list[tuple[int, int, str]] = []

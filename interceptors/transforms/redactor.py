@@ -367,7 +367,10 @@ class _Run:
         if isinstance(value, str):
             return self.string(value)
         if isinstance(value, dict):
-            if ("kty" in value or value.get("type") in SCHEME_TYPES) and (reason := self.described(value)) in (
+            kind = value.get("type")
+            if ("kty" in value or (kind.__class__ is str and kind in SCHEME_TYPES)) and (
+                reason := self.described(value)
+            ) in (
                 "public_jwk",
                 "security_scheme",
             ):
