@@ -34,7 +34,7 @@ _SAMPLE = "<[A-Za-z0-9!#%^*_+]{10,30}>"
 def _looks_like_password(value: str, entity: str) -> str | None:
     """A value written after `password` with only a blank between: a credential has letters and a digit or a
     symbol, or mixed case, and is no plain word (`Password reset`, `password policy`)."""
-    core = value.strip("\"'.,;:!?)")
+    core = value.lstrip("=:>").strip("\"'.,;:!?)")
     if len(core) < 6 or is_placeholder(core):
         return None
     letters = any(c.isalpha() for c in core)
@@ -46,7 +46,7 @@ def _looks_like_password(value: str, entity: str) -> str | None:
 
 def _validate_value(value: str, entity: str) -> str | None:
     """Not a placeholder, a variable, a flag or a path; not digits alone."""
-    core = value.strip()
+    core = value.strip().lstrip("=:>")
     if core.startswith(("$", "-", "/", "~/", "./")) or core.isdigit() or is_placeholder(core):
         return None
     return validate_secret(core, entity)
@@ -154,7 +154,7 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        "SQL: MySQL and Oracle IDENTIFIED BY, PostgreSQL WITH PASSWORD, MySQL SET PASSWORD",
        "the password of a SQL statement that creates or changes a login", entity="password", group=(1, 2)),
     _a("prose_password",
-       r"[Pp](?<![\w-].)(?i:w|wd|asswd|assword|assphrase|asscode)(?:[ \t]{0,3}[:=][ \t]{0,3}|[ \t]{1,3}"
+       r"[Pp](?<![\w-].)(?i:w|wd|asswd|assword|assphrase|asscode)(?:[ \t]{0,3}(?::=|=>|[:=])[ \t]{0,3}|[ \t]{1,3}"
        r"(?i:(?:is|was)[ \t]{1,3})?)(?:\"([^\"\r\n]{4,128})\"|'([^'\r\n]{4,128})'|([^\s\"'<>;,&(){}\[\]]{4,128}))",
        ("pw", "pwd", "pass"),
        "('pw:'|'PW:'|'the password is '|'my pw is '|'the pw is ') " + _SAMPLE + " (' ID:admin'|'')",
