@@ -680,7 +680,9 @@ class _Run:
         if item is None or isinstance(item, bool) or item == "":
             return item
         if isinstance(item, str) and is_template(item):
-            return item  # `${DB_PASSWORD}`, `<token>`, `****`: a slot, not a secret
+            # `${DB_PASSWORD}`, `<token>`, `****`: a slot, not a secret; still read as text (`<password>s3cr3t</password>`
+            # starts like a slot and holds one)
+            return self.string(item)
         text = item if isinstance(item, str) else str(item)
         strategy = self.red.table.resolve(self.red._rule_keys(rule, rule.entity))
         if strategy.keep:
