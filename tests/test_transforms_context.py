@@ -248,3 +248,51 @@ def test_a_secret_split_across_two_blocks_is_still_caught() -> None:
         {"content": [{"type": "text", "text": "password:"}, {"type": "text", "text": "Zx9-kQ2-vB7w ok"}]}
     )
     assert "Zx9-kQ2-vB7w" not in json.dumps(out)
+
+
+# --- labelled credentials in every common shape ----------------------------------------------------------------
+
+SECRET = "Kq7vR2xW9mTz4LpB"
+SHAPES = [
+    'System.setProperty("db.password", "{v}");', 'System.setProperty("API_TOKEN","{v}")', "DB_PASSWORD ::= {v}",
+    "DB_PASSWORD ?= {v}", "API_KEY := {v}", '$password .= "{v}";', '$config["db_password"] = "{v}";',
+    'var dbPassword string = "{v}"', 'const apiToken string = "{v}"', 'dbPassword := "{v}"',
+    "<password>\n    {v}\n</password>", "<Password>{v}</Password>", '<add key="ApiKey" value="{v}" />',
+    '<entry key="password">{v}</entry>', "pw:{v}", "PW:{v} ID:admin", 'SET PASSWORD FOR root = "{v}"',
+    "ALTER USER app WITH PASSWORD '{v}';", "CREATE USER bob IDENTIFIED BY '{v}';", 'SET password "{v}"',
+    "curl -su deploy:{v} https://ci.example.com", 'curl -u "deploy:{v}" https://ci.example.com', '"smtp_pass": "{v}"',
+    "smtp_pass = {v}", "mysql -uroot -p{v} app", "mysql -u root --password={v}",
+    'psql "postgresql://app:{v}@db:5432/app"', "PGPASSWORD={v} psql -h db", "export AWS_SESSION_TOKEN={v}",
+    'password: "{v}"', "[db]\npassword = {v}", "db.password={v}", "spring.datasource.password={v}", "X-Api-Key: {v}",
+    "Authorization: token {v}", "Authorization: Bearer {v}", "https://api.example.com/v1?api_key={v}&x=1",
+    "redis://:{v}@cache:6379/0", "--token {v}", "token={v}", "ConvertTo-SecureString '{v}' -AsPlainText -Force",
+    '$env:API_KEY = "{v}"', "set API_KEY={v}", "docker login -u bob -p {v}", "client_secret: {v}",
+    "'password' => '{v}',", ':password => "{v}"', "password: !!str {v}", '"passwd":"{v}"', "user=admin password={v}",
+    "Password {v}", 'passphrase "{v}"', "sshpass -p {v} ssh host", "echo {v} | docker login --password-stdin",
+    "ldap_bind_pw = {v}", "secret_key_base: {v}", 'key = "{v}"', "DJANGO_SECRET_KEY={v}", "private_token: {v}",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_labelled_secret_is_caught_in_every_shape(shape: str) -> None:
+    assert SECRET not in _out_text(shape.replace("{v}", SECRET))
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        'System.setProperty("db.password", System.getenv("DB_PASSWORD"));',
+        "DB_PASSWORD ?= $(shell cat /run/secrets/db)",
+        'var dbPassword string = os.Getenv("DB_PASSWORD")',
+        "<password>${DB_PASSWORD}</password>",
+        "<passwordPolicy>strict</passwordPolicy>",
+        "The password is required. Password reset links expire after an hour.",
+        "pw: ****",
+        "--token-file /run/secrets/token --api-key-env API_KEY",
+        "Authorization: token <your token>",
+        "docker login -u bob --password-stdin < token.txt",
+        "SET PASSWORD = PASSWORD(@new);",
+    ],
+)
+def test_the_new_shapes_leave_code_and_prose_alone(code: str) -> None:
+    assert _out_text(code) == code
