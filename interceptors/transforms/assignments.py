@@ -98,7 +98,7 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        r"(?i)" + _WORD + r"\d{0,2}"
        + r"""(?:[ \t]{0,4}(?:::=|\?=|\.=|\+=|(?:string|str|&str)[ \t]{0,4}=)|:[ \t]{0,4}!!(?:str|binary)[ \t])"""
        + r"[ \t]{0,4}" + _VALUE,
-       ("::=", "?=", ".=", "+=", "!!str", "!!binary", "string =", "str =", "string=", "str="),
+       ("::=", "?=", ".=", "+=", "!!", "string", "str =", "str="),
        "('DB_PASSWORD ::= '|'API_SECRET ?= '|'$password .= '|'var dbPassword string = '|'password: !!str ') "
        + _SAMPLE,
        "GNU make (::=, ?=), PHP (.=), Go and Rust typed declarations, YAML tags",
@@ -106,7 +106,7 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
     _a("assignment_extra_labels",
        r"""(?i)(?:(?<=[a-z0-9][_.-])pw|passcode|key[_.-]?base)\d{0,2}["']?[ \t]{0,4}"""
        r"""[:=][ \t]{0,4}""" + _VALUE,
-       ("_pw", "-pw", ".pw", "passcode", "key_base", "keybase", "key-base", "key.base"),
+       ("_pw", "-pw", ".pw", "passcode", "key_base", "keybase"),
        "('ldap_bind_pw = '|'secret_key_base: '|'SMTP_PW='|'passcode: ') " + _SAMPLE,
        "labels the generic assignment does not know: LDAP bind_pw, Rails secret_key_base, passcodes",
        "a credential assigned to a name ending in pw, passcode or key_base"),
@@ -126,8 +126,7 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
     _a("xml_secret_element",
        r"(?i)<((?:[\w-]{1,24}:)?(?:[\w.-]{0,40}?)" + _WORD + r")(?:[ \t][^<>]{0,200})?>[ \t\r\n]{0,200}"
        r"([^<>\s]{4,256})[ \t\r\n]{0,200}</\1>",
-       ("password>", "passwd>", "pwd>", "pw>", "pass>", "secret>", "token>", "key>", "credential>", "credentials>",
-        "passphrase>", "passcode>", "base>"),
+       ("</",),
        "('<password>' " + _SAMPLE + " '</password>'|'<Password>\n    ' " + _SAMPLE + " '\n</Password>'"
        "|'<db.password>' " + _SAMPLE + " '</db.password>')",
        "XML configuration (Maven settings.xml, Tomcat, .NET, Spring)",
@@ -139,7 +138,7 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        + r""")["'](?:[^<>"']{0,60}?\b(?i:value)[ \t]{0,4}=[ \t]{0,4}"([^"<>\r\n]{4,256})"|[^<>"']{0,60}?\b(?i:value)"""
        r"""[ \t]{0,4}"""
        r"""=[ \t]{0,4}'([^'<>\r\n]{4,256})'|[ \t]{0,4}>[ \t\r\n]{0,40}([^<>\s]{4,256})[ \t\r\n]{0,40}<)""",
-       ("key=", "name=", "key =", "name ="),
+       ("key=", "name="),
        "('<add key=\"ApiKey\" value=\"'|'<property name=\"db.password\" value=\"') " + _SAMPLE + " '\" />'",
        ".NET appSettings, Java properties and Spring beans in XML",
        "the value beside a credential-named key or name attribute"),
@@ -148,7 +147,7 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        r"with[ \t]{1,4}(?:encrypted[ \t]{1,4}|unencrypted[ \t]{1,4})?password|"
        r"set[ \t]{1,4}password(?:[ \t]{1,4}for[ \t]{1,4}[^\s=]{1,100})?[ \t]{0,4}=?(?:[ \t]{0,4}password[ \t]{0,4}\()?)"
        r"""[ \t]{0,4}(?:"([^"\r\n]{3,256})"|'([^'\r\n]{3,256})')""",
-       ("identified", "with password", "set password", "encrypted password"),
+       ("identified", "password"),
        "('CREATE USER app IDENTIFIED BY \\''|'ALTER ROLE app WITH PASSWORD \\''|'SET PASSWORD FOR root = \\'') "
        + _SAMPLE + " '\\';'",
        "SQL: MySQL and Oracle IDENTIFIED BY, PostgreSQL WITH PASSWORD, MySQL SET PASSWORD",
@@ -170,7 +169,7 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
     _a("authorization_scheme",
        r"[Aa](?<![\w-].)(?i:uthorization)[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?(?i:token|apikey|api-key|key|sso-key|"
        r"ssws|bot|splunk|gitlab|klaviyo-api-key|zoho-oauthtoken|dsn|hmac)[ \t]{1,4}([A-Za-z0-9._~+/=:-]{8,512}+)",
-       ("authorization",),
+       ("auth",),
        "('Authorization: token '|'Authorization: SSWS '|'authorization: Bot ') <[A-Za-z0-9_+]{20,40}>",
        "HTTP Authorization schemes other than Bearer and Basic (GitHub token, Okta SSWS, Discord Bot, GoDaddy)",
        "the credential of an Authorization header with a vendor scheme", group=1),
@@ -178,21 +177,20 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        r"--(?<![\w-]--)(?i:(?:[a-z]{1,20}-)?(?:token|api-key|apikey|secret|client-secret|access-key|secret-key|"
        r"auth-token|access-token|private-token))(?:[ \t]{1,4}|=)(?:\"([^\"\r\n]{6,256})\"|'([^'\r\n]{6,256})'|"
        r"([^\s\"'-][^\s\"']{5,255}))",
-       ("-token", "-key", "-secret", "-apikey"),
+       ("token", "key", "secret"),
        "('deploy --token '|'cli login --api-key '|'gh-release --auth-token ') <[a-f0-9]{32,40}> ' --yes'",
        "command-line tools' --token, --api-key, --secret flags",
        "the value of a credential flag on a command line", validator=_validate_flag_value),
     _a("registry_login_password",
-       r"(?<![\w-])(?:docker|podman|helm|nerdctl|oras|skopeo|buildah|crane)[ \t]{1,4}(?:registry[ \t]{1,4})?login\b"
+       r"[dphnosbc](?<![\w-].)(?:ocker|odman|elm|erdctl|ras|kopeo|uildah|rane)[ \t]{1,4}(?:registry[ \t]{1,4})?login\b"
        r"[^\n|]{0,160}?[ \t](?:-p|--password)(?:[ \t]{1,4}|=)(?:\"([^\"\r\n]{4,256})\"|'([^'\r\n]{4,256})'|"
        r"([^\s\"']{4,256}))",
-       ("docker login", "podman login", "registry login", "nerdctl login", "oras login", "skopeo login",
-        "buildah login", "crane auth login"),
+       ("login",),
        "('docker login -u bob -p '|'helm registry login reg.example.com -u ci -p ') " + _SAMPLE,
        "docker login, podman login, helm registry login -p",
        "the password of a container registry login", entity="password"),
     _a("password_stdin",
-       r"""(?<![\w-])(?:echo|printf)[ \t]{1,4}(?:-n[ \t]{1,4})?(?:"([^"\r\n$]{4,256})"|'([^'\r\n]{4,256})'|"""
+       r"""[ep](?<![\w-].)(?:cho|rintf)[ \t]{1,4}(?:-n[ \t]{1,4})?(?:"([^"\r\n$]{4,256})"|'([^'\r\n]{4,256})'|"""
        r"""([^\s"'|$]{4,256}))[ \t]{0,4}\|[^\n|]{0,160}?--password-stdin""",
        ("--password-stdin",),
        "'echo ' " + _SAMPLE + " ' | docker login -u ci --password-stdin'",
