@@ -296,3 +296,13 @@ def test_a_labelled_secret_is_caught_in_every_shape(shape: str) -> None:
 )
 def test_the_new_shapes_leave_code_and_prose_alone(code: str) -> None:
     assert _out_text(code) == code
+
+
+def test_a_private_jwk_in_json_text_is_refused_by_the_input_guard() -> None:
+    """Regression (surfaced by the kit's `refuses_secret_arguments` draws): the guard reads values only, and a JSON
+    text parsed into a mapping hid `"d": "…"` from the `jwk_private_key` pattern."""
+    from interceptors.transforms.guard import SecretGuard
+
+    jwk = '{"kty": "EC", "crv": "P-256", "d": "1Fh_zm9tbRkRMgSnMJq8Mt3oa94hHBLzA-qfpIYceS5", "x": "abc"}'
+    _, found = SecretGuard({"action": "reject"}).findings({"query": json.dumps({"comment": jwk})})
+    assert found

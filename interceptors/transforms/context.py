@@ -82,7 +82,12 @@ _NAME = (
 )
 _NAME_RE = re.compile(_NAME)
 _DOTTED = re.compile(_NAME + r"(?:\." + _NAME + r"){1,6}(?:\(\))?;?")
-_CALL = re.compile(_NAME + r"(?:\." + _NAME + r"){0,6}\([^()]{0,200}\);?")
+_DOTTED_NAME = _NAME + r"(?:\." + _NAME + r"){0,6}"
+# A call whose arguments are names too (`saslprep(password)`, `get(self.key, None)`): `xx(Zq9Xw8Yv)` is a password
+_ARG = r"[@$:]?" + _DOTTED_NAME  # a name, a bound parameter (`@new`, `:name`) or a variable (`$x`)
+_CALL = re.compile(
+    _DOTTED_NAME + r"\((?:[ \t]{0,2}" + _ARG + r"(?:[ \t]{0,2},[ \t]{0,2}" + _ARG + r"){0,6}[ \t]{0,2})?\);?"
+)
 _SNAKE = re.compile(r"[a-z]{2,}(?:_[a-z]{2,}){1,6}|[a-z]{2,}(?:[A-Z][a-z]{1,})+")
 _KEYWORDS = frozenset(
     {"await", "new", "none", "null", "nil", "true", "false", "self", "this", "undefined", "lambda", "yield",

@@ -61,6 +61,7 @@ _HASH_KEY = re.compile(
 # business being mentioned anywhere else, and tag values and chunk ids are too generic to chase.
 _NO_MENTION = frozenset({"sensitive_field", "tag_value", "person", "rag_chunk_id", "rag_content"})
 _MENTION_LIMIT = 5000
+_JWK_PRIVATE = frozenset({"d", "p", "q", "dp", "dq", "qi", "k"})
 _TEXT_BLOCK_LABEL = re.compile(r"content\[(\d+)\]\.text")
 _SEAM = 1024
 """How much of each side of a seam between adjacent text blocks is read together."""
@@ -126,6 +127,8 @@ class Redactor(Transform):
         self._rule_memo: dict[str, tuple[KeyRule, ...]] = {}
         self._opaque_memo: dict[str, bool] = {}
         self.content_hints = tuple(sorted({h for d in self.detectors for h in d.hints}))
+        self.jwk_detector = next((d for d in self.detectors if d.name == "jwk_private_key"), None)
+        """Reads a JSON Web Key's private members once its JSON text is parsed (its pattern needs the text)."""
 
     # --- construction --------------------------------------------------------------------------------
 
@@ -286,7 +289,7 @@ class Redactor(Transform):
 class _Run:
     """The state of one redaction run: the narrowed scanner, counts, and replaced identifier values."""
 
-    __slots__ = ("cache", "counts", "decoding", "depth", "env", "mentions", "red", "scanner", "unkeyed")
+    __slots__ = ("cache", "counts", "decoding", "depth", "env", "mentions", "plain", "red", "scanner", "unkeyed")
 
     def __init__(self, red: Redactor, scanner: Scanner, env: Env, decoding: bool = False) -> None:
         self.red = red
@@ -295,6 +298,7 @@ class _Run:
         self.decoding = decoding  # the payload's text shows a marker `decode` reads (else nothing is looked at)
         self.depth = 0
         self.unkeyed = 0  # > 0 inside a mapping that describes (a security scheme, a public key): no key rules
+        self.plain = 0  # > 0 while the scanner has no entropy fallback: cached apart (a string's result depends on it)
         self.counts: dict[tuple[str, str], int] = {}
         self.mentions: dict[str, tuple[str, str]] = {}
         self.cache = red._cache
@@ -424,7 +428,16 @@ class _Run:
                     out[new_key] = item  # image or audio bytes, a resource blob: binary, not text to read
                     changed = changed or new_key is not key
                     continue
-                if encoded and key in encoded and red.decoder is not None:  # decoded first: key rules apply inside
+                if (
+                    red.jwk_detector is not None
+                    and norm in _JWK_PRIVATE
+                    and "kty" in data
+                    and isinstance(item, str)
+                    and len(item) >= 16
+                ):
+                    new = self.jwk_member(red.jwk_detector, item)
+                if new is UNDECODED and encoded and key in encoded and red.decoder is not None:
+                    # decoded first: key rules apply inside
                     new = red.decoder.field(self, key, item, encoded[key])
                 if new is UNDECODED:
                     rule = red.rule_for(key, norm, siblings) if red.key_rules and keyed else None
@@ -461,7 +474,7 @@ class _Run:
         marked = self.decoding and len(text) >= _MIN_MARKED and red.decoder is not None and red.decoder.marked(text)
         if len(text) < self.scanner.min_length and not marked:
             return text
-        key = (self.env.namespace, text)
+        key = (self.env.namespace if not self.plain else self.env.namespace + "\x00plain", text)
         hit = self.cache.get(key)
         if hit is not None:
             result, notes = hit
@@ -509,9 +522,9 @@ class _Run:
 
     def nested(self, decoded: str, key: str | None) -> Any:
         """Decoded text, redacted as a string (or as the value of `key`, so key rules apply), or DROP."""
-        saved, saved_decoding = self.scanner, self.decoding
+        saved, saved_decoding, saved_plain = self.scanner, self.decoding, self.plain
         # Neither narrowed nor gated: the payload's text did not show what the decoded text holds.
-        self.scanner, self.decoding = self.red.scanner, True
+        self.scanner, self.decoding, self.plain = self.red.scanner, True, 0
         self.depth += 1
         try:
             if key is None:
@@ -520,7 +533,7 @@ class _Run:
             return next(iter(out.values())) if out else DROP
         finally:
             self.depth -= 1
-            self.scanner, self.decoding = saved, saved_decoding
+            self.scanner, self.decoding, self.plain = saved, saved_decoding, saved_plain
 
     def _spare(self, text: str, findings: list[Finding]) -> tuple[list[Finding], list[tuple[str, str]]]:
         """The findings context does not spare, and a report note per spared one (`spared`, the signal)."""
@@ -563,10 +576,12 @@ class _Run:
         """A cursor or a content hash: opaque by design, so only a real detector's finding inside it counts."""
         saved = self.scanner
         self.scanner = saved.without_fallback()
+        self.plain += 1
         try:
             return self.value(item)
         finally:
             self.scanner = saved
+            self.plain -= 1
 
     def weak(self, rule: KeyRule, item: Any) -> Any:
         """A weak key (`auth`, `signature`, `cookies`): mappings below it are walked with their own keys' rules;
@@ -577,6 +592,14 @@ class _Run:
             out = [new for element in item if (new := self.weak(rule, element)) is not DROP]
             return item if len(out) == len(item) and all(a is b for a, b in zip(out, item, strict=True)) else out
         return self.value(item)
+
+    def jwk_member(self, detector: Detector, value: str) -> Any:
+        """A private member of a JSON Web Key (`d`, `p`, …) in parsed JSON: what the `jwk_private_key` detector
+        finds in the text, for a redactor without the key rule (the input guard reads values only)."""
+        strategy = self.red.strategy_for(Finding(0, len(value), value, detector.entity, detector))
+        if strategy.keep:
+            return self.string(value)
+        return self._apply(strategy, value, detector.entity, detector.name, mention=False)
 
     def described(self, item: Any) -> str | None:
         """Why a mapping under a sensitive key describes a value instead of holding one (a schema, an OpenAPI
@@ -594,11 +617,14 @@ class _Run:
         self.unkeyed += 1
         if reason == "public_jwk":
             self.scanner = saved.without_fallback()
+            self.plain += 1
         try:
             return self.mapping(item, keyed=False)
         finally:
             self.scanner = saved
             self.unkeyed -= 1
+            if reason == "public_jwk":
+                self.plain -= 1
 
     def ruled(self, rule: KeyRule, item: Any, key: str | None = None) -> Any:
         if rule.category in ("secret", "credential") and (reason := self.described(item)) is not None:
@@ -680,8 +706,8 @@ class _Run:
         if item is None or isinstance(item, bool) or item == "":
             return item
         if isinstance(item, str) and is_template(item):
-            # `${DB_PASSWORD}`, `<token>`, `****`: a slot, not a secret; still read as text (`<password>s3cr3t</password>`
-            # starts like a slot and holds one)
+            # `${DB_PASSWORD}`, `<token>`, `****`: a slot, not a secret; still read as text
+            # (`<password>s3cr3t</password>` starts like a slot and holds one)
             return self.string(item)
         text = item if isinstance(item, str) else str(item)
         strategy = self.red.table.resolve(self.red._rule_keys(rule, rule.entity))
