@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from .assignments import ASSIGNMENT_DETECTORS
 from .detectors import Detector, Validator, validate_ip, validate_secret
 from .entities import is_placeholder, looks_random, looks_secret
 from .vendors import CLI_DETECTORS, VENDOR_DETECTORS, validate_crc32_token
@@ -294,6 +295,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         source="labelled assignments in .env, YAML, INI, JSON, TOML and shell",
         description="the value after password/secret/api_key/token/... and ':' or '='",
     ),
+    *ASSIGNMENT_DETECTORS,
     _d(
         "authorization_header", "secret_value", "secret", 0.9,
         r"(?i)(?<![a-z0-9])(?:bearer|basic)[ \t]{1,8}([A-Za-z0-9._~+/=-]{16,4096}+)",

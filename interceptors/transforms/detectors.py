@@ -189,12 +189,11 @@ class Scanner:
 
     def without_fallback(self) -> Scanner:
         """The same scanner with its catch-all heuristics left out (for values opaque by design)."""
-        if not any(d.fallback for d in self.detectors):
-            return self
         key = -1 - len(self.detectors)
         subset = self._subsets.get(key)
-        if subset is None:
-            subset = self._subsets[key] = Scanner(tuple(d for d in self.detectors if not d.fallback))
+        if subset is None:  # asked once per value under an id or digest key: remembered, itself when nothing changes
+            plain = tuple(d for d in self.detectors if not d.fallback)
+            subset = self._subsets[key] = self if len(plain) == len(self.detectors) else Scanner(plain)
         return subset
 
     def scan(self, text: str) -> list[Finding]:

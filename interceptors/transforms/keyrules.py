@@ -143,6 +143,11 @@ _SAFE_KEY = re.compile(
     # references to a secret, not the secret (Kubernetes secretKeyRef, secretName, vault paths)
     r"|_(?:ref|refs|reference|path|arn|mount|samesite|secure|httponly|domain|max_age|mode|format|algorithm|alg|"
     r"scheme|method|provider|issuer|audience|scopes?|endpoint|rotation|store|manager|backend|kind)$"
+    # what describes a credential without holding one: its header or parameter name, variable, lifetime, file
+    r"|_(?:header|header_name|param|parameter|query_param|field|field_name|env|env_var|env_name|var|variable|prefix|"
+    r"ttl|ttl_seconds|seconds|secs|ms|minutes|hours|days|timeout|lifetime|duration|lifespan|location|file|filename|"
+    r"file_path|dir|regex|label|placeholder|supported|methods?|types_supported|values_supported|algs?|encoding|"
+    r"min_length|max_length|strength|complexity|required|requirements?|hint|prompt|description|doc|docs|help)$"
     # pagination cursors: redacted only where a detector finds a credential inside them
     r"|(?:^|_)(?:page|next|prev|previous|continuation|sync|resume|pagination|cursor|start)_tokens?$"
 )

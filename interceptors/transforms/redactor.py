@@ -17,9 +17,11 @@ import orjson
 
 from .base import Options, Transform, TransformContext, count
 from .catalog import BUILTIN_DETECTORS
+from .context import SCHEME_TYPES, Context, binary_field, describes
 from .detectors import Detector, Finding, Scanner, detector_from_config, merge_detectors
 from .encoded import MARKER_KEYS, MAX_DEPTH, UNDECODED, Decoder
 from .entities import entity_chain, fold_for_hints, is_template, normalize_key
+from .jsonspans import rewrite as rewrite_json
 from .keyrules import (
     BUILTIN_KEY_RULES,
     BUILTIN_KEY_RULES_BY_NAME,
@@ -38,7 +40,7 @@ from .triepattern import literal_alternation
 REDACT_OPTIONS = (
     "strategies", "default", "custom_detectors", "disabled_detectors", "key_rules", "extra_key_rules",
     "min_confidence", "scan_keys", "tags", "tag_key_allowlist", "skip_keys", "allow_pseudonymize", "redact_template",
-    "hash_template", "cache_size", "name_mentions", "structured_text", "exempt_keys", "decode",
+    "hash_template", "cache_size", "name_mentions", "structured_text", "exempt_keys", "decode", "context",
 )  # fmt: skip
 DEFAULT_SKIP_KEYS = ("_annotations",)
 """`_meta` and cursors are scanned too (cursors by real detectors only, see `_OPAQUE_KEYS`); our own report key
@@ -52,11 +54,14 @@ _OPAQUE_KEYS = frozenset(
 _HASH_KEY = re.compile(
     r"(?:^|_)(?:sha\d*|md5|hash|hashes|digest|checksum|integrity|etag|fingerprint|crc\d*|blake\d*\w*|xxhash|"
     r"node_id|commit|tree|parents?|revision|rev|oid|object_id|trace_id|span_id|nonce|salt_id)(?:_|$)"
+    # ids: what names a thing is no credential (a session or a secret id may be one: those stay scanned in full)
+    r"|(?<!secret_)(?<!session_)(?<!sess_)(?:^|_)(?:ids?|uid|guid|ulid|ksuid|host_id|request_id|version_id)$"
 )
 # Entities whose replaced values are not chased through the rest of the payload: secrets have no
 # business being mentioned anywhere else, and tag values and chunk ids are too generic to chase.
 _NO_MENTION = frozenset({"sensitive_field", "tag_value", "person", "rag_chunk_id", "rag_content"})
 _MENTION_LIMIT = 5000
+_JWK_PRIVATE = frozenset({"d", "p", "q", "dp", "dq", "qi", "k"})
 _TEXT_BLOCK_LABEL = re.compile(r"content\[(\d+)\]\.text")
 _SEAM = 1024
 """How much of each side of a seam between adjacent text blocks is read together."""
@@ -108,6 +113,7 @@ class Redactor(Transform):
         self.name_mentions = opts.flag("name_mentions", True)
         self.structured_text = opts.flag("structured_text", True)
         self.decoder = Decoder.from_option(options.get("decode", True), f"{path}.decode")
+        self.context = Context.from_option(options.get("context", True), f"{path}.context")
         redact_template = opts.text("redact_template", "[REDACTED:{entity}]") or ""
         hash_template = opts.text("hash_template", "{entity}:{digest}") or ""
         self.redact_template = check_template(redact_template, ("entity", "length"), f"{path}.redact_template")
@@ -121,6 +127,8 @@ class Redactor(Transform):
         self._rule_memo: dict[str, tuple[KeyRule, ...]] = {}
         self._opaque_memo: dict[str, bool] = {}
         self.content_hints = tuple(sorted({h for d in self.detectors for h in d.hints}))
+        self.jwk_detector = next((d for d in self.detectors if d.name == "jwk_private_key"), None)
+        """Reads a JSON Web Key's private members once its JSON text is parsed (its pattern needs the text)."""
 
     # --- construction --------------------------------------------------------------------------------
 
@@ -281,7 +289,7 @@ class Redactor(Transform):
 class _Run:
     """The state of one redaction run: the narrowed scanner, counts, and replaced identifier values."""
 
-    __slots__ = ("cache", "counts", "decoding", "depth", "env", "mentions", "red", "scanner")
+    __slots__ = ("cache", "counts", "decoding", "depth", "env", "mentions", "plain", "red", "scanner", "unkeyed")
 
     def __init__(self, red: Redactor, scanner: Scanner, env: Env, decoding: bool = False) -> None:
         self.red = red
@@ -289,6 +297,8 @@ class _Run:
         self.env = env
         self.decoding = decoding  # the payload's text shows a marker `decode` reads (else nothing is looked at)
         self.depth = 0
+        self.unkeyed = 0  # > 0 inside a mapping that describes (a security scheme, a public key): no key rules
+        self.plain = 0  # > 0 while the scanner has no entropy fallback: cached apart (a string's result depends on it)
         self.counts: dict[tuple[str, str], int] = {}
         self.mentions: dict[str, tuple[str, str]] = {}
         self.cache = red._cache
@@ -317,11 +327,17 @@ class _Run:
             before, after = head[-_SEAM:], tail[:_SEAM]
             seam = before + after
             cut = len(before)
-            own = {(f.start, f.end) for f in scanner.scan(before)}
-            own |= {(f.start + cut, f.end + cut) for f in scanner.scan(after)}
-            for finding in scanner.scan(seam):
-                if (finding.start, finding.end) in own or finding.end <= cut:
-                    continue
+            seam_findings = [f for f in scanner.scan(seam) if f.end > cut]
+            if not seam_findings:
+                continue
+            # A block's own reading wins: a finding that overlaps one is that value read on into the other block
+            # (`password: s3cret` then a base64 key), not a value split in two; taking it would move text across.
+            own = [(f.start, f.end) for f in scanner.scan(before)]
+            own += [(f.start + cut, f.end + cut) for f in scanner.scan(after)]
+            seam_findings = [f for f in seam_findings if all(f.end <= a or f.start >= b for a, b in own)]
+            if seam_findings and self.red.context is not None:
+                seam_findings, _ = self.red.context.spare(seam, seam_findings)
+            for finding in seam_findings:
                 strategy = self.red.strategy_for(finding)
                 if strategy.keep:
                     continue
@@ -355,6 +371,14 @@ class _Run:
         if isinstance(value, str):
             return self.string(value)
         if isinstance(value, dict):
+            kind = value.get("type")
+            if ("kty" in value or (kind.__class__ is str and kind in SCHEME_TYPES)) and (
+                reason := self.described(value)
+            ) in (
+                "public_jwk",
+                "security_scheme",
+            ):
+                return self.descriptive(reason, value)
             return self.mapping(value)
         if isinstance(value, list | tuple):
             return self.sequence(value)
@@ -372,9 +396,11 @@ class _Run:
             out.append(new)
         return out if changed or isinstance(items, tuple) else items
 
-    def mapping(self, data: dict[Any, Any], encoded: Mapping[Any, str] | None = None) -> Any:
-        """`encoded`: keys whose values are encoded (the decoder's `fields`; None: ask the decoder)."""
+    def mapping(self, data: dict[Any, Any], encoded: Mapping[Any, str] | None = None, keyed: bool = True) -> Any:
+        """`encoded`: keys whose values are encoded (the decoder's `fields`; None: ask the decoder). `keyed`: key
+        rules apply to this mapping's own keys (not in one that describes a value, see `context.describes`)."""
         red = self.red
+        keyed = keyed and not self.unkeyed
         normalized = {k: normalize_key(k) for k in data if isinstance(k, str)}
         siblings = frozenset(normalized.values())
         if encoded is None and self.decoding and ("kind" in data or not siblings.isdisjoint(MARKER_KEYS)):
@@ -397,10 +423,24 @@ class _Run:
                         new_key = _unique_key(new_key, out)
                 norm = normalized[key]
                 new = UNDECODED
-                if encoded and key in encoded and red.decoder is not None:  # decoded first: key rules apply inside
+                if red.context is not None and key in ("data", "blob") and binary_field(key, data, item):
+                    self.counts[("spared", "binary_payload")] = self.counts.get(("spared", "binary_payload"), 0) + 1
+                    out[new_key] = item  # image or audio bytes, a resource blob: binary, not text to read
+                    changed = changed or new_key is not key
+                    continue
+                if (
+                    red.jwk_detector is not None
+                    and norm in _JWK_PRIVATE
+                    and "kty" in data
+                    and isinstance(item, str)
+                    and len(item) >= 16
+                ):
+                    new = self.jwk_member(red.jwk_detector, item)
+                if new is UNDECODED and encoded and key in encoded and red.decoder is not None:
+                    # decoded first: key rules apply inside
                     new = red.decoder.field(self, key, item, encoded[key])
                 if new is UNDECODED:
-                    rule = red.rule_for(key, norm, siblings) if red.key_rules else None
+                    rule = red.rule_for(key, norm, siblings) if red.key_rules and keyed else None
                     if rule is not None:
                         new = self.ruled(rule, item, norm)
                     elif red.opaque_key(norm):
@@ -430,12 +470,11 @@ class _Run:
                     return DROP
                 if new is parsed:
                     return text
-                indent = orjson.OPT_INDENT_2 if "\n" in text else 0
-                return orjson.dumps(new, option=indent | orjson.OPT_NON_STR_KEYS).decode()
+                return rewrite_json(text, parsed, new)  # only the changed spans: the layout stays byte for byte
         marked = self.decoding and len(text) >= _MIN_MARKED and red.decoder is not None and red.decoder.marked(text)
         if len(text) < self.scanner.min_length and not marked:
             return text
-        key = (self.env.namespace, text)
+        key = (self.env.namespace if not self.plain else self.env.namespace + "\x00plain", text)
         hit = self.cache.get(key)
         if hit is not None:
             result, notes = hit
@@ -447,8 +486,7 @@ class _Run:
             rewritten = red.decoder.rewrite(self, text) if self.depth < MAX_DEPTH else None
             if rewritten is not None:
                 return self._around_decoded(*rewritten)
-        findings = self.scanner.scan(text)
-        result, note_list, stateful = self._replace(text, findings)
+        result, note_list, stateful = self._replace(text, *self._spare(text, self.scanner.scan(text)))
         # A pseudonym depends on the vault (its key, its TTL bookkeeping), not only on the text: never cached.
         if red.cache_size and not stateful and not (marked and self.depth >= MAX_DEPTH):
             if len(self.cache) >= red.cache_size:
@@ -475,17 +513,18 @@ class _Run:
             at = bisect_right(starts, finding.end - 1) - 1
             return at < 0 or decoded[at][1] <= finding.start
 
-        findings = [f for f in self.scanner.scan("".join(parts)) if clear(f)]
-        result, notes, _ = self._replace(text, findings)
+        blanked = "".join(parts)
+        findings = [f for f in self.scanner.scan(blanked) if clear(f)]
+        result, notes, _ = self._replace(text, *self._spare(blanked, findings))
         for section, entity in notes:
             self.counts[(section, entity)] = self.counts.get((section, entity), 0) + 1
         return result
 
     def nested(self, decoded: str, key: str | None) -> Any:
         """Decoded text, redacted as a string (or as the value of `key`, so key rules apply), or DROP."""
-        saved, saved_decoding = self.scanner, self.decoding
+        saved, saved_decoding, saved_plain = self.scanner, self.decoding, self.plain
         # Neither narrowed nor gated: the payload's text did not show what the decoded text holds.
-        self.scanner, self.decoding = self.red.scanner, True
+        self.scanner, self.decoding, self.plain = self.red.scanner, True, 0
         self.depth += 1
         try:
             if key is None:
@@ -494,14 +533,24 @@ class _Run:
             return next(iter(out.values())) if out else DROP
         finally:
             self.depth -= 1
-            self.scanner, self.decoding = saved, saved_decoding
+            self.scanner, self.decoding, self.plain = saved, saved_decoding, saved_plain
 
-    def _replace(self, text: str, findings: list[Finding]) -> tuple[Any, tuple[tuple[str, str], ...], bool]:
+    def _spare(self, text: str, findings: list[Finding]) -> tuple[list[Finding], list[tuple[str, str]]]:
+        """The findings context does not spare, and a report note per spared one (`spared`, the signal)."""
+        context = self.red.context
+        if not findings or context is None:
+            return findings, []
+        kept, spared = context.spare(text, findings)
+        return kept, [("spared", reason) for reason in spared]
+
+    def _replace(
+        self, text: str, findings: list[Finding], spared: Sequence[tuple[str, str]] = ()
+    ) -> tuple[Any, tuple[tuple[str, str], ...], bool]:
         """(result, report notes, whether a pseudonymizer was consulted)."""
         if not findings:
-            return text, (), False
+            return text, tuple(spared), False
         parts: list[str] = []
-        notes: list[tuple[str, str]] = []
+        notes: list[tuple[str, str]] = list(spared)
         stateful = False
         last = 0
         for finding in findings:
@@ -516,8 +565,8 @@ class _Run:
             parts.append(text[last : finding.start])
             parts.append(replacement)
             last = finding.end
-        if not notes:
-            return text, (), False
+        if not parts:
+            return text, tuple(notes), False
         parts.append(text[last:])
         return "".join(parts), tuple(notes), stateful
 
@@ -527,10 +576,12 @@ class _Run:
         """A cursor or a content hash: opaque by design, so only a real detector's finding inside it counts."""
         saved = self.scanner
         self.scanner = saved.without_fallback()
+        self.plain += 1
         try:
             return self.value(item)
         finally:
             self.scanner = saved
+            self.plain -= 1
 
     def weak(self, rule: KeyRule, item: Any) -> Any:
         """A weak key (`auth`, `signature`, `cookies`): mappings below it are walked with their own keys' rules;
@@ -542,7 +593,42 @@ class _Run:
             return item if len(out) == len(item) and all(a is b for a, b in zip(out, item, strict=True)) else out
         return self.value(item)
 
+    def jwk_member(self, detector: Detector, value: str) -> Any:
+        """A private member of a JSON Web Key (`d`, `p`, …) in parsed JSON: what the `jwk_private_key` detector
+        finds in the text, for a redactor without the key rule (the input guard reads values only)."""
+        strategy = self.red.strategy_for(Finding(0, len(value), value, detector.entity, detector))
+        if strategy.keep:
+            return self.string(value)
+        return self._apply(strategy, value, detector.entity, detector.name, mention=False)
+
+    def described(self, item: Any) -> str | None:
+        """Why a mapping under a sensitive key describes a value instead of holding one (a schema, an OpenAPI
+        security scheme, a public JSON Web Key), when context is on; None otherwise."""
+        if self.red.context is None or not isinstance(item, dict):
+            return None
+        return describes(item)
+
+    def descriptive(self, reason: str, item: dict[Any, Any]) -> Any:
+        """A mapping that describes a value: its own keys name no secret; what is below is read as usual."""
+        self.counts[("spared", reason)] = self.counts.get(("spared", reason), 0) + 1
+        if reason == "schema":
+            return self.mapping(item, keyed=False)  # its `properties` name fields, which are schemas in turn
+        saved = self.scanner
+        self.unkeyed += 1
+        if reason == "public_jwk":
+            self.scanner = saved.without_fallback()
+            self.plain += 1
+        try:
+            return self.mapping(item, keyed=False)
+        finally:
+            self.scanner = saved
+            self.unkeyed -= 1
+            if reason == "public_jwk":
+                self.plain -= 1
+
     def ruled(self, rule: KeyRule, item: Any, key: str | None = None) -> Any:
+        if rule.category in ("secret", "credential") and (reason := self.described(item)) is not None:
+            return self.descriptive(reason, item)
         if rule.weak is not None and key is not None and rule.weak(key):
             return self.weak(rule, item)
         if rule.subtree:
@@ -613,11 +699,16 @@ class _Run:
                     out[new_key] = new
             return out
         if isinstance(item, list | tuple):
-            return [new for value in item if (new := self.subtree(rule, value)) is not DROP]
+            out_list = [new for value in item if (new := self.subtree(rule, value)) is not DROP]
+            if len(out_list) == len(item) and all(a is b for a, b in zip(out_list, item, strict=True)):
+                return item  # nothing below changed (an empty list, nulls): the caller's own object
+            return out_list
         if item is None or isinstance(item, bool) or item == "":
             return item
         if isinstance(item, str) and is_template(item):
-            return item  # `${DB_PASSWORD}`, `<token>`, `****`: a slot, not a secret
+            # `${DB_PASSWORD}`, `<token>`, `****`: a slot, not a secret; still read as text
+            # (`<password>s3cr3t</password>` starts like a slot and holds one)
+            return self.string(item)
         text = item if isinstance(item, str) else str(item)
         strategy = self.red.table.resolve(self.red._rule_keys(rule, rule.entity))
         if strategy.keep:

@@ -20,12 +20,45 @@ CLOSE_FENCE = "\u27e6/untrusted\u27e7"
 _FENCE_CHARS = str.maketrans({"\u27e6": "[", "\u27e7": "]"})
 ELLIPSIS = "\u2026"
 
-# C0 controls except tab/LF/CR, DEL and C1, and the invisible or direction-changing code points.
+# C0 controls except tab/LF/CR, DEL and C1, and the invisible or direction-changing code points. The emoji
+# presentation selectors (U+FE0E, U+FE0F) and the zero-width joiner (U+200D) are part of how emoji are written
+# (`❤️`, `1️⃣`, `👨‍👩‍👧`): they stay where they follow an emoji or a symbol (see `_keep_emoji`), and go elsewhere
+# (between letters of a word or a token they only hide it).
 _INVISIBLE = re.compile(
     "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f"
     "\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb"
     "\U0001d173-\U0001d17a\U000e0000-\U000e007f\U000e0100-\U000e01ef]+"
 )
+_EMOJI_PARTS = frozenset("\u200d\ufe0e\ufe0f")
+
+
+def _emoji_base(char: str) -> bool:
+    """A character an emoji sequence is built on: a pictograph or symbol (U+2190 and up, outside letters of
+    scripts), or a keycap base (`#`, `*`, a digit)."""
+    code = ord(char)
+    return (code >= 0x2190 and not char.isalpha() and not char.isspace()) or char in "#*0123456789"
+
+
+def _strip_invisible(text: str) -> str:
+    """`text` without invisible characters, keeping one presentation selector after an emoji base and a joiner
+    between two emoji (each kept part is checked against its neighbours in the original text)."""
+
+    def cut(match: re.Match[str]) -> str:
+        run = match.group()
+        if len(run) > 2 or not set(run) <= _EMOJI_PARTS:
+            return ""
+        start, end = match.span()
+        before = text[start - 1] if start else ""
+        after = text[end] if end < len(text) else ""
+        if run in ("\ufe0f", "\ufe0e") and before and _emoji_base(before):
+            return run  # `❤️`, `1️⃣` (a keycap: the selector is followed by U+20E3)
+        if run in ("\u200d", "\ufe0f\u200d") and before and after and _emoji_base(before) and _emoji_base(after):
+            return run  # `👨‍👩‍👧`, `🏳️‍🌈`
+        return ""
+
+    return _INVISIBLE.sub(cut, text)
+
+
 _ASCII_INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]+")
 
 DEFAULT_FREE_TEXT_KEYS = (
@@ -50,7 +83,12 @@ _FAMILIES: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
     ),
     (r"\bnew\s{1,5}(?:system\s{1,5})?instructions?\s{0,5}:", (("new",), ("instruction",))),
     (
-        r"\b(?:system|developer)\s{0,5}(?:prompt|message|instructions?)\b",
+        # a system prompt addressed to the model or replacing its own; documentation about system prompts is data
+        r"\b(?:new|updated|real|actual|true|following|override|overriding|hidden)\s{1,5}(?:system|developer)\s{0,5}"
+        r"(?:prompt|message|instructions?)\s{0,3}(?::|(?:is|are|follows?|below)\b)"
+        r"|\b(?:this|here)\s{1,5}(?:is|are)\s{1,5}(?:the|your|a)\s{1,5}(?:system|developer)\s{0,5}(?:prompt|message)"
+        r"|\b(?:system|developer)\s{0,5}(?:prompt|message)\s{1,5}(?:\w{1,20}\s{1,5}){0,3}?(?:to|for)\s{1,5}you\b"
+        r"|(?m:^[ \t>*\-#\[(]{0,6}(?:system|developer)\s{0,5}(?:prompt|message|instructions?)[)\]]?\s{0,3}:)",
         (("system", "developer"), ("prompt", "message", "instruction")),
     ),
     (
@@ -63,7 +101,8 @@ _FAMILIES: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
     ),
     (r"\[/?(?:INST|SYS)\]|<<\s{0,3}/?SYS\s{0,3}>>", (("[inst", "[/inst", "[sys", "[/sys", "<<"),)),
     (
-        r"(?m:^[ \t]{0,3}#{1,6}[ \t]{0,5}(?:system|instructions?|new\s+instructions?)\b)",
+        # a heading that is only the role (`## System`, `### New instructions:`), not `## System requirements`
+        r"(?m:^[ \t]{0,3}#{1,6}[ \t]{0,5}(?:system(?:\s+prompt)?|new\s+instructions?)[ \t]{0,5}:?[ \t]{0,5}$)",
         (("#",), ("system", "instruction")),
     ),
     (
@@ -72,8 +111,12 @@ _FAMILIES: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
         (("not",), ("user",), ("tell", "inform", "alert", "notify", "mention", "reveal")),
     ),
     (
-        r"\b(?:call|invoke|execute|run|use)\s{1,5}the\s{1,5}[\w.-]{1,64}\s{1,5}tool\b",
-        (("tool",), ("the",), ("call", "invoke", "execute", "run", "use")),
+        # an order to call a tool, addressed to the model (`now`, `you must`, `immediately`); a README saying
+        # "use the search tool to find documents" describes the tool
+        r"\b(?:now|immediately|first|instead|must|always|then)\s{1,5}(?:\w{1,12}\s{1,5}){0,2}?"
+        r"(?:call|invoke|execute|run|use)\s{1,5}the\s{1,5}[\w.-]{1,64}\s{1,5}tool\b",
+        (("tool",), ("the",), ("call", "invoke", "execute", "run", "use"),
+         ("now", "immediately", "first", "instead", "must", "always", "then")),
     ),
     (
         r"\boverride\s{1,5}(?:your|all|the|any)\s{1,5}(?:" + _W + r"\s{1,5}){0,2}?"
@@ -81,15 +124,25 @@ _FAMILIES: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
         (("override",),),
     ),
     (
-        r"\b(?:reveal|print|show|output|leak|repeat|dump)\s{1,5}(?:me\s{1,5})?(?:your|the|all)\s{1,5}"
+        # the model's own secrets (`reveal your system prompt`, `show me your keys`); a CLI's "print the API keys"
+        # describes a command
+        r"\b(?:reveal|print|show|output|leak|repeat|dump)\s{1,5}(?:me\s{1,5})?(?:your|all\s{1,5}(?:of\s{1,5})?your|"
+        r"(?:the|all)(?=\s{1,5}(?:" + _W + r"\s{1,5}){0,2}?system\s{1,5}prompt))\s{1,5}"
         r"(?:" + _W + r"\s{1,5}){0,2}?"
         r"(?:system\s{1,5}prompt|secrets?|keys?|api\s{1,5}keys?|credentials|tokens?|passwords?)\b",
         (("reveal", "print", "show", "output", "leak", "repeat", "dump"),
          ("prompt", "secret", "key", "credential", "token", "password")),
     ),
     (
-        r"\b(?:send|post|upload|forward|leak|transmit|exfiltrate|email)\b[\s\S]{0,80}?(?:https?://|webhook)",
-        (("send", "post", "upload", "forward", "leak", "transmit", "exfiltrate", "email"), ("http", "webhook")),
+        # sending what the model holds (secrets, the conversation, its prompt) somewhere; API docs that say "POST
+        # the payload to https://…" describe an endpoint
+        r"\b(?:send|post|upload|forward|leak|transmit|exfiltrate|email)(?:\s{1,5}[\w']{1,20}){0,3}?\s{1,5}"
+        r"(?:secrets?|keys?|tokens?|passwords?|credentials?|conversation|chat\s{1,5}history|history|"
+        r"(?:system\s{1,5})?prompt|cookies?|env(?:ironment)?(?:\s{1,5}variables)?|everything)\b[\s\S]{0,80}?"
+        r"(?:https?://|webhook)",
+        (("send", "post", "upload", "forward", "leak", "transmit", "exfiltrate", "email"), ("http", "webhook"),
+         ("secret", "key", "token", "password", "credential", "conversation", "history", "prompt", "cookie", "env",
+          "everything")),
     ),
     (r"\bexfiltrat\w{0,10}|\bjailbreak\w{0,10}", (("exfiltrat", "jailbreak"),)),
     (
@@ -215,10 +268,11 @@ class Sanitizer(Transform):
         if self.strip:
             pattern = _ASCII_INVISIBLE if text.isascii() else _INVISIBLE
             if pattern.search(text) is not None:
-                cleaned = pattern.sub("", text)
-                state.stripped += len(text) - len(cleaned)
-                state.sanitized += 1
-                text = cleaned
+                cleaned = pattern.sub("", text) if pattern is _ASCII_INVISIBLE else _strip_invisible(text)
+                if len(cleaned) != len(text):  # emoji selectors and joiners alone stay: nothing was stripped
+                    state.stripped += len(text) - len(cleaned)
+                    state.sanitized += 1
+                    text = cleaned
         if not text.isascii() and ("\u27e6" in text or "\u27e7" in text):
             if _is_fenced(text):
                 return text  # already neutralised by an earlier pass; fencing again would nest fences

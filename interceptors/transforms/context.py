@@ -1,0 +1,400 @@
+"""Context that says "not a secret": signals that spare a finding, or a field, because of what it is or where it sits.
+
+A detector judges a string by its shape (a pattern, its entropy, a label before it). These signals look at what
+the string is and where it sits: a digest after `h1:` or `sha256=`, base64 inside a certificate or a PGP public
+key block, an object id with a public prefix (`pi_`, `cus_`), a request id after `x-amz-id-2:`, a ULID, a value
+that is code (`secret.secret_value`, `saslprep(password)`), a placeholder (`your-api-key-here`), MIME-wrapped
+base64 of a PNG. A spared finding is left as it is and counted in the report's `spared` section under the
+signal's name, so the annotation says why.
+
+Each signal names the detectors it may overrule: only those that decide by shape or by a nearby label (the
+entropy fallback, labelled assignments, …), never a vendor format with a checksum or a fixed prefix, and never
+the private-key detector. The redactor's `context` option turns signals off (`context: false`, or
+`context: {code_identifier: false}`); doc/TRANSFORMS.md lists them.
+
+Cost: nothing for a string without findings; for a finding a signal may overrule, a few anchored regex tests
+around its span, and per text at most one pass for public-key blocks and one for wrapped base64 blocks.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .assignments import ASSIGNMENT_NAMES
+from .detectors import Finding
+
+# Detectors that decide by shape or by a label near the value (what a context signal may overrule).
+ENTROPY = frozenset({"high_entropy_secret", "azure_storage_key"})
+LABELLED = frozenset(
+    {"secret_assignment", "labelled_key", "connection_string_secret", "authorization_header", "url_credentials",
+     "cli_password_flag", "curl_user_credentials", "netrc_password", "mysql_password_flag"}
+) | ASSIGNMENT_NAMES  # fmt: skip
+GENERIC = ENTROPY | LABELLED
+
+# --- text signals -------------------------------------------------------------------------------------------
+
+_PUBLIC_BLOCK = re.compile(
+    r"-----BEGIN (?:CERTIFICATE|TRUSTED CERTIFICATE|X509 CRL|CERTIFICATE REQUEST|NEW CERTIFICATE REQUEST|"
+    r"PUBLIC KEY|RSA PUBLIC KEY|DSA PUBLIC KEY|EC PUBLIC KEY|SSH2 PUBLIC KEY|PGP PUBLIC KEY BLOCK|PGP SIGNATURE|"
+    r"PGP MESSAGE|PKCS7|CMS|DH PARAMETERS|EC PARAMETERS)-----"
+    r"(?:(?!-----(?:BEGIN|END))[\s\S]){0,200000}+(?:-----END [A-Z0-9 ]{1,40}-----|\Z)"
+    r"|<(?:ds:|dsig:)?X509Certificate>[A-Za-z0-9+/=\s]{1,100000}+</(?:ds:|dsig:)?X509Certificate>"
+)
+# A digest or a nonce: its algorithm or its role written right before it (`h1:`, `sha256=`, `'nonce-`).
+_DIGEST_BEFORE = re.compile(
+    r"(?i)(?:\bh1:|\bzh:|\b(?:sha|sha-?1|sha-?224|sha-?256|sha-?384|sha-?512|sha3-\d{3}|md5|crc32c?|blake2b?|"
+    r"blake3|xxh\d*|murmur3)[-=:]|\bnonce[-=]\\?[\"']?|\bintegrity\s*=?\s*\\?[\"']?|\bContent-MD5:\s*|"
+    r"\bx-goog-hash:\s*(?:crc32c|md5)=|\bdigest:\s*)$"
+)
+_DIGEST_VALUE = re.compile(r"(?i)(?:h1:|sha\d{1,3}[-=:]|sha3-\d{3}[-=]|md5[-=:]|nonce-)")
+# Labels of public, per-request or per-object ids (written right before the value).
+_ID_LABEL = re.compile(
+    r"(?i)(?:\bhost[-_ ]?id|\bx-amz-id-2|\bx-amz-(?:request|version|cf)-id|\bversion[-_]?id|\brequest[-_ ]?id|"
+    r"\btrace[-_]?id|\bspan[-_]?id|\bcorrelation[-_]?id|\bx-request-id|\bcf-ray|\betag|\bksuid|\bulid|"
+    r"\b(?:run|job|event|message|build|execution|operation|transaction|order|invoice|charge)[-_ ]?id)"
+    r"[\"'>\\]{0,3}\s{0,3}[:=]?\s{0,3}[\"'\\]{0,3}$"
+)
+# Object ids with a public prefix: Stripe objects (its secrets are `sk_`, `rk_`, `whsec_` and client secrets).
+_PUBLIC_ID = re.compile(
+    r"(?:pi|ch|pm|in|il|ii|evt|cus|txn|prod|price|sub|si|src|card|ba|re|py|po|tr|acct|seti|cs|plink|prom|promo|"
+    r"coupon|cbtxn|dp|du|file|link|mandate|payatt|pyr|qt|sched|sli|tax|tok|trr|fr|iar|ich|ipi|or|sku|bt|cn|"
+    r"inrb|ldr|pmc|ppage|rcpt|req|acctsess|btok|fca|ic)_(?:(?:live|test)_)?[A-Za-z0-9]{8,64}"
+)
+_WORD = re.compile(r"[a-z]{0,20}[aeiou][a-z]{1,20}")
+# Content addresses: IPFS CIDs (v1 base32 `bafy…`/`bafk…`, v0 `Qm…`).
+_CONTENT_ID = re.compile(r"baf[a-z][a-z2-7]{40,120}|Qm[1-9A-HJ-NP-Za-km-z]{44}")
+_ULID = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
+_PLACEHOLDER = re.compile(
+    r"(?i)(?:your|enter|insert|replace)[-_ ]?[a-z_-]{0,40}|my[-_]?(?:password|passwd|secret|token|api[-_]?key|key)"
+    r"|[a-z_-]{0,40}[-_](?:here|goes[-_]here|placeholder|example|sample|dummy)"
+    r"|change[-_]?(?:me|it|this)|placeholder|dummy|sample|example|redacted|notasecret|not[-_]a[-_]secret"
+    r"|password|passwd|pass|secret|token|api[-_]?key|apikey|credentials?|[\w-]{0,60}(?:\.\.\.|\u2026)"
+)
+# A bare value that is code: a dotted name, a call, a keyword, a snake_case name.
+# A name as code writes it: snake_case, CONSTANT_CASE, camelCase or PascalCase (not a random mix of cases and digits).
+_NAME = (
+    r"(?:[a-z_$][a-z_$]{0,64}|[A-Z][A-Z_]{0,64}|[a-z]{1,30}(?:[A-Z][a-z]{1,30}){1,8}|(?:[A-Z][a-z]{1,30}){1,8})\d{0,2}"
+)
+_NAME_RE = re.compile(_NAME)
+_DOTTED = re.compile(_NAME + r"(?:\." + _NAME + r"){1,6}(?:\(\))?;?")
+_DOTTED_NAME = _NAME + r"(?:\." + _NAME + r"){0,6}"
+# A call whose arguments are names too (`saslprep(password)`, `get(self.key, None)`): `xx(Zq9Xw8Yv)` is a password
+_ARG = r"[@$:]?" + _DOTTED_NAME  # a name, a bound parameter (`@new`, `:name`) or a variable (`$x`)
+_CALL = re.compile(
+    _DOTTED_NAME + r"\((?:[ \t]{0,2}" + _ARG + r"(?:[ \t]{0,2},[ \t]{0,2}" + _ARG + r"){0,6}[ \t]{0,2})?\);?"
+)
+_SNAKE = re.compile(r"[a-z]{2,}(?:_[a-z]{2,}){1,6}|[a-z]{2,}(?:[A-Z][a-z]{1,})+")
+_KEYWORDS = frozenset(
+    {"await", "new", "none", "null", "nil", "true", "false", "self", "this", "undefined", "lambda", "yield",
+     "return", "not", "function", "async", "typeof", "kwargs", "args", "options", "opts", "params", "request",
+     "req", "ctx", "getpass", "input", "str", "bytes", "string", "os", "env", "config", "settings", "props"}
+)  # fmt: skip
+_CODE_AFTER = re.compile(r"\s{0,3}(?:\(|\.[A-Za-z_]|\bor\b|\band\b|\|\||&&|\?\?|\bif\b)")
+_BASE64_LINE = re.compile(r"(?m)^[ \t]*[A-Za-z0-9+/]{40,120}={0,2}[ \t]*\r?$")
+_CONTENT_TYPE = re.compile(r"(?i)content-type:\s*([\w.+-]+/[\w.+-]+)")
+# Magic numbers of binary formats (decoded bytes): images, audio, video, fonts, archives, documents, executables.
+_MAGIC = (
+    b"\x89PNG", b"\xff\xd8\xff", b"GIF87a", b"GIF89a", b"RIFF", b"BM", b"II*\x00", b"MM\x00*", b"\x00\x00\x01\x00",
+    b"%PDF", b"PK\x03\x04", b"\x1f\x8b", b"BZh", b"\xfd7zXZ", b"7z\xbc\xaf", b"Rar!", b"wOFF", b"wOF2", b"OTTO",
+    b"\x00\x01\x00\x00", b"ID3", b"\xff\xfb", b"\xff\xf3", b"OggS", b"fLaC", b"\x1aE\xdf\xa3", b"\x7fELF", b"MZ",
+    b"\xca\xfe\xba\xbe", b"\xcf\xfa\xed\xfe", b"\x00asm", b"8BPS", b"\xd0\xcf\x11\xe0",
+)  # fmt: skip
+
+
+def binary_magic(raw: bytes) -> bool:
+    """Whether bytes start like a known binary file format (or `....ftyp`: MP4, MOV, HEIC, AVIF)."""
+    return raw.startswith(_MAGIC) or raw[4:8] == b"ftyp"
+
+
+def decoded_binary(text: str, *, strict_magic: bool = False) -> bool:
+    """Whether `text` is base64 (whitespace between lines allowed) of bytes that are not UTF-8 text. With
+    `strict_magic`, only bytes of a known binary format count (so a base64 random key is not spared)."""
+    compact = "".join(text.split())
+    if len(compact) < 16:
+        return False
+    try:
+        raw = base64.b64decode(compact + "=" * (-len(compact) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        try:
+            raw = base64.urlsafe_b64decode(compact + "=" * (-len(compact) % 4))
+        except (binascii.Error, ValueError):
+            return False
+    if binary_magic(raw):
+        return True
+    if strict_magic:
+        return False
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return sum(1 for c in decoded if not c.isprintable() and c not in "\r\n\t") > len(decoded) // 20
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """One reason a finding is not a secret."""
+
+    name: str
+    detectors: frozenset[str] | None
+    """Detector names the signal may overrule (None: every detector but `private_key`)."""
+    description: str
+
+
+SIGNALS: tuple[Signal, ...] = (
+    Signal("public_material", None,
+           "inside a certificate, a public key, a PGP public key block or signature, or an X509Certificate element"),
+    Signal("digest", GENERIC, "a digest or nonce after its algorithm (`h1:`, `sha256=`, `sha512-`, `'nonce-`)"),
+    Signal("public_id", GENERIC,
+           "an object id with a public prefix (Stripe `pi_`, `ch_`, `cus_`, `evt_`, …) or an IPFS content id"),
+    Signal("request_id", GENERIC, "a request, host, trace or version id after its label (`x-amz-id-2:`, `HostId`)"),
+    Signal("ulid", GENERIC, "a ULID (26 Crockford base32 characters, starting 0-7)"),
+    Signal("placeholder", LABELLED, "a labelled value that is a placeholder (`your-api-key-here`, `changeme`, `sk_…`)"),
+    Signal("code_identifier", LABELLED - {"url_credentials"},
+           "a bare labelled value that is code: a dotted name, a call, a keyword or a snake_case name"),
+    Signal("binary_base64", ENTROPY,
+           "base64 of a binary file (image, audio, font, archive, PDF), by its magic bytes or a MIME content type"),
+    Signal("path_segment", frozenset({"high_entropy_secret"}), "a segment of a path (`/nix/store/<hash>-name`)"),
+)  # fmt: skip
+SIGNALS_BY_NAME: dict[str, Signal] = {s.name: s for s in SIGNALS}
+
+
+class _TextFacts:
+    """What one text's signals need, computed on first use: public blocks, binary base64 blocks."""
+
+    __slots__ = ("_binary", "_public", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._public: list[tuple[int, int]] | None = None
+        self._binary: list[tuple[int, int]] | None = None
+
+    def public(self) -> list[tuple[int, int]]:
+        if self._public is None:
+            text = self.text
+            if "-----BEGIN" not in text and "X509Certificate>" not in text:
+                self._public = []
+            else:
+                self._public = [m.span() for m in _PUBLIC_BLOCK.finditer(text)]
+        return self._public
+
+    def binary(self) -> list[tuple[int, int]]:
+        if self._binary is None:
+            self._binary = _binary_blocks(self.text)
+        return self._binary
+
+
+def _binary_blocks(text: str) -> list[tuple[int, int]]:
+    """Runs of wrapped base64 lines (two or more, of one width but the last) whose bytes are binary: by magic bytes,
+    or under a MIME part header naming a content type that is not text."""
+    blocks: list[tuple[int, int]] = []
+    lines = list(_BASE64_LINE.finditer(text))
+    i = 0
+    while i < len(lines):
+        first = lines[i]
+        width = len(first.group().strip())
+        j = i
+        while (
+            j + 1 < len(lines) and lines[j + 1].start() == lines[j].end() + 1 and len(lines[j].group().strip()) == width
+        ):
+            j += 1
+        start, end = first.start(), lines[j].end()
+        if j > i or width >= 60:
+            chunk = text[start:end]
+            header = text[max(0, start - 600) : start]
+            typed = _CONTENT_TYPE.findall(header)
+            mime_binary = (
+                bool(typed)
+                and not typed[-1].lower().startswith(("text/", "message/", "multipart/"))
+                and ("base64" in header.lower())
+            )
+            if mime_binary or decoded_binary(chunk, strict_magic=True):
+                blocks.append((start, end))
+        i = j + 1
+    return blocks
+
+
+def _inside(spans: list[tuple[int, int]], start: int, end: int) -> bool:
+    return any(a <= start and end <= b for a, b in spans)
+
+
+def _code_value(text: str, finding: Finding) -> bool:
+    value = finding.value
+    before = text[finding.start - 1] if finding.start else ""
+    if before in "\"'`" or not value:
+        return False  # a quoted value is a string literal, whatever it spells
+    core = value.strip()
+    if core.lower() in _KEYWORDS:
+        return True
+    if _DOTTED.fullmatch(core) or _CALL.fullmatch(core):
+        return not core.replace(".", "").isdigit()
+    if _SNAKE.fullmatch(core) and not any(c.isdigit() for c in core):
+        return True
+    return _CODE_AFTER.match(text, finding.end) is not None and _NAME_RE.fullmatch(core) is not None
+
+
+def _signal_holds(name: str, text: str, finding: Finding, facts: _TextFacts) -> bool:
+    value = finding.value
+    if name == "public_material":
+        return _inside(facts.public(), finding.start, finding.end)
+    if name == "digest":
+        return (
+            _DIGEST_VALUE.match(value) is not None
+            or _DIGEST_BEFORE.search(text, max(0, finding.start - 40), finding.start) is not None
+        )
+    if name == "public_id":
+        return (_PUBLIC_ID.fullmatch(value) is not None and "_secret_" not in value) or (
+            _CONTENT_ID.fullmatch(value) is not None
+        )
+    if name == "request_id":
+        return _ID_LABEL.search(text, max(0, finding.start - 40), finding.start) is not None
+    if name == "ulid":
+        return _ULID.fullmatch(value) is not None
+    if name == "placeholder":
+        core = value.strip().strip("\"'`").lstrip("=:>")
+        return _PLACEHOLDER.fullmatch(core) is not None
+    if name == "code_identifier":
+        return _code_value(text, finding)
+    if name == "binary_base64":
+        return _inside(facts.binary(), finding.start, finding.end)
+    if name == "path_segment":
+        return value.startswith("/") and value.count("/") >= 2 and any(_WORD.fullmatch(p) for p in value.split("/"))
+    return False
+
+
+class Context:
+    """The active signals (a redactor's `context` option) and the decision they make on findings."""
+
+    __slots__ = ("by_detector", "signals")
+
+    def __init__(self, signals: tuple[Signal, ...]) -> None:
+        self.signals = signals
+        self.by_detector: dict[str, tuple[Signal, ...]] = {}
+
+    @classmethod
+    def from_option(cls, option: Any, path: str) -> Context | None:
+        """`true` (every signal, the default), `false` (none) or a mapping of signal names to booleans."""
+        if option is True or option is None:
+            return cls(SIGNALS)
+        if option is False:
+            return None
+        if not isinstance(option, Mapping):
+            raise ValueError(f"{path}: must be true, false or a mapping of signal names to true/false")
+        unknown = [k for k in option if k not in SIGNALS_BY_NAME]
+        if unknown:
+            raise ValueError(f"{path}: unknown signal(s); known: {', '.join(SIGNALS_BY_NAME)}")
+        for key, value in option.items():
+            if not isinstance(value, bool):
+                raise ValueError(f"{path}.{key}: must be true or false")
+        chosen = tuple(s for s in SIGNALS if option.get(s.name, True))
+        return cls(chosen) if chosen else None
+
+    def _for(self, detector: str) -> tuple[Signal, ...]:
+        found = self.by_detector.get(detector)
+        if found is None:
+            found = self.by_detector[detector] = tuple(
+                s
+                for s in self.signals
+                if (s.detectors is None and detector != "private_key") or (s.detectors and detector in s.detectors)
+            )
+        return found
+
+    def spare(self, text: str, findings: list[Finding]) -> tuple[list[Finding], list[str]]:
+        """(the findings to act on, the names of the signals that spared the others, one per finding)."""
+        kept: list[Finding] = []
+        spared: list[str] = []
+        facts: _TextFacts | None = None
+        for finding in findings:
+            reason = None
+            if finding.detector.category in ("secret", "credential"):
+                for signal in self._for(finding.detector.name):
+                    if facts is None:
+                        facts = _TextFacts(text)
+                    if _signal_holds(signal.name, text, finding, facts):
+                        reason = signal.name
+                        break
+            if reason is None:
+                kept.append(finding)
+            else:
+                spared.append(reason)
+        return kept, spared
+
+
+# --- structure signals (a mapping says what its values are) ------------------------------------------------
+
+_SCHEMA_TYPES = frozenset({"string", "object", "array", "integer", "number", "boolean", "null"})
+_SCHEMA_WORDS = frozenset(
+    {"type", "description", "title", "format", "properties", "items", "required", "enum", "const", "default",
+     "examples", "example", "pattern", "minlength", "maxlength", "minimum", "maximum", "additionalproperties",
+     "oneof", "anyof", "allof", "not", "$ref", "$schema", "$id", "$defs", "definitions", "nullable", "readonly",
+     "writeonly", "deprecated", "x-nullable", "minitems", "maxitems", "uniqueitems", "patternproperties",
+     "exclusiveminimum", "exclusivemaximum", "multipleof", "contentencoding", "contentmediatype", "discriminator",
+     "xml", "externaldocs", "propertynames", "dependentrequired", "if", "then", "else", "$comment", "sensitive",
+     "x-sensitive", "secret", "x-secret"}
+)  # fmt: skip
+_SCHEME_TYPES = frozenset({"http", "apikey", "oauth2", "openidconnect", "mutualtls"})
+SCHEME_TYPES = frozenset({"http", "apiKey", "oauth2", "openIdConnect", "mutualTLS"})
+"""OpenAPI security scheme types as written (a mapping with one is checked by `describes`)."""
+_SCHEME_WORDS = frozenset(
+    {"type", "scheme", "bearerformat", "in", "name", "flows", "openidconnecturl", "description", "x-amazon-apigateway"
+     "-authtype", "x-amazon-apigateway-authorizer", "x-google-issuer", "x-google-jwks_uri", "x-google-audiences"}
+)  # fmt: skip
+_JWK_PUBLIC = frozenset({"kty", "use", "kid", "alg", "key_ops", "n", "e", "x", "y", "crv", "x5c", "x5t", "x5t#s256",
+                         "x5u", "ext", "iat", "exp", "nbf"})  # fmt: skip
+
+
+def describes(data: Mapping[Any, Any]) -> str | None:
+    """Why a mapping describes a value rather than holding one: `schema` (a JSON Schema node), `security_scheme`
+    (an OpenAPI security scheme), `public_jwk` (a JSON Web Key without private members); else None."""
+    if not data:
+        return None
+    keys = {k.lower() for k in data if isinstance(k, str)}
+    if len(keys) != len(data):
+        return None
+    kind = data.get("type")
+    if keys <= _SCHEMA_WORDS and (
+        (isinstance(kind, str) and kind in _SCHEMA_TYPES)
+        or (isinstance(kind, list) and kind and all(isinstance(t, str) and t in _SCHEMA_TYPES for t in kind))
+        or keys & {"$ref", "properties", "items", "oneof", "anyof", "allof"}
+    ):
+        return "schema"
+    if isinstance(kind, str) and kind.lower() in _SCHEME_TYPES and keys <= _SCHEME_WORDS and len(keys) >= 2:
+        return "security_scheme"
+    if "kty" in keys and keys <= _JWK_PUBLIC:
+        return "public_jwk"
+    return None
+
+
+_BINARY_KEYS = frozenset({"data", "blob"})
+_BINARY_MIME = re.compile(r"(?i)^(?:image|audio|video|font)/|^application/(?:octet-stream|pdf|zip|gzip|x-|vnd\.)")
+
+
+def binary_field(key: str, data: Mapping[Any, Any], value: Any) -> bool:
+    """An image or audio block's `data`, or a resource's `blob`, whose base64 decodes to binary bytes (a payload
+    that decodes to text is scanned like any text)."""
+    if key not in _BINARY_KEYS or not isinstance(value, str) or len(value) < 16:
+        return False
+    kind = data.get("type")
+    mime = data.get("mimeType", data.get("mime_type", data.get("contentType")))
+    marked = kind in ("image", "audio") or key == "blob" or (isinstance(mime, str) and _BINARY_MIME.match(mime))
+    return bool(marked) and decoded_binary(value)
+
+
+SpareFn = Callable[[str, list[Finding]], tuple[list[Finding], list[str]]]
+
+__all__ = [
+    "GENERIC",
+    "SCHEME_TYPES",
+    "SIGNALS",
+    "SIGNALS_BY_NAME",
+    "Context",
+    "Signal",
+    "binary_field",
+    "binary_magic",
+    "decoded_binary",
+    "describes",
+]
