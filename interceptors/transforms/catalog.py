@@ -16,7 +16,7 @@ import re
 
 from .detectors import Detector, Validator, validate_ip, validate_secret
 from .entities import is_placeholder, looks_random, looks_secret
-from .vendors import CLI_DETECTORS, VENDOR_DETECTORS, validate_crc32_token
+from .vendors import CLI_DETECTORS, GAP_DETECTORS, VENDOR_DETECTORS, validate_crc32_token
 
 _GUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
 # Between a label and its value: optional quotes or backslashes (JSON inside JSON), then `:` or `=`.
@@ -283,6 +283,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         description="40 base64 characters shortly after an 'aws ... secret' label",
     ),
     *VENDOR_DETECTORS,
+    *GAP_DETECTORS,
     *CLI_DETECTORS,
     _d(
         "secret_assignment", "secret_value", "secret", 0.85,

@@ -10,9 +10,12 @@ quantifier is bounded (possessive where a look-ahead follows).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 
 from .detectors import Detector, Validator, validate_secret
+from .entities import is_placeholder
 from .tokenspec import crc32_token_valid
 
 _B62 = "A-Za-z0-9"
@@ -307,6 +310,176 @@ VENDOR_DETECTORS: tuple[Detector, ...] = (
 )  # fmt: skip
 
 
+def _validate_base64_pem(value: str, entity: str) -> str | None:
+    """Verification: the base64 run decodes to a PEM header naming a private key (a base64 certificate, as in
+    a kubeconfig's `certificate-authority-data`, is public and passes)."""
+    head = value[:96]
+    head = head[: len(head) // 4 * 4]
+    try:
+        decoded = base64.b64decode(head, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    first = decoded.split(b"\n", 1)[0]
+    return entity if first.startswith(b"-----BEGIN ") and b"PRIVATE KEY" in first else None
+
+
+def _validate_ntlm_authenticate(value: str, entity: str) -> str | None:
+    """Verification: the base64 decodes to an NTLMSSP message of type 3 (AUTHENTICATE, which carries the
+    challenge responses); NEGOTIATE and CHALLENGE messages carry nothing secret."""
+    head = value[:32]
+    try:
+        decoded = base64.b64decode(head, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return entity if decoded[:12] == b"NTLMSSP\x00\x03\x00\x00\x00" else None
+
+
+def _validate_plain(value: str, entity: str) -> str | None:
+    """A value read from a command line or a credential file is no secret when it is a variable, a flag or
+    a placeholder."""
+    if value.startswith(("$", "-", "%", "@(")) or is_placeholder(value):
+        return None
+    return entity
+
+
+_HEX = "0-9a-f"
+_GUID_LOWER = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_GUID_SPEC = "[0-9a-f]{8} '-' [0-9a-f]{4} '-' [0-9a-f]{4} '-' [0-9a-f]{4} '-' [0-9a-f]{12}"
+_CRYPT = "./A-Za-z0-9"
+
+# Families measured as caught 0 times on public corpora (issue 29), each written from its documented (or, where
+# the vendor publishes none, observed) format.
+GAP_DETECTORS: tuple[Detector, ...] = (
+    _v("mapbox_secret_token", _lb(r"A-Za-z0-9_.-") + r"(?:sk|tk)\.eyJ[A-Za-z0-9_-]{20,600}+\.[A-Za-z0-9_-]{20,40}+"
+       + _LA_DOT, ("sk.eyj", "tk.eyj"),
+       "('sk.eyJ1Ijoi'|'tk.eyJ1Ijoi') [A-Za-z0-9]{40,70} '.' [A-Za-z0-9_-]{22}",
+       "Mapbox access tokens: sk. (secret) and tk. (temporary) scopes (docs.mapbox.com/help/dive-deeper/access-tokens)",
+       "Mapbox secret and temporary tokens: sk./tk. + base64url JSON + . + 22"),
+    _v("base64_pem_private_key", _lb(r"A-Za-z0-9+/") + r"LS0tLS1CRUdJTi[A-Za-z0-9+/]{40,16384}+={0,2}"
+       + _la(r"A-Za-z0-9+/="),
+       ("ls0tls1crudjti",),
+       "('LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQ'|'LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tC'"
+       "|'LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS0tLS0tC'|'LS0tLS1CRUdJTiBPUEVOU1NIIFBSSVZBVEUgS0VZLS0tLS0K')"
+       " [A-Za-z0-9+/]{200,400}",
+       "base64 of a PEM private key (RFC 7468): kubeconfig client-key-data (kubernetes.io, 'Organizing Cluster "
+       "Access Using kubeconfig Files'), Kubernetes Secret data, CI variables",
+       "a base64-encoded PEM private key (LS0tLS1CRUdJTi…), verified by decoding its header",
+       entity="private_key", confidence=0.98, min_length=56, validator=_validate_base64_pem),
+    _v("sentry_dsn", r"(?<![A-Za-z0-9+.-])https?://[0-9a-f]{32}(?::[0-9a-f]{32})?@[a-z0-9.-]{0,128}sentry\.io/\d{1,12}",
+       ("sentry.io/",),
+       "'https://' [0-9a-f]{32} '@o' [1-9] [0-9]{5} '.ingest.sentry.io/' [1-9] [0-9]{6}",
+       "Sentry DSNs (docs.sentry.io/concepts/key-terms/dsn-explainer: https://PUBLIC_KEY@HOST/PROJECT_ID)",
+       "a Sentry DSN, whole (its key, and the secret of a legacy key:secret DSN)", confidence=0.9),
+    _v("pgpass_password",
+       r"(?<![\w.:/@*-])(?:\*|(?=[0-9-]{0,252}[A-Za-z.])[A-Za-z0-9.-]{1,253}+):(?:\d{2,5}|\*):[\w.*-]{1,63}+:"
+       r"[\w.*@-]{1,63}+:([^\s:'\"`,;]{6,128}+)(?=[\s'\"`,;]|$)",
+       (), "('db.example.com'|'localhost'|'*') ':' ('5432'|'*') ':' [a-z]{3,8} ':' [a-z]{3,8} ':' "
+       "<[A-Za-z0-9!%^*_+]{10,24}>",
+       "PostgreSQL password file lines (postgresql.org/docs/current/libpq-pgpass.html: "
+       "hostname:port:database:username:password)",
+       "the password field of a .pgpass line", entity="password", category="credential", group=1,
+       confidence=0.85, min_length=6, validator=_validate_plain, gate=r"[A-Za-z0-9.*]:(?:\d{2,5}|\*):[\w.*-]"),
+    _v("crypt_password_hash",
+       r"(?<![\w$./])(?:\$(?:1|5|6)\$(?:rounds=\d{1,9}\$)?[" + _CRYPT + r"]{1,16}\$[" + _CRYPT + r"]{22,86}+"
+       r"|\$2[abxy]?\$\d\d\$[" + _CRYPT + r"]{53}|\$y\$[" + _CRYPT + r"]{1,16}\$[" + _CRYPT + r"]{1,86}\$["
+       + _CRYPT + r"]{43})(?![" + _CRYPT + "])",
+       ("$1$", "$5$", "$6$", "$2a$", "$2b$", "$2y$", "$2x$", "$2$", "$y$"),
+       "('$6$' [A-Za-z0-9./]{16} '$' [A-Za-z0-9./]{86}|'$5$' [A-Za-z0-9./]{16} '$' [A-Za-z0-9./]{43}"
+       "|'$1$' [A-Za-z0-9./]{8} '$' [A-Za-z0-9./]{22}|'$2b$12$' [A-Za-z0-9./]{53}"
+       "|'$y$j9T$' [A-Za-z0-9./]{24} '$' [A-Za-z0-9./]{43})",
+       "crypt(5) password hashes as in /etc/shadow: md5crypt $1$, sha256crypt $5$, sha512crypt $6$, bcrypt $2b$, "
+       "yescrypt $y$ (man7.org/linux/man-pages/man5/crypt.5.html)",
+       "a crypt(3) password hash (a crackable stand-in for the password)", entity="password_hash",
+       confidence=0.95, min_length=30),
+    _v("sidekiq_credentials",
+       r"(?i:BUNDLE_(?:ENTERPRISE|GEMS)__CONTRIBSYS__COM)[ \t]{0,4}[=:][ \t]{0,4}[\"']?([0-9a-f]{8}:[0-9a-f]{8})"
+       + _la(r"0-9a-f")
+       + r"|https?://([0-9a-f]{8}:[0-9a-f]{8})@(?:enterprise|gems)\.contribsys\.com",
+       ("contribsys",),
+       "('BUNDLE_ENTERPRISE__CONTRIBSYS__COM='|'BUNDLE_GEMS__CONTRIBSYS__COM: ') <[0-9a-f]{8} ':' [0-9a-f]{8}>",
+       "Sidekiq Pro/Enterprise gem server credentials (github.com/sidekiq/sidekiq wiki, 'Sidekiq Pro' and "
+       "'Ent' installation: bundle config gems.contribsys.com user:pass)",
+       "Sidekiq Pro/Enterprise credentials in BUNDLE_*__CONTRIBSYS__COM or a contribsys.com URL",
+       entity="password", category="credential", group=(1, 2)),
+    _v("sourcegraph_token", _lb() + r"sgp_(?:[0-9a-f]{16}_|local_)?[0-9a-f]{40}" + _la(), ("sgp_",),
+       "('sgp_' [0-9a-f]{40}|'sgp_' [0-9a-f]{16} '_' [0-9a-f]{40}|'sgp_local_' [0-9a-f]{40})",
+       "Sourcegraph access tokens (sourcegraph.com/docs/cli/how-tos/creating_an_access_token)",
+       "Sourcegraph access tokens: sgp_ (+ instance id or local_) + 40 hex"),
+    _v("hubspot_token", _lb() + r"pat-(?:na|eu|ap)\d-" + _GUID_LOWER + _la(), ("pat-na", "pat-eu", "pat-ap"),
+       "('pat-na1-'|'pat-eu1-'|'pat-na2-') " + _GUID_SPEC,
+       "HubSpot private app access tokens (developers.hubspot.com/docs/api/private-apps)",
+       "HubSpot private app tokens: pat-<region>- + a GUID"),
+    _v("plaid_token", _lb() + r"(?:access|public)-(?:production|development|sandbox)-" + _GUID_LOWER + _la(),
+       ("access-production-", "access-development-", "access-sandbox-", "public-production-", "public-sandbox-"),
+       "('access-production-'|'access-sandbox-'|'access-development-') " + _GUID_SPEC,
+       "Plaid access and public tokens (plaid.com/docs/api/tokens: access-<environment>-<identifier>)",
+       "Plaid access tokens: access-production-/-development-/-sandbox- + a GUID"),
+    _v("shippo_token", _lb() + r"shippo_(?:live|test)_[0-9a-f]{40}" + _la(), ("shippo_live_", "shippo_test_"),
+       "('shippo_live_'|'shippo_test_') [0-9a-f]{40}",
+       "Shippo API tokens (docs.goshippo.com/docs/guides_general/authentication)",
+       "Shippo live and test API tokens: shippo_live_/shippo_test_ + 40 hex"),
+    _v("flutterwave_key", _lb() + r"FLWSECK(?:_TEST)?-[0-9a-f]{32}-X" + _la() + r"|" + _lb()
+       + r"FLWSECK(?:_TEST)?[0-9a-f]{12}" + _la(), ("flwseck",),
+       "('FLWSECK-' [0-9a-f]{32} '-X'|'FLWSECK_TEST-' [0-9a-f]{32} '-X'|'FLWSECK_TEST' [0-9a-f]{12})",
+       "Flutterwave secret and encryption keys (developer.flutterwave.com/docs/authentication)",
+       "Flutterwave secret keys (FLWSECK-…-X) and encryption keys (FLWSECK_TEST + 12 hex)"),
+    _v("onepassword_secret_key",
+       r"(?<![A-Za-z0-9-])A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}"
+       r"(?![A-Za-z0-9-])", ("a3-",),
+       "'A3-' [A-Z0-9]{6} '-' ([A-Z0-9]{11}|[A-Z0-9]{6} '-' [A-Z0-9]{5}) '-' [A-Z0-9]{5} '-' [A-Z0-9]{5} '-' [A-Z0-9]{5}",
+       "1Password account Secret Keys (support.1password.com/secret-key: version A3, account id, 26 characters)",
+       "1Password Secret Keys: A3- + account id + grouped random characters"),
+    _v("cloudflare_origin_ca_key", _lb() + r"v1\.0-[0-9a-f]{24}-[0-9a-f]{146}" + _la(), ("v1.0-",),
+       "'v1.0-' [0-9a-f]{24} '-' [0-9a-f]{146}",
+       "Cloudflare Origin CA keys (developers.cloudflare.com/fundamentals/api/get-started/ca-keys)",
+       "Cloudflare Origin CA keys: v1.0- + 24 hex + - + 146 hex"),
+    _v("aws_mws_key", _lb() + r"amzn\.mws\.[0-9a-z]{8}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{12}" + _la(),
+       ("amzn.mws.",), "'amzn.mws.' " + _GUID_SPEC,
+       "Amazon Marketplace Web Service auth tokens (developer docs: amzn.mws. + a GUID)",
+       "Amazon MWS auth tokens: amzn.mws. + a GUID"),
+    _v("deepseek_api_key", _lb() + r"sk-[0-9a-f]{32}" + _la(), ("sk-",), "'sk-' [0-9a-f]{32}",
+       "DeepSeek API keys (platform.deepseek.com/api_keys: sk- + 32 hex)", "DeepSeek API keys: sk- + 32 hex",
+       validator=lambda v, e: None if len(set(v[3:])) < 6 else e),
+    _v("together_api_key", _lb() + r"tgp_v1_[A-Za-z0-9_-]{43}" + _la(), ("tgp_v1_",), "'tgp_v1_' [A-Za-z0-9_-]{43}",
+       "Together AI API keys (docs.together.ai/reference/authentication)", "Together AI API keys: tgp_v1_ + 43"),
+    _v("salesforce_access_token", r"(?<![A-Za-z0-9])00D[A-Za-z0-9]{12}(?:[A-Za-z0-9]{3})?![A-Za-z0-9._]{40,400}+"
+       + _LA_DOT, ("00d",),
+       "'00D' [A-Za-z0-9]{12} '!' [A-Za-z0-9]{20} '.' [A-Za-z0-9._]{80,90}",
+       "Salesforce session and OAuth access tokens (help.salesforce.com: org id 00D… ! session part)",
+       "Salesforce access tokens: the 15- or 18-character org id (00D…), !, the session part",
+       gate=r"00D[A-Za-z0-9]{12}(?:[A-Za-z0-9]{3})?!"),
+    _v("github_installation_token", _lb() + r"ghs_\d{8}_eyJ[A-Za-z0-9_-]{20,4000}+\.[A-Za-z0-9_-]{20,4000}+"
+       r"(?:\.[A-Za-z0-9_-]{10,1000}+)?" + _LA_DOT, ("ghs_",),
+       "'ghs_20260523_eyJ' [A-Za-z0-9_-]{60,80} '.eyJ' [A-Za-z0-9_-]{80,120} '.' [A-Za-z0-9_-]{40,43}",
+       "GitHub App installation tokens in the dated JWT form (observed: ghs_ + date + a JWT)",
+       "GitHub App installation tokens: ghs_<date>_<JWT>"),
+    _v("ntlm_authenticate_message", _lb(r"A-Za-z0-9+/") + r"TlRMTVNTUAAD[A-Za-z0-9+/]{40,4000}+={0,2}"
+       + _la(r"A-Za-z0-9+/="), ("tlrmtvntuaad",),
+       "'TlRMTVNTUAADAAAAGAAYA' [A-Za-z0-9+/]{120,160} '='",
+       "NTLM AUTHENTICATE messages (MS-NLMP section 2.2.1.3) in an HTTP Authorization header",
+       "a base64 NTLM AUTHENTICATE message (it carries the challenge responses), verified by decoding",
+       entity="password_hash", validator=_validate_ntlm_authenticate),
+    _v("ntlm_hash_dump", r"(?<![^\s\"'])[^\s:]{1,64}:\d{1,10}:[0-9A-Fa-f]{32}:([0-9A-Fa-f]{32}):::",
+       (":::",), "[a-z]{4,10} ':' [1-9] [0-9]{3} ':aad3b435b51404eeaad3b435b51404ee:' <[0-9a-f]{32}> ':::'",
+       "pwdump/secretsdump SAM lines (user:rid:LM hash:NT hash:::)", "the NT hash of a pwdump line",
+       entity="password_hash", group=1, min_length=32),
+    _v("otpauth_secret", r"otpauth://[th]otp/[^\s?#]{0,256}\?(?:[^\s#]{0,512}?&)?secret=([A-Za-z2-7]{16,128}+=*)",
+       ("otpauth://",),
+       "'otpauth://totp/Example:alice@example.com?secret=' <[A-Z2-7]{32}> '&issuer=Example'",
+       "one-time password provisioning URIs (github.com/google/google-authenticator/wiki/Key-Uri-Format)",
+       "the shared secret of an otpauth:// URI", entity="otp_secret", group=1, min_length=16),
+    _v("powershell_secure_string",
+       r"(?i:ConvertTo-SecureString)(?:[ \t]{1,4}-(?!String\b)[A-Za-z]{2,20}){0,3}(?:[ \t]{1,4}-String)?"
+       r"(?:[ \t]{1,4}-(?!String\b)[A-Za-z]{2,20}){0,3}[ \t]{1,4}"
+       r"(?:\\?\"([^\"\\\r\n]{4,256})\\?\"|'([^'\r\n]{4,256})'|([^\s'\"$(-][^\s'\"|;]{3,255}))",
+       ("convertto-securestring",),
+       "'$p = ConvertTo-SecureString \"' <[A-Za-z0-9!%^*_+]{10,24}> '\" -AsPlainText -Force'",
+       "PowerShell ConvertTo-SecureString with a plain-text string (learn.microsoft.com, ConvertTo-SecureString)",
+       "the plain-text password given to ConvertTo-SecureString", entity="password", category="credential",
+       group=(1, 2, 3), min_length=4, validator=_validate_plain, confidence=0.9),
+)  # fmt: skip
+
+
 # --- labelled and command-line credentials -------------------------------------------------------------------------
 
 _CLI_VALUE = r"""(?:'([^'\r\n]{1,256})'|"([^"\r\n]{1,256})"|([^\s'"]{1,256}))"""
@@ -346,4 +519,4 @@ CLI_DETECTORS: tuple[Detector, ...] = (
 )  # fmt: skip
 
 
-__all__ = ["CLI_DETECTORS", "VENDOR_DETECTORS", "validate_crc32_token"]
+__all__ = ["CLI_DETECTORS", "GAP_DETECTORS", "VENDOR_DETECTORS", "validate_crc32_token"]

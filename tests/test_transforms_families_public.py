@@ -1,0 +1,171 @@
+"""Families a measurement on public corpora found caught 0 times (issue 29): each with true and false examples.
+
+Every example here was written for this file from the family's documented format (the `source` of its entry in
+`interceptors/transforms/vendors.py`); none is copied from another scanner's test data. True examples must
+not come out of the standard pipeline; false examples must not be reported by the family (and, where the
+look-alike is common public material, must come out of the standard pipeline unchanged).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import random
+import struct
+from typing import Any
+
+import pytest
+
+from interceptors.testing import RedactionTarget, find_leaks
+from interceptors.testing.benign import altered
+from interceptors.transforms import STANDARD_TRANSFORMS
+from interceptors.transforms.catalog import BUILTIN_BY_NAME
+from interceptors.transforms.detectors import Scanner
+
+STANDARD = RedactionTarget.load(STANDARD_TRANSFORMS)
+RNG = random.Random(29)
+
+
+def _rand(alphabet: str, size: int) -> str:
+    return "".join(RNG.choice(alphabet) for _ in range(size))
+
+
+HEX = "0123456789abcdef"
+B62 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+UPPER36 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+CRYPT = "./" + B62
+
+
+def _guid() -> str:
+    return "-".join(_rand(HEX, n) for n in (8, 4, 4, 4, 12))
+
+
+def _b64pem(kind: str) -> str:
+    body = base64.b64encode(bytes(RNG.randrange(256) for _ in range(300))).decode()
+    pem = f"-----BEGIN {kind}-----\n{body[:64]}\n{body[64:128]}\n{body[128:200]}\n-----END {kind}-----\n"
+    return base64.b64encode(pem.encode()).decode()
+
+
+def _ntlm(message_type: int) -> str:
+    body = b"NTLMSSP\x00" + struct.pack("<I", message_type) + bytes(RNG.randrange(256) for _ in range(90))
+    return base64.b64encode(body).decode()
+
+
+MAPBOX = "sk.eyJ1IjoiZXhhbXBsZSIsImEiOiJ" + _rand(B62, 30) + "In0." + _rand(B62 + "_-", 22)
+PEM_B64 = _b64pem("RSA PRIVATE KEY")
+SHA512CRYPT = "$6$" + _rand(CRYPT, 16) + "$" + _rand(CRYPT, 86)
+POSITIVES: list[tuple[str, str, str]] = [
+    ("mapbox_secret_token", f"MAPBOX_ACCESS_TOKEN={MAPBOX}", MAPBOX),
+    ("base64_pem_private_key", f"users:\n- name: admin\n  user:\n    client-key-data: {PEM_B64}\n", PEM_B64),
+    ("base64_pem_private_key", f'{{"data": {{"tls.key": "{(pk := _b64pem("PRIVATE KEY"))}"}}}}', pk),
+    ("sentry_dsn", "SENTRY_DSN=https://" + (k := _rand(HEX, 32)) + "@o4504.ingest.us.sentry.io/45067", k),
+    ("pgpass_password", "db.internal.example.com:5432:orders:app_rw:" + (pw := "Vq8#mLx2!pR7"), pw),
+    ("pgpass_password", f"*:*:*:postgres:{(pw2 := 'n0t-The-Default-9')}\n", pw2),
+    ("crypt_password_hash", f"root:{SHA512CRYPT}:19700:0:99999:7:::", SHA512CRYPT),
+    ("crypt_password_hash", "hash = '$2b$12$" + (bc := _rand(CRYPT, 53)) + "'", bc),
+    ("sidekiq_credentials", "export BUNDLE_ENTERPRISE__CONTRIBSYS__COM=" + (sk := f"{_rand(HEX, 8)}:{_rand(HEX, 8)}"), sk),
+    ("sidekiq_credentials", f"source 'https://{(sk2 := _rand(HEX, 8) + ':' + _rand(HEX, 8))}@gems.contribsys.com/'", sk2),
+    ("sourcegraph_token", "SRC_ACCESS_TOKEN=sgp_" + (sg := _rand(HEX, 16) + "_" + _rand(HEX, 40)), sg),
+    ("hubspot_token", "Authorization: Bearer pat-na1-" + (hs := _guid()), hs),
+    ("plaid_token", '{"access_token": "access-production-' + (pl := _guid()) + '"}', pl),
+    ("shippo_token", "Authorization: ShippoToken shippo_live_" + (sh := _rand(HEX, 40)), sh),
+    ("flutterwave_key", "FLW_SECRET_KEY=FLWSECK_TEST-" + (fw := _rand(HEX, 32)) + "-X", fw),
+    ("onepassword_secret_key", "Secret Key: " + (op := "A3-" + "-".join(_rand(UPPER36, n) for n in (6, 6, 5, 5, 5, 5))), op),
+    ("cloudflare_origin_ca_key", "X-Auth-User-Service-Key: v1.0-" + (cf := _rand(HEX, 24) + "-" + _rand(HEX, 146)), cf),
+    ("aws_mws_key", "mws_auth_token: amzn.mws." + (mws := _guid()), mws),
+    ("deepseek_api_key", "client = OpenAI(api_key='sk-" + (ds := _rand(HEX, 32)) + "', base_url=URL)", ds),
+    ("together_api_key", "TOGETHER_API_KEY=tgp_v1_" + (tg := _rand(B62 + "_-", 43)), tg),
+    ("salesforce_access_token", "Authorization: Bearer 00D5g000004Xyz1!" + (sf := _rand(B62, 20) + "." + _rand(B62, 84)), sf),
+    ("github_installation_token", "token ghs_20260301_eyJ" + (gh := _rand(B62, 60) + ".eyJ" + _rand(B62, 90) + "." + _rand(B62, 43)), gh),
+    ("ntlm_authenticate_message", "Authorization: NTLM " + (nt := _ntlm(3)), nt),
+    ("ntlm_hash_dump", "svc_backup:1107:aad3b435b51404eeaad3b435b51404ee:" + (nh := _rand(HEX, 32)) + ":::", nh),
+    ("otpauth_secret", "otpauth://totp/Acme:bob@example.com?secret=" + (otp := _rand("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 32)) + "&issuer=Acme", otp),
+    ("powershell_secure_string", '$pw = ConvertTo-SecureString "' + (ps := "Pl41n-T3xt!pw") + '" -AsPlainText -Force', ps),
+    ("powershell_secure_string", "ConvertTo-SecureString -String " + (ps2 := "u7Yq#Lm3Zx") + " -AsPlainText -Force", ps2),
+]  # fmt: skip
+
+NEGATIVES: list[tuple[str, str]] = [
+    ("mapbox_secret_token", "pk.eyJ1IjoiZXhhbXBsZSIsImEiOiJjbGV4YW1wbGUifQ.public-token-part-here"),
+    ("mapbox_secret_token", "see sk.eyJ for the prefix"),
+    ("base64_pem_private_key", f"certificate-authority-data: {_b64pem('CERTIFICATE')}"),
+    ("base64_pem_private_key", f"cert: {_b64pem('PUBLIC KEY')}"),
+    ("sentry_dsn", "https://sentry.io/organizations/acme/issues/4503/"),
+    ("pgpass_password", "main.go:12:5: undefined: foo"),
+    ("pgpass_password", "10:30:45:12:99:88"),
+    ("pgpass_password", "localhost:5432"),
+    ("crypt_password_hash", "It costs $5$ and $6$ less."),
+    ("crypt_password_hash", "$6$saltonly$"),
+    ("sidekiq_credentials", "BUNDLE_GEMS__CONTRIBSYS__COM=${SIDEKIQ_CREDENTIALS}"),
+    ("sourcegraph_token", "sgp_ is the prefix of Sourcegraph tokens"),
+    ("hubspot_token", "pat-na1-<your token here>"),
+    ("plaid_token", "access-sandbox-TOKEN"),
+    ("shippo_token", "shippo_live_<token>"),
+    ("flutterwave_key", "FLWPUBK_TEST-" + _rand(HEX, 32) + "-X"),
+    ("onepassword_secret_key", "A3-ABC123 is an account"),
+    ("cloudflare_origin_ca_key", "v1.0-beta release notes"),
+    ("aws_mws_key", "amzn.mws.example"),
+    ("deepseek_api_key", "scan-disk-" + _rand(HEX, 32)),
+    ("deepseek_api_key", "sk-00000000000000000000000000000000"),
+    ("together_api_key", "tgp_v1_short"),
+    ("salesforce_access_token", "org id 00D5g000004Xyz1EAA"),
+    ("github_installation_token", "ghs_20260301_notajwt"),
+    ("ntlm_authenticate_message", "WWW-Authenticate: NTLM " + _ntlm(2)),
+    ("ntlm_authenticate_message", "Authorization: NTLM " + _ntlm(1)),
+    ("ntlm_hash_dump", "alice:x:1000:1000:Alice,,,:/home/alice:/bin/bash"),
+    ("otpauth_secret", "otpauth://totp/Acme:bob@example.com?issuer=Acme&digits=6"),
+    ("powershell_secure_string", "$s = ConvertTo-SecureString $env:DB_PASSWORD -AsPlainText -Force"),
+    ("powershell_secure_string", "Read-Host -AsSecureString | ConvertFrom-SecureString | ConvertTo-SecureString"),
+    ("powershell_secure_string", "$p = ConvertTo-SecureString (Get-Content .\\pw.txt)"),
+]
+
+PUBLIC_MATERIAL = [  # look-alikes that are public: the whole standard pipeline leaves them as they are
+    f"clusters:\n- cluster:\n    certificate-authority-data: {_b64pem('CERTIFICATE')}\n    server: https://k8s:6443\n",
+    "pk.eyJ1IjoiZXhhbXBsZSIsImEiOiJjbGV4YW1wbGUifQ.public-token-part-here",
+    "FLWPUBK_TEST-" + _rand(HEX, 32) + "-X",
+    "main.go:12:5: undefined: foo",
+]
+
+
+def _tool(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}]}
+
+
+@pytest.mark.parametrize(("family", "text", "secret"), POSITIVES, ids=[f"{p[0]}-{i}" for i, p in enumerate(POSITIVES)])
+def test_true_example_is_found_by_its_family_and_redacted(family: str, text: str, secret: str) -> None:
+    alone = Scanner((BUILTIN_BY_NAME[family],))
+    at = text.find(secret)
+    assert at >= 0
+    assert [f for f in alone.scan(text) if f.start <= at and f.end >= at + len(secret)], family
+    assert not find_leaks(STANDARD.transform("tools/call", _tool(text)), [secret]), family
+
+
+@pytest.mark.parametrize(("family", "text"), NEGATIVES, ids=[f"{n[0]}-{i}" for i, n in enumerate(NEGATIVES)])
+def test_false_example_is_not_reported_by_the_family(family: str, text: str) -> None:
+    assert Scanner((BUILTIN_BY_NAME[family],)).scan(text) == []
+
+
+@pytest.mark.parametrize("text", PUBLIC_MATERIAL)
+def test_public_look_alikes_pass_the_standard_pipeline_unchanged(text: str) -> None:
+    payload = _tool(text)
+    assert not altered(payload, STANDARD.transform("tools/call", payload))
+
+
+def test_every_new_family_has_a_source_a_spec_and_examples_both_ways() -> None:
+    families = {p[0] for p in POSITIVES}
+    assert families == {n[0] for n in NEGATIVES}
+    for name in families:
+        detector = BUILTIN_BY_NAME[name]
+        assert detector.spec and detector.source, name
+
+
+def test_verification_decodes_what_the_prefix_promises() -> None:
+    """The base64-PEM and NTLM families decode their match: a header that is not a private key, or an NTLM
+    message that is not an AUTHENTICATE, is not reported even with the right first characters."""
+    pem = Scanner((BUILTIN_BY_NAME["base64_pem_private_key"],))
+    fake = base64.b64encode(b"-----BEGIN X509 CRL-----\n" + bytes(range(80))).decode()
+    assert fake.startswith("LS0tLS1CRUdJTi") and pem.scan(fake) == []
+    ntlm = Scanner((BUILTIN_BY_NAME["ntlm_authenticate_message"],))
+    broken = "TlRMTVNTUAAD" + "BBBB" + base64.b64encode(bytes(60)).decode()
+    assert ntlm.scan(broken) == []
+    with pytest.raises(binascii.Error):
+        base64.b64decode("TlRMTVNTUAAD!", validate=True)
