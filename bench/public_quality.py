@@ -217,7 +217,9 @@ def gateway_sample(items: list[dict[str, Any]], inprocess: list[Outcome], count:
             "flagged": round(flagged / len(chosen), 4)}  # fmt: skip
 
 
-def public_report(quick: bool = False, gateway: int = 40, folder: Path | None = None) -> dict[str, Any]:
+def public_report(
+    quick: bool = False, gateway: int = 40, folder: Path | None = None, peers: bool = True
+) -> dict[str, Any]:
     """The report (see the module docstring); corpora not built are listed under `not_built`."""
     folder = folder or corpora_dir()
     report: dict[str, Any] = {"corpora": {}, "not_built": [], "peers_skipped": [], "folder": str(folder)}
@@ -240,13 +242,15 @@ def public_report(quick: bool = False, gateway: int = 40, folder: Path | None = 
             run.ours, seconds = run_ours(run.items)
             timings["ours"] += seconds
             all_paths[name] = _write_items(run.items, files / name)
-        ds = {name: run_detect_secrets(paths) for name, paths in all_paths.items()}
-        if any(v is None for v in ds.values()):
+        ds = {name: run_detect_secrets(paths) if peers else None for name, paths in all_paths.items()}
+        if not peers:
+            report["peers_skipped"].append("detect-secrets and CredSweeper (--no-peers)")
+        elif any(v is None for v in ds.values()):
             report["peers_skipped"].append("detect-secrets (not installed: pip install detect-secrets)")
-        cs_seconds = run_credsweeper(files)
-        if cs_seconds is None:
+        cs_seconds = run_credsweeper(files) if peers else None
+        if cs_seconds is None and peers:
             report["peers_skipped"].append("CredSweeper (not installed: pip install credsweeper)")
-        else:
+        elif cs_seconds is not None:
             timings["CredSweeper (wall)"] += cs_seconds
             _credsweeper_by_path(files, runs)
         for name, run in runs.items():
@@ -328,27 +332,28 @@ def _corpus_rows(run: Run, kind: str, title: str) -> dict[str, Any]:
     return rows
 
 
+def _flags(run: Run, scanner: str) -> list[bool] | None:
+    return [o.flagged for o in run.ours] if scanner == "ours" else run.peers.get(scanner)
+
+
 def _precision(runs: dict[str, Run]) -> dict[str, dict[str, float]]:
+    """Per pair of corpora (positives, negatives), on the held-out split: flagged positives / flagged items."""
     out: dict[str, dict[str, float]] = {}
-    for pos, neg, label in (("gitleaks_tps", "gitleaks_fps", "gitleaks tps/fps"),
-                            ("credsweeper_pos", "credsweeper_neg", "CredSweeper pos/neg")):  # fmt: skip
+    pairs = (
+        ("gitleaks_tps", "gitleaks_fps", "gitleaks tps/fps"),
+        ("credsweeper_pos", "credsweeper_neg", "CredSweeper pos/neg"),
+    )
+    for pos, neg, label in pairs:
         if pos not in runs or neg not in runs:
             continue
         row: dict[str, float] = {}
         for scanner in ("ours", *PEERS):
-            for split in SPLITS[:1]:
-
-                def flags(run: Run) -> list[bool] | None:
-                    if scanner == "ours":
-                        return [o.flagged for o in run.ours]
-                    return run.peers.get(scanner)
-
-                p, n = flags(runs[pos]), flags(runs[neg])
-                if p is None or n is None:
-                    continue
-                tp = sum(f for f, i in zip(p, runs[pos].items, strict=True) if i["split"] == split)
-                fp = sum(f for f, i in zip(n, runs[neg].items, strict=True) if i["split"] == split)
-                row[scanner] = round(tp / (tp + fp), 4) if tp + fp else float("nan")
+            p, n = _flags(runs[pos], scanner), _flags(runs[neg], scanner)
+            if p is None or n is None:
+                continue
+            tp = sum(f for f, i in zip(p, runs[pos].items, strict=True) if i["split"] == "heldout")
+            fp = sum(f for f, i in zip(n, runs[neg].items, strict=True) if i["split"] == "heldout")
+            row[scanner] = round(tp / (tp + fp), 4) if tp + fp else float("nan")
         out[label + " (heldout)"] = row
     return out
 
@@ -397,9 +402,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--gateway", type=int, default=40, help="items per corpus sent through the gateway (0: none)")
     parser.add_argument("--corpora", type=Path, default=None, help="the corpora folder (default $MCPI_CORPORA)")
+    parser.add_argument("--no-peers", action="store_true", help="ours only (no detect-secrets, no CredSweeper)")
     parser.add_argument("--latest", type=Path, default=None, help="also write the Markdown report to this file")
     args = parser.parse_args(argv)
-    report = public_report(args.quick, args.gateway, args.corpora)
+    report = public_report(args.quick, args.gateway, args.corpora, peers=not args.no_peers)
     text = json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_public_report(report)
     print(text)
     if args.latest is not None:

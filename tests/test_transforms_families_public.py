@@ -6,6 +6,7 @@ not come out of the standard pipeline; false examples must not be reported by th
 look-alike is common public material, must come out of the standard pipeline unchanged).
 """
 
+# ruff: noqa: E501  (example data reads best one example a line)
 from __future__ import annotations
 
 import base64
@@ -51,7 +52,7 @@ def _ntlm(message_type: int) -> str:
     return base64.b64encode(body).decode()
 
 
-MAPBOX = "sk.eyJ1IjoiZXhhbXBsZSIsImEiOiJ" + _rand(B62, 30) + "In0." + _rand(B62 + "_-", 22)
+MAPBOX = "sk.eyJ1IjoiYWNtZS1vcHMiLCJhIjoi" + _rand(B62, 30) + "In0." + _rand(B62 + "_-", 22)
 PEM_B64 = _b64pem("RSA PRIVATE KEY")
 SHA512CRYPT = "$6$" + _rand(CRYPT, 16) + "$" + _rand(CRYPT, 86)
 POSITIVES: list[tuple[str, str, str]] = [
@@ -82,6 +83,19 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("otpauth_secret", "otpauth://totp/Acme:bob@example.com?secret=" + (otp := _rand("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 32)) + "&issuer=Acme", otp),
     ("powershell_secure_string", '$pw = ConvertTo-SecureString "' + (ps := "Pl41n-T3xt!pw") + '" -AsPlainText -Force', ps),
     ("powershell_secure_string", "ConvertTo-SecureString -String " + (ps2 := "u7Yq#Lm3Zx") + " -AsPlainText -Force", ps2),
+    ("sonarqube_token", "sonar.login=squ_" + (sq := _rand(HEX, 40)), sq),
+    ("intra42_client_secret", "FT_SECRET=s-s4t2ud-" + (ft := _rand(HEX, 64)), ft),
+    ("flyio_token", "FLY_API_TOKEN=fo1_" + (fo := _rand(B62 + "_-", 43)), fo),
+    ("flyio_token", "Authorization: FlyV1 fm2_" + (fm := _rand(B62 + "+/", 160)), fm),
+    ("new_relic_browser_key", "licenseKey: 'NRJS-" + (nr := _rand(HEX, 19)) + "'", nr),
+    ("frameio_token", "FRAMEIO_TOKEN=fio-u-" + (fio := _rand(B62 + "_-", 64)), fio),
+    ("settlemint_token", "SETTLEMINT_ACCESS_TOKEN=sm_pat_" + (sm := _rand(B62, 16)), sm),
+    ("duffel_token", "Authorization: Bearer duffel_live_" + (du := _rand(B62 + "_-", 43)), du),
+    ("twitter_bearer_token", "TWITTER_BEARER=" + (tw := "A" * 21 + "Q" + _rand("abcdefghijklmnopqrstuvwxyz", 4) + "AAAAAAAA" + _rand(B62, 30) + "%2B" + _rand(B62, 50)), tw),
+    ("airtable_token", "AIRTABLE_TOKEN=pat" + (at := _rand(B62, 14) + "." + _rand(HEX, 64)), at),
+    ("defined_networking_key", "DN_API_KEY=dnkey-" + (dn := _rand("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 26) + "-" + _rand("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 52)), dn),
+    ("aws_bedrock_api_key", "AWS_BEARER_TOKEN_BEDROCK=" + (br := "ABSK" + base64.b64encode(b"BedrockAPIKey-" + bytes(RNG.randrange(256) for _ in range(90))).decode().rstrip("=")), br),
+    ("dropbox_token", "DROPBOX_TOKEN=sl." + (db := _rand(B62 + "_-", 140)), db),
 ]  # fmt: skip
 
 NEGATIVES: list[tuple[str, str]] = [
@@ -116,6 +130,18 @@ NEGATIVES: list[tuple[str, str]] = [
     ("powershell_secure_string", "$s = ConvertTo-SecureString $env:DB_PASSWORD -AsPlainText -Force"),
     ("powershell_secure_string", "Read-Host -AsSecureString | ConvertFrom-SecureString | ConvertTo-SecureString"),
     ("powershell_secure_string", "$p = ConvertTo-SecureString (Get-Content .\\pw.txt)"),
+    ("sonarqube_token", "squ_ tokens are shown once"),
+    ("intra42_client_secret", "s-s4t2ud-" + "0" * 10),
+    ("flyio_token", "fo1_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"),
+    ("new_relic_browser_key", "NRJS-xxxxxxxxxxxxxxxxxxx"),
+    ("frameio_token", "fio-u-<token>"),
+    ("settlemint_token", "sm_pat_XXXXXXXXXXXXXXXX"),
+    ("duffel_token", "duffel_test_EXAMPLEexampleEXAMPLEexampleEXAMPLEexamp"),
+    ("twitter_bearer_token", "A" * 120),
+    ("airtable_token", "patterns.example.com"),
+    ("defined_networking_key", "dnkey-EXAMPLE"),
+    ("aws_bedrock_api_key", "ABSKQmVkcm9ja0FQSUtleS1EXAMPLEEXAMPLEEXAMPLEEXAMPLEEXAMPLEEXAMPLEEXAMPLEEXAMPLE="),
+    ("dropbox_token", "sl.no 4 in the table"),
 ]
 
 PUBLIC_MATERIAL = [  # look-alikes that are public: the whole standard pipeline leaves them as they are
@@ -156,6 +182,24 @@ def test_every_new_family_has_a_source_a_spec_and_examples_both_ways() -> None:
     for name in families:
         detector = BUILTIN_BY_NAME[name]
         assert detector.spec and detector.source, name
+
+
+@pytest.mark.parametrize(
+    ("family", "value"),
+    [
+        ("onepassword_secret_key", "A3-XXXXXX-XXXXXXXXXXX-XXXXX-XXXXX-XXXXX"),
+        ("together_api_key", "tgp_v1_LRvIfXDN2VjuqCi5zcGzrMx3oIwIOhhIZxxxxxxxxxx"),
+        ("sourcegraph_token", "sgp_5555555dAAAAA7777777CcccCFaaaaaaaaaaaaaa"),
+        (
+            "ntlm_authenticate_message",
+            "TlRMTVNTUAADAAAAGAAYAFYAAAAYABgAbgAAAAAAAABIAAAADgAOAEgAAAAAAAAAVgAAAAAAAACGAAAARmThisIsAnExample",
+        ),
+        ("hubspot_token", "pat-na1-00000000-0000-0000-0000-000000000000"),
+    ],
+)
+def test_documentation_values_are_not_reported_by_the_new_families(family: str, value: str) -> None:
+    """EXAMPLE spelled out (also in base64), runs of x or of one character, "ThisIs…": documentation, not keys."""
+    assert Scanner((BUILTIN_BY_NAME[family],)).scan(value) == []
 
 
 def test_verification_decodes_what_the_prefix_promises() -> None:

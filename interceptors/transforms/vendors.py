@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import re
 
 from .detectors import Detector, Validator, validate_secret
@@ -401,8 +402,8 @@ GAP_DETECTORS: tuple[Detector, ...] = (
        "'Ent' installation: bundle config gems.contribsys.com user:pass)",
        "Sidekiq Pro/Enterprise credentials in BUNDLE_*__CONTRIBSYS__COM or a contribsys.com URL",
        entity="password", category="credential", group=(1, 2)),
-    _v("sourcegraph_token", _lb() + r"sgp_(?:[0-9a-f]{16}_|local_)?[0-9a-f]{40}" + _la(), ("sgp_",),
-       "('sgp_' [0-9a-f]{40}|'sgp_' [0-9a-f]{16} '_' [0-9a-f]{40}|'sgp_local_' [0-9a-f]{40})",
+    _v("sourcegraph_token", _lb() + r"sgp_(?:[0-9a-fA-F]{16}_|local_)?[0-9a-fA-F]{40}" + _la(), ("sgp_",),
+       "('sgp_' [0-9a-fA-F]{40}|'sgp_' [0-9a-f]{16} '_' [0-9a-f]{40}|'sgp_local_' [0-9a-f]{40})",
        "Sourcegraph access tokens (sourcegraph.com/docs/cli/how-tos/creating_an_access_token)",
        "Sourcegraph access tokens: sgp_ (+ instance id or local_) + 40 hex"),
     _v("hubspot_token", _lb() + r"pat-(?:na|eu|ap)\d-" + _GUID_LOWER + _la(), ("pat-na", "pat-eu", "pat-ap"),
@@ -426,7 +427,8 @@ GAP_DETECTORS: tuple[Detector, ...] = (
     _v("onepassword_secret_key",
        r"(?<![A-Za-z0-9-])A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}"
        r"(?![A-Za-z0-9-])", ("a3-",),
-       "'A3-' [A-Z0-9]{6} '-' ([A-Z0-9]{11}|[A-Z0-9]{6} '-' [A-Z0-9]{5}) '-' [A-Z0-9]{5} '-' [A-Z0-9]{5} '-' [A-Z0-9]{5}",
+       "'A3-' [A-Z0-9]{6} '-' ([A-Z0-9]{11}|[A-Z0-9]{6} '-' [A-Z0-9]{5}) '-' [A-Z0-9]{5} '-' [A-Z0-9]{5} '-' "
+       "[A-Z0-9]{5}",
        "1Password account Secret Keys (support.1password.com/secret-key: version A3, account id, 26 characters)",
        "1Password Secret Keys: A3- + account id + grouped random characters"),
     _v("cloudflare_origin_ca_key", _lb() + r"v1\.0-[0-9a-f]{24}-[0-9a-f]{146}" + _la(), ("v1.0-",),
@@ -477,7 +479,81 @@ GAP_DETECTORS: tuple[Detector, ...] = (
        "PowerShell ConvertTo-SecureString with a plain-text string (learn.microsoft.com, ConvertTo-SecureString)",
        "the plain-text password given to ConvertTo-SecureString", entity="password", category="credential",
        group=(1, 2, 3), min_length=4, validator=_validate_plain, confidence=0.9),
+    _v("sonarqube_token", _lb() + r"sq[upa]_[A-Za-z0-9]{40}" + _la(), ("squ_", "sqp_", "sqa_"),
+       "('squ_'|'sqp_'|'sqa_') [0-9a-f]{40}",
+       "SonarQube user, project-analysis and global-analysis tokens (docs.sonarsource.com, 'Managing your tokens')",
+       "SonarQube tokens: squ_/sqp_/sqa_ + 40"),
+    _v("intra42_client_secret", _lb() + r"s-s4t2(?:ud|af)-[0-9a-f]{64}" + _la(), ("s-s4t2",),
+       "('s-s4t2ud-'|'s-s4t2af-') [0-9a-f]{64}", "42 Intra API application secrets (api.intra.42.fr/apidoc)",
+       "42 Intra client secrets: s-s4t2ud-/s-s4t2af- + 64 hex"),
+    _v("flyio_token", _lb() + r"fo1_[A-Za-z0-9_-]{43}" + _la() + r"|" + _lb(r"A-Za-z0-9+/_-")
+       + r"fm[12][ar]?_[A-Za-z0-9+/_-]{40,4000}+={0,2}" + _la(r"A-Za-z0-9+/=_-"),
+       ("fo1_", "fm1_", "fm1a_", "fm1r_", "fm2_"),
+       "('fo1_' [A-Za-z0-9_-]{43}|'fm2_lJPE' [A-Za-z0-9+/]{120,200})",
+       "Fly.io access tokens (fly.io/docs/security/tokens: FlyV1 fm1_/fm2_ macaroons, fo1_ OAuth tokens)",
+       "Fly.io tokens: fo1_ + 43, and fm1_/fm2_ macaroons"),
+    _v("new_relic_browser_key", _lb() + r"NRJS-[0-9a-f]{19}" + _la(), ("nrjs-",), "'NRJS-' [0-9a-f]{19}",
+       "New Relic browser API keys (docs.newrelic.com/docs/apis/intro-apis/new-relic-api-keys)",
+       "New Relic browser keys: NRJS- + 19 hex"),
+    _v("frameio_token", _lb() + r"fio-u-[A-Za-z0-9_=-]{64}" + _la(r"A-Za-z0-9_=-"), ("fio-u-",),
+       "'fio-u-' [A-Za-z0-9_-]{64}", "Frame.io developer tokens (developer.frame.io/docs/getting-started)",
+       "Frame.io tokens: fio-u- + 64"),
+    _v("settlemint_token", _lb() + r"sm_(?:pat|aat|sat)_[A-Za-z0-9]{16}" + _la(), ("sm_pat_", "sm_aat_", "sm_sat_"),
+       "('sm_pat_'|'sm_aat_'|'sm_sat_') [A-Za-z0-9]{16}",
+       "SettleMint personal, application and service access tokens (console.settlemint.com/documentation)",
+       "SettleMint tokens: sm_pat_/sm_aat_/sm_sat_ + 16"),
+    _v("duffel_token", _lb() + r"duffel_(?:test|live)_[A-Za-z0-9_=-]{43}" + _la(r"A-Za-z0-9_=-"),
+       ("duffel_test_", "duffel_live_"), "('duffel_test_'|'duffel_live_') [A-Za-z0-9_-]{43}",
+       "Duffel API access tokens (duffel.com/docs/api/overview/making-requests/authentication)",
+       "Duffel tokens: duffel_test_/duffel_live_ + 43"),
+    _v("twitter_bearer_token", r"(?<![A-Za-z0-9+/%])A{21}(?=[A-Za-z0-9%]{0,40}[a-z])[A-Za-z0-9%]{80,140}+"
+       + _la(r"A-Za-z0-9+/=%"), ("aaaaaaaaaaaaaaaaaaaaa",),
+       "'AAAAAAAAAAAAAAAAAAAAA' [B-Z] [a-z]{3} 'AAAAAAAA' [A-Za-z0-9]{20} '%2B' [A-Za-z0-9]{60}",
+       "X (Twitter) app-only bearer tokens (developer.x.com/en/docs/authentication/oauth-2-0/bearer-tokens)",
+       "X (Twitter) bearer tokens: 21 A + 80 or more URL-encoded base64", min_length=101),
+    _v("airtable_token", _lb() + r"pat[A-Za-z0-9]{14}\.[0-9a-f]{64}" + _la(), ("pat",),
+       "'pat' [A-Za-z0-9]{14} '.' [0-9a-f]{64}",
+       "Airtable personal access tokens (airtable.com/developers/web/guides/personal-access-tokens)",
+       "Airtable personal access tokens: pat + 14 + . + 64 hex", gate=r"pat[A-Za-z0-9]{14}\.[0-9a-f]{8}"),
+    _v("defined_networking_key", _lb() + r"dnkey-[A-Z0-9=_-]{26}-[A-Z0-9=_-]{52}" + _la(r"A-Za-z0-9=_-"), ("dnkey-",),
+       "'dnkey-' [A-Z2-7]{26} '-' [A-Z2-7]{52}",
+       "Defined Networking (Managed Nebula) API keys (docs.defined.net/api)",
+       "Defined Networking keys: dnkey- + 26 + - + 52"),
+    _v("aws_bedrock_api_key", _lb(r"A-Za-z0-9+/") + r"ABSKQmVkcm9ja0FQSUtleS[A-Za-z0-9+/]{20,4000}+={0,2}"
+       + _la(r"A-Za-z0-9+/=") + r"|" + _lb() + r"bedrock-api-key-[A-Za-z0-9+/=]{20,4000}+",
+       ("absk", "bedrock-api-key-"),
+       "('ABSKQmVkcm9ja0FQSUtleS' [A-Za-z0-9+/]{100,140}|'bedrock-api-key-' [A-Za-z0-9+/]{200,260})",
+       "Amazon Bedrock API keys (docs.aws.amazon.com/bedrock/latest/userguide/api-keys.html): long-term ABSK… "
+       "(base64 of BedrockAPIKey-…) and short-term bedrock-api-key-…",
+       "Amazon Bedrock long-term (ABSK…) and short-term (bedrock-api-key-…) API keys"),
+    _v("dropbox_token", _lb(r"A-Za-z0-9_.-") + r"sl\.(?:u\.)?[A-Za-z0-9_-]{130,1400}+" + _la(), ("sl.",),
+       "'sl.' [A-Za-z0-9_-]{138}",
+       "Dropbox short-lived access tokens (developers.dropbox.com/oauth-guide)",
+       "Dropbox short-lived access tokens: sl. (or sl.u.) + 130 or more", min_length=133),
 )  # fmt: skip
+
+_DUMMY = re.compile(r"(?i)example|(?:x[-_]?){6}|thisis|your[-_]?(?:token|key|secret)|redacted|placeholder")
+_RUN = re.compile(r"(.)\1{7}")
+_DUMMY_B64 = ("RVhBTVBMR", "V4YW1wbG", "FWEFNUExF", "ZXhhbXBsZ")  # "EXAMPLE"/"example" at each base64 alignment
+
+
+def _not_dummy(validator: Validator | None, runs: bool = True) -> Validator:
+    """Documentation values are not secrets: a value spelling out EXAMPLE, a run of x, one character eight times
+    (`runs`; not for formats with runs of their own, such as X bearer tokens), also inside a base64 run; then the
+    family's own check."""
+
+    def check(value: str, entity: str) -> str | None:
+        if _DUMMY.search(value) or (runs and _RUN.search(value)) or any(m in value for m in _DUMMY_B64):
+            return None
+        return entity if validator is None else validator(value, entity)
+
+    return check
+
+
+GAP_DETECTORS = tuple(
+    dataclasses.replace(d, validator=_not_dummy(d.validator, runs=d.name != "twitter_bearer_token"))
+    for d in GAP_DETECTORS
+)
 
 
 # --- labelled and command-line credentials -------------------------------------------------------------------------
