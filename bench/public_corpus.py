@@ -286,7 +286,7 @@ def gitleaks_items(root: Path, seed: int = 20261204) -> Iterator[dict[str, Any]]
                         yield _item("gitleaks_generated", f"gen:{rule}:{index}:single", rule, "secret", text, secret)
                         continue
                     offset = rng.randrange(len(shape_names))
-                    for k in range(8):  # eight of the shapes per sample, rotating
+                    for k in range(min(8, len(shape_names))):  # eight of the shapes per sample, rotating
                         shape = shape_names[(offset + k * 3) % len(shape_names)]
                         text = _fill(shapes[shape], identifier, secret)
                         yield _item("gitleaks_generated", f"gen:{rule}:{index}:{shape}", rule, "secret", text, secret)

@@ -365,7 +365,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "aws_access_key_id", "aws_access_key_id", "credential", 0.99,
-        r"(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}",
+        r"(?:AKIA|ASIA)[0-9A-Z]{16}|(?<![0-9A-Z])(?:ABIA|ACCA)[0-9A-Z]{16}(?![0-9A-Z])",
         hints=("akia", "asia", "abia", "acca"), min_length=20,
         spec="('AKIA'|'ASIA'|'ABIA'|'ACCA') [A-Z2-7]{16}",
         source="AWS IAM unique id prefixes (docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html): "

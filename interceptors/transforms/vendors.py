@@ -520,7 +520,7 @@ GAP_DETECTORS: tuple[Detector, ...] = (
        "Defined Networking (Managed Nebula) API keys (docs.defined.net/api)",
        "Defined Networking keys: dnkey- + 26 + - + 52"),
     _v("aws_bedrock_api_key", _lb(r"A-Za-z0-9+/") + r"ABSKQmVkcm9ja0FQSUtleS[A-Za-z0-9+/]{20,4000}+={0,2}"
-       + _la(r"A-Za-z0-9+/=") + r"|" + _lb() + r"bedrock-api-key-[A-Za-z0-9+/=]{20,4000}+",
+       + _la(r"A-Za-z0-9+/=") + r"|" + _lb() + r"bedrock-api-key-[A-Za-z0-9+/=]{100,4000}+",
        ("absk", "bedrock-api-key-"),
        "('ABSKQmVkcm9ja0FQSUtleS' [A-Za-z0-9+/]{100,140}|'bedrock-api-key-' [A-Za-z0-9+/]{200,260})",
        "Amazon Bedrock API keys (docs.aws.amazon.com/bedrock/latest/userguide/api-keys.html): long-term ABSK… "
