@@ -295,10 +295,9 @@ def print_table(results: dict[str, Measurement], ratios: dict[str, float]) -> No
 
 def main(args: argparse.Namespace) -> int:
     if getattr(args, "quality", False):
+        from .public_quality import format_public_report, public_report
         from .quality import format_report, quality_report
         from .vendor_quality import format_vendor_report, vendor_report
-
-        from .public_quality import format_public_report, public_report
 
         report = quality_report(args.quick)
         vendors = vendor_report(args.quick)

@@ -73,7 +73,10 @@ def test_go_literals_and_regex_samples() -> None:
 
 def test_gitleaks_rules_give_literal_tps_fps_and_samples_in_the_shapes(tmp_path: Path) -> None:
     items = list(gitleaks_items(_gitleaks_tree(tmp_path)))
-    by = {name: [i for i in items if i["corpus"] == name] for name in ("gitleaks_tps", "gitleaks_fps", "gitleaks_generated")}
+    by = {
+        name: [i for i in items if i["corpus"] == name]
+        for name in ("gitleaks_tps", "gitleaks_fps", "gitleaks_generated")
+    }
     assert [i["text"] for i in by["gitleaks_tps"]] == [
         "token: wdg_0123456789abcdef0123456789abcdef", "raw wdg_fedcba9876543210fedcba9876543210"]  # fmt: skip
     assert [i["text"] for i in by["gitleaks_fps"]] == ["wdg_xxxxxxxx", "see https://example.com/wdg_docs"]
