@@ -96,6 +96,9 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("defined_networking_key", "DN_API_KEY=dnkey-" + (dn := _rand("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 26) + "-" + _rand("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 52)), dn),
     ("aws_bedrock_api_key", "AWS_BEARER_TOKEN_BEDROCK=" + (br := "ABSK" + base64.b64encode(b"BedrockAPIKey-" + bytes(RNG.randrange(256) for _ in range(90))).decode().rstrip("=")), br),
     ("dropbox_token", "DROPBOX_TOKEN=sl." + (db := _rand(B62 + "_-", 140)), db),
+    ("cli_secret_flag", "gpg --batch --passphrase " + (gp := "Qm4x!Tz8Lw") + " -d backup.gpg", gp),
+    ("cli_secret_flag", "Connect-VIServer -Server vc01 -User admin -Password '" + (vc := "Vc3nter#2026") + "'", vc),
+    ("cli_secret_flag", "deploy --api-key=" + (ak := "k7Hq2Zp9Wm4R") + " --env prod", ak),
 ]  # fmt: skip
 
 NEGATIVES: list[tuple[str, str]] = [
@@ -142,6 +145,11 @@ NEGATIVES: list[tuple[str, str]] = [
     ("defined_networking_key", "dnkey-EXAMPLE"),
     ("aws_bedrock_api_key", "ABSKQmVkcm9ja0FQSUtleS1EXAMPLEEXAMPLEEXAMPLEEXAMPLEEXAMPLEEXAMPLEEXAMPLEEXAMPLE="),
     ("dropbox_token", "sl.no 4 in the table"),
+    ("cli_secret_flag", "kubectl --token $KUBE_TOKEN get pods"),
+    ("cli_secret_flag", "tool --token file.txt --secret my-secret-name"),
+    ("cli_secret_flag", "aws secretsmanager get-secret-value --secret arn:aws:secretsmanager:eu-west-1:1:secret:x"),
+    ("cli_secret_flag", "app --password-file /run/secrets/db --token-file ~/.tok"),
+    ("cli_secret_flag", "pin --pwd 12345678"),
 ]
 
 PUBLIC_MATERIAL = [  # look-alikes that are public: the whole standard pipeline leaves them as they are

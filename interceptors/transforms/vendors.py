@@ -568,6 +568,16 @@ def _validate_cli(value: str, entity: str) -> str | None:
     return validate_secret(value, entity)
 
 
+def _validate_cli_secret(value: str, entity: str) -> str | None:
+    """A flag's value is a secret only with a letter and a digit or a symbol: `--token file` or `--secret name`
+    name things, `--password Xy9!kLm2` does not."""
+    if not any(c.isalpha() for c in value) or value.isalpha() or re.fullmatch(r"[a-z]+(?:[-_.][a-z]+)*", value):
+        return None
+    if value.startswith(("/", "~", "./", "arn:", "file:")) or "://" in value:
+        return None  # a path, a URL or a resource name: where the secret is, not the secret
+    return _validate_cli(value, entity)
+
+
 CLI_DETECTORS: tuple[Detector, ...] = (
     _v("curl_user_credentials",
        r"(?<![\w-])(?:-u|--user|--proxy-user)(?:[ \t]{1,4}|=)?['\"]?[^\s:'\"]{1,128}:([^\s'\"]{1,256})",
@@ -592,6 +602,15 @@ CLI_DETECTORS: tuple[Detector, ...] = (
        ("password",), "'machine api.example.com login deploy password ' <[A-Za-z0-9!%^*_+]{10,24}>",
        ".netrc(5) entries (machine … login … password …)", "the password of a .netrc entry",
        entity="password", group=1, min_length=12, validator=validate_secret, confidence=0.9),
+    _v("cli_secret_flag",
+       r"(?i)(?<![\w-])-{1,2}(?:passphrase|password|passwd|pwd|secret|client-secret|token|access-token|auth-token|"
+       r"api-key|apikey|oauth2-bearer)(?![\w-])(?:[ \t]{1,4}|=)" + _CLI_VALUE,
+       ("-pass", "-pwd", "-secret", "-token", "-api-key", "-apikey", "-oauth2-bearer"),
+       "('gpg --batch --passphrase '|'Connect-Server -Password '|'tool --token '|'svc -secret '|'curl --oauth2-bearer ')"
+       " <[A-Za-z0-9!%^*_+]{6,10} [0-9]{2} [!%^*_+]>",
+       "command-line secret flags: gpg(1) --passphrase, PowerShell -Password, --token/--secret/--api-key options",
+       "the value of a --passphrase/-Password/--token/--secret/--api-key style flag (with a digit or a symbol)",
+       entity="password", group=(1, 2, 3), min_length=8, validator=_validate_cli_secret, confidence=0.8),
 )  # fmt: skip
 
 
