@@ -99,6 +99,9 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("cli_secret_flag", "gpg --batch --passphrase " + (gp := "Qm4x!Tz8Lw") + " -d backup.gpg", gp),
     ("cli_secret_flag", "Connect-VIServer -Server vc01 -User admin -Password '" + (vc := "Vc3nter#2026") + "'", vc),
     ("cli_secret_flag", "deploy --api-key=" + (ak := "k7Hq2Zp9Wm4R") + " --env prod", ak),
+    ("call_argument_secret", 'System.setProperty("KAFKA_PASSWORD", "' + (kp := "kf-Pa55-w0rd") + '");', kp),
+    ("call_argument_secret", "define('AUTH_SECRET', '" + (ws := "q9!Zr2@Lm5#x") + "');", ws),
+    ("sidekiq_credentials", "<BUNDLE_GEMS__CONTRIBSYS__COM>\n  " + (sk3 := f"{_rand(HEX, 8)}:{_rand(HEX, 8)}") + "\n</BUNDLE_GEMS__CONTRIBSYS__COM>", sk3),
 ]  # fmt: skip
 
 NEGATIVES: list[tuple[str, str]] = [
@@ -150,6 +153,9 @@ NEGATIVES: list[tuple[str, str]] = [
     ("cli_secret_flag", "aws secretsmanager get-secret-value --secret arn:aws:secretsmanager:eu-west-1:1:secret:x"),
     ("cli_secret_flag", "app --password-file /run/secrets/db --token-file ~/.tok"),
     ("cli_secret_flag", "pin --pwd 12345678"),
+    ("call_argument_secret", 'props.put("token", tokenFromVault());'),
+    ("call_argument_secret", 'System.setProperty("API_KEY", "${API_KEY}")'),
+    ("call_argument_secret", 'fields = ("token", "password")'),
 ]
 
 PUBLIC_MATERIAL = [  # look-alikes that are public: the whole standard pipeline leaves them as they are

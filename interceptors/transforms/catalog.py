@@ -63,7 +63,8 @@ def _validate_auth_value(value: str, entity: str) -> str | None:
 
 # The labels of `secret_assignment`, and where one may start: not inside a word, or at a camelCase hump.
 _SECRET_LABEL = (
-    r"(?:(?<![a-z0-9])|(?-i:(?<=[a-z0-9])(?=[A-Z])))"
+    # not inside a word; at a camelCase hump (`dbPassword`), or after an acronym (`ETSYToken`, `APIToken`)
+    r"(?:(?<![a-z0-9])|(?-i:(?<=[a-z0-9])(?=[A-Z]))|(?-i:(?<=[A-Z])(?=[A-Z][a-z])))"
     r"(?:client[ _.-]?secret|secret[ _.-]?key|private[ _.-]?key|api[ _.-]?key|apikey|access[ _.-]?token|"
     r"auth[ _.-]?token|refresh[ _.-]?token|passphrase|password|passwd|secret|bearer|token|pwd|"
     # `db_pass`, `SMTP-PASS`, `PGPASSWORD`, `MYSQL_ROOT_PASSWORD`: a word glued or joined to the label

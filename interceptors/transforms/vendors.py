@@ -393,7 +393,8 @@ GAP_DETECTORS: tuple[Detector, ...] = (
        "a crypt(3) password hash (a crackable stand-in for the password)", entity="password_hash",
        confidence=0.95, min_length=30),
     _v("sidekiq_credentials",
-       r"(?i:BUNDLE_(?:ENTERPRISE|GEMS)__CONTRIBSYS__COM)[ \t]{0,4}[=:][ \t]{0,4}[\"']?([0-9a-f]{8}:[0-9a-f]{8})"
+       # the variable, any suffix and operator (`=`, `: `, `:=`, `.=`, `string =`, an XML element), then user:pass
+       r"(?i:BUNDLE_(?:ENTERPRISE|GEMS)__CONTRIBSYS__COM)[A-Za-z_]{0,20}+[^0-9a-f]{1,24}?([0-9a-f]{8}:[0-9a-f]{8})"
        + _la(r"0-9a-f")
        + r"|https?://([0-9a-f]{8}:[0-9a-f]{8})@(?:enterprise|gems)\.contribsys\.com",
        ("contribsys",),
@@ -602,12 +603,23 @@ CLI_DETECTORS: tuple[Detector, ...] = (
        ("password",), "'machine api.example.com login deploy password ' <[A-Za-z0-9!%^*_+]{10,24}>",
        ".netrc(5) entries (machine … login … password …)", "the password of a .netrc entry",
        entity="password", group=1, min_length=12, validator=validate_secret, confidence=0.9),
+    _v("call_argument_secret",
+       r"(?i)\b(?:setProperty|setenv|putenv|put|set|define|setdefault|add)\([ \t]{0,4}[\"']"
+       r"[\w.-]{0,40}?(?:token|secret|password|passwd|pwd|api[_-]?key|apikey|credentials?)s?[\"'][ \t]{0,4},[ \t]{0,4}"
+       r"(?:\"([^\"\r\n]{4,256})\"|'([^'\r\n]{4,256})')",
+       ("setproperty", "setenv", "putenv", "put(", "set(", "define(", "setdefault(", "add("),
+       "('System.setProperty(\"DB_PASSWORD\", \"'|'define(\"API_TOKEN\", \"'|'props.put(\"app.secret\", \"') "
+       "<[A-Za-z0-9!%^*_+]{10,24}> '\")'",
+       "a secret given by name to a setter: Java System.setProperty, PHP define, putenv, Properties.put",
+       "the literal value of setProperty/define/putenv/put(\"…TOKEN|SECRET|PASSWORD|API_KEY…\", \"value\")",
+       entity="password", category="credential", group=(1, 2), min_length=4, validator=_validate_cli,
+       confidence=0.85),
     _v("cli_secret_flag",
        r"(?i)(?<![\w-])-{1,2}(?:passphrase|password|passwd|pwd|secret|client-secret|token|access-token|auth-token|"
        r"api-key|apikey|oauth2-bearer)(?![\w-])(?:[ \t]{1,4}|=)" + _CLI_VALUE,
        ("-pass", "-pwd", "-secret", "-token", "-api-key", "-apikey", "-oauth2-bearer"),
-       "('gpg --batch --passphrase '|'Connect-Server -Password '|'tool --token '|'svc -secret '|'curl --oauth2-bearer ')"
-       " <[A-Za-z0-9!%^*_+]{6,10} [0-9]{2} [!%^*_+]>",
+       "('gpg --batch --passphrase '|'Connect-Server -Password '|'tool --token '|'svc -secret '"
+       "|'curl --oauth2-bearer ') <[A-Za-z0-9!%^*_+]{6,10} [0-9]{2} [!%^*_+]>",
        "command-line secret flags: gpg(1) --passphrase, PowerShell -Password, --token/--secret/--api-key options",
        "the value of a --passphrase/-Password/--token/--secret/--api-key style flag (with a digit or a symbol)",
        entity="password", group=(1, 2, 3), min_length=8, validator=_validate_cli_secret, confidence=0.8),
