@@ -453,8 +453,9 @@ def detect_secrets_items(root: Path) -> Iterator[dict[str, Any]]:
                     continue
                 seen.add(number)
                 rel = path.relative_to(data).as_posix()
-                yield _item("detect_secrets_pos", f"ds:{rel}:{number}", secret.type, "secret", lines[number - 1],
-                            secret.secret_value if secret.secret_value in lines[number - 1] else None)  # fmt: skip
+                value = secret.secret_value or ""
+                known = value if value and value in lines[number - 1] else None
+                yield _item("detect_secrets_pos", f"ds:{rel}:{number}", secret.type, "secret", lines[number - 1], known)
 
 
 # --- real files of installed packages ----------------------------------------------------------------------------

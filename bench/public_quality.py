@@ -234,13 +234,13 @@ def public_report(
         runs[name] = Run(items)
     if not runs:
         return report
-    timings: Counter[str] = Counter()
+    timings: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as scratch:
         files = Path(scratch) / "items"
         all_paths: dict[str, list[Path]] = {}
         for name, run in runs.items():
             run.ours, seconds = run_ours(run.items)
-            timings["ours"] += seconds
+            timings["ours"] = timings.get("ours", 0.0) + seconds
             all_paths[name] = _write_items(run.items, files / name)
         ds = {name: run_detect_secrets(paths) if peers else None for name, paths in all_paths.items()}
         if not peers:
@@ -251,12 +251,12 @@ def public_report(
         if cs_seconds is None and peers:
             report["peers_skipped"].append("CredSweeper (not installed: pip install credsweeper)")
         elif cs_seconds is not None:
-            timings["CredSweeper (wall)"] += cs_seconds
+            timings["CredSweeper (wall)"] = cs_seconds
             _credsweeper_by_path(files, runs)
         for name, run in runs.items():
             result = ds[name]
             run.peers["detect-secrets"] = None if result is None else result[0]
-            timings["detect-secrets"] += 0 if result is None else result[1]
+            timings["detect-secrets"] = timings.get("detect-secrets", 0.0) + (0 if result is None else result[1])
     size_mb = sum(len(i["text"].encode()) for run in runs.values() for i in run.items) / 1e6
     report["cpu_seconds"] = {k: round(v, 2) for k, v in timings.items()}
     report["megabytes"] = round(size_mb, 2)

@@ -374,12 +374,13 @@ GAP_DETECTORS: tuple[Detector, ...] = (
     _v("pgpass_password",
        r"(?<![\w.:/@*-])(?:\*|(?=[0-9-]{0,252}[A-Za-z.])[A-Za-z0-9.-]{1,253}+):(?:\d{2,5}|\*):[\w.*-]{1,63}+:"
        r"[\w.*@-]{1,63}+:([^\s:'\"`,;]{6,128}+)(?=[\s'\"`,;]|$)",
-       (), "('db.example.com'|'localhost'|'*') ':' ('5432'|'*') ':' [a-z]{3,8} ':' [a-z]{3,8} ':' "
+       (":5432:", ":*:"), "('db.example.com'|'localhost'|'*') ':' ('5432'|'*') ':' [a-z]{3,8} ':' [a-z]{3,8} ':' "
        "<[A-Za-z0-9!%^*_+]{10,24}>",
        "PostgreSQL password file lines (postgresql.org/docs/current/libpq-pgpass.html: "
        "hostname:port:database:username:password)",
        "the password field of a .pgpass line", entity="password", category="credential", group=1,
-       confidence=0.85, min_length=6, validator=_validate_plain, gate=r"[A-Za-z0-9.*]:(?:\d{2,5}|\*):[\w.*-]"),
+       # Hints: PostgreSQL's port or a wildcard field (a gate regex over every payload cost more than the family)
+       confidence=0.85, min_length=6, validator=_validate_plain),
     _v("crypt_password_hash",
        r"(?<![\w$./])(?:\$(?:1|5|6)\$(?:rounds=\d{1,9}\$)?[" + _CRYPT + r"]{1,16}\$[" + _CRYPT + r"]{22,86}+"
        r"|\$2[abxy]?\$\d\d\$[" + _CRYPT + r"]{53}|\$y\$[" + _CRYPT + r"]{1,16}\$[" + _CRYPT + r"]{1,86}\$["
@@ -440,7 +441,7 @@ GAP_DETECTORS: tuple[Detector, ...] = (
        ("amzn.mws.",), "'amzn.mws.' " + _GUID_SPEC,
        "Amazon Marketplace Web Service auth tokens (developer docs: amzn.mws. + a GUID)",
        "Amazon MWS auth tokens: amzn.mws. + a GUID"),
-    _v("deepseek_api_key", _lb() + r"sk-[0-9a-f]{32}" + _la(), ("sk-",), "'sk-' [0-9a-f]{32}",
+    _v("deepseek_api_key", r"sk-(?<![A-Za-z0-9_-]sk-)[0-9a-f]{32}" + _la(), ("sk-",), "'sk-' [0-9a-f]{32}",
        "DeepSeek API keys (platform.deepseek.com/api_keys: sk- + 32 hex)", "DeepSeek API keys: sk- + 32 hex",
        validator=lambda v, e: None if len(set(v[3:])) < 6 else e),
     _v("together_api_key", _lb() + r"tgp_v1_[A-Za-z0-9_-]{43}" + _la(), ("tgp_v1_",), "'tgp_v1_' [A-Za-z0-9_-]{43}",
@@ -512,10 +513,11 @@ GAP_DETECTORS: tuple[Detector, ...] = (
        "'AAAAAAAAAAAAAAAAAAAAA' [B-Z] [a-z]{3} 'AAAAAAAA' [A-Za-z0-9]{20} '%2B' [A-Za-z0-9]{60}",
        "X (Twitter) app-only bearer tokens (developer.x.com/en/docs/authentication/oauth-2-0/bearer-tokens)",
        "X (Twitter) bearer tokens: 21 A + 80 or more URL-encoded base64", min_length=101),
-    _v("airtable_token", _lb() + r"pat[A-Za-z0-9]{14}\.[0-9a-f]{64}" + _la(), ("pat",),
+    # the literal first, its look-behind after it: the regex engine then scans for `pat` quickly
+    _v("airtable_token", r"pat(?<![A-Za-z0-9_-]pat)[A-Za-z0-9]{14}\.[0-9a-f]{64}" + _la(), ("pat",),
        "'pat' [A-Za-z0-9]{14} '.' [0-9a-f]{64}",
        "Airtable personal access tokens (airtable.com/developers/web/guides/personal-access-tokens)",
-       "Airtable personal access tokens: pat + 14 + . + 64 hex", gate=r"pat[A-Za-z0-9]{14}\.[0-9a-f]{8}"),
+       "Airtable personal access tokens: pat + 14 + . + 64 hex"),
     _v("defined_networking_key", _lb() + r"dnkey-[A-Z0-9=_-]{26}-[A-Z0-9=_-]{52}" + _la(r"A-Za-z0-9=_-"), ("dnkey-",),
        "'dnkey-' [A-Z2-7]{26} '-' [A-Z2-7]{52}",
        "Defined Networking (Managed Nebula) API keys (docs.defined.net/api)",
@@ -527,7 +529,7 @@ GAP_DETECTORS: tuple[Detector, ...] = (
        "Amazon Bedrock API keys (docs.aws.amazon.com/bedrock/latest/userguide/api-keys.html): long-term ABSK… "
        "(base64 of BedrockAPIKey-…) and short-term bedrock-api-key-…",
        "Amazon Bedrock long-term (ABSK…) and short-term (bedrock-api-key-…) API keys"),
-    _v("dropbox_token", _lb(r"A-Za-z0-9_.-") + r"sl\.(?:u\.)?[A-Za-z0-9_-]{130,1400}+" + _la(), ("sl.",),
+    _v("dropbox_token", r"sl\.(?<![A-Za-z0-9_.-]sl\.)(?:u\.)?[A-Za-z0-9_-]{130,1400}+" + _la(), ("sl.",),
        "'sl.' [A-Za-z0-9_-]{138}",
        "Dropbox short-lived access tokens (developers.dropbox.com/oauth-guide)",
        "Dropbox short-lived access tokens: sl. (or sl.u.) + 130 or more", min_length=133),
