@@ -99,6 +99,13 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("cli_secret_flag", "gpg --batch --passphrase " + (gp := "Qm4x!Tz8Lw") + " -d backup.gpg", gp),
     ("cli_secret_flag", "Connect-VIServer -Server vc01 -User admin -Password '" + (vc := "Vc3nter#2026") + "'", vc),
     ("cli_secret_flag", "deploy --api-key=" + (ak := "k7Hq2Zp9Wm4R") + " --env prod", ak),
+    ("grafana_provisioned_key", "GF_KEY=" + (gf := base64.b64encode(b'{"k":"' + _rand(B62, 32).encode() + b'","n":"ci-bot","id":7}').decode()), gf),
+    ("new_relic_license_key", "NEW_RELIC_LICENSE_KEY=eu01x" + (nl := _rand(HEX, 31) + "NRAL"), nl),
+    ("new_relic_license_key", "browser: NRBR-" + (nb := _rand(HEX, 19)), nb),
+    ("wundergraph_key", "COSMO_API_KEY=cosmo_" + (wg := _rand(HEX, 32)), wg),
+    ("openssl_pass_argument", "openssl pkcs12 -export -passout pass:" + (osp := "Pk12!Exp0rt") + " -out c.p12", osp),
+    ("curlopt_password", 'curl_easy_setopt(h, CURLOPT_USERPWD, "svc:' + (cu := "Cu7l!Pw9z") + '");', cu),
+    ("aws_bedrock_api_key", "AWS_BEARER_TOKEN_BEDROCK=bedrock-api-key-" + (bs := base64.b64encode(b"bedrock.amazonaws.com/?Action=CallWithBearerToken&X=" + _rand(B62, 40).encode()).decode()), bs),
     ("call_argument_secret", 'System.setProperty("KAFKA_PASSWORD", "' + (kp := "kf-Pa55-w0rd") + '");', kp),
     ("call_argument_secret", "define('AUTH_SECRET', '" + (ws := "q9!Zr2@Lm5#x") + "');", ws),
     ("sidekiq_credentials", "<BUNDLE_GEMS__CONTRIBSYS__COM>\n  " + (sk3 := f"{_rand(HEX, 8)}:{_rand(HEX, 8)}") + "\n</BUNDLE_GEMS__CONTRIBSYS__COM>", sk3),
@@ -154,6 +161,12 @@ NEGATIVES: list[tuple[str, str]] = [
     ("cli_secret_flag", "app --password-file /run/secrets/db --token-file ~/.tok"),
     ("cli_secret_flag", "pin --pwd 12345678"),
     ("call_argument_secret", 'props.put("token", tokenFromVault());'),
+    ("grafana_provisioned_key", "eyJrIjoi" + base64.b64encode(b"nothing json here at all, really not").decode()),
+    ("new_relic_license_key", "see the NRAL suffix"),
+    ("wundergraph_key", "cosmo_router"),
+    ("openssl_pass_argument", "openssl enc -aes256 -pass env:BACKUP_PW -in x"),
+    ("curlopt_password", "curl_easy_setopt(h, CURLOPT_USERPWD, userpwd);"),
+    ("aws_bedrock_api_key", "bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29x"),
     ("call_argument_secret", 'System.setProperty("API_KEY", "${API_KEY}")'),
     ("call_argument_secret", 'fields = ("token", "password")'),
 ]
@@ -161,7 +174,6 @@ NEGATIVES: list[tuple[str, str]] = [
 PUBLIC_MATERIAL = [  # look-alikes that are public: the whole standard pipeline leaves them as they are
     f"clusters:\n- cluster:\n    certificate-authority-data: {_b64pem('CERTIFICATE')}\n    server: https://k8s:6443\n",
     "pk.eyJ1IjoiZXhhbXBsZSIsImEiOiJjbGV4YW1wbGUifQ.public-token-part-here",
-    "FLWPUBK_TEST-" + _rand(HEX, 32) + "-X",
     "main.go:12:5: undefined: foo",
 ]
 

@@ -117,7 +117,7 @@ VENDOR_DETECTORS: tuple[Detector, ...] = (
     # --- code hosts, package registries, CI ------------------------------------------------------------------
     _v("gitlab_token",
        _lb() + r"gl(?:pat|dt|rt|ptt|cbt|ft|imt|oas|soat|ffct|agent)-[A-Za-z0-9_-]{20,300}+"
-       r"(?:\.[0-9a-z]{2}\.[0-9a-z]{7,12}+)?" + _LA_DOT
+       r"(?:\.[0-9a-z]{2}\.[0-9a-z]{7,12}+|\.[0-9a-z]{7,12}+)?" + _LA_DOT
        + r"|" + _lb() + r"GR1348941[A-Za-z0-9_-]{20,64}+" + _la(),
        ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glft-", "glimt-", "gloas-", "glsoat-", "glffct-",
         "glagent-", "gr1348941"),
@@ -206,14 +206,16 @@ VENDOR_DETECTORS: tuple[Detector, ...] = (
     _v("linear_api_key", _lb() + r"lin_(?:api|oauth)_[A-Za-z0-9]{40}" + _la(), ("lin_api_", "lin_oauth_"),
        "('lin_api_'|'lin_oauth_') [A-Za-z0-9]{40}", "Linear API keys (linear.app/developers, 'Personal API keys')",
        "Linear personal API keys and OAuth tokens: lin_api_/lin_oauth_ + 40"),
-    _v("heroku_api_key", _lb() + r"HRKU-AA[A-Za-z0-9_-]{58}" + _la(), ("hrku-",), "'HRKU-AA' [A-Za-z0-9_-]{58}",
+    _v("heroku_api_key",
+       _lb() + r"HRKU-(?:AA[A-Za-z0-9_-]{58}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
+       + _la(), ("hrku-",), "'HRKU-AA' [A-Za-z0-9_-]{58}",
        "Heroku API keys, new format (devcenter.heroku.com, 'Heroku API tokens')", "Heroku API keys: HRKU-AA + 58"),
     _v("supabase_token",
-       _lb() + r"sbp_[0-9a-f]{40}" + _la() + r"|" + _lb() + r"sb_secret_[A-Za-z0-9_-]{20,64}+" + _la(),
+       _lb() + r"sbp_(?:v0_)?[0-9a-f]{40}" + _la() + r"|" + _lb() + r"sb_secret_[A-Za-z0-9_-]{20,64}+" + _la(),
        ("sbp_", "sb_secret_"), "('sbp_' [0-9a-f]{40}|'sb_secret_' [A-Za-z0-9_-]{31})",
        "Supabase access tokens and secret API keys (supabase.com/docs/guides/api/api-keys)",
        "Supabase personal access tokens (sbp_ + 40 hex) and secret keys (sb_secret_…)"),
-    _v("planetscale_token", _lb() + r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{32,64}+" + _LA_DOT,
+    _v("planetscale_token", _lb() + r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.=-]{32,64}+" + _LA_DOT,
        ("pscale_",), "('pscale_tkn_'|'pscale_pw_'|'pscale_oauth_') [A-Za-z0-9_-]{43}",
        "PlanetScale service tokens and passwords (planetscale.com/docs)",
        "PlanetScale tokens: pscale_tkn_/pw_/oauth_ + 43"),
@@ -335,6 +337,30 @@ def _validate_ntlm_authenticate(value: str, entity: str) -> str | None:
     return entity if decoded[:12] == b"NTLMSSP\x00\x03\x00\x00\x00" else None
 
 
+def _validate_bedrock(value: str, entity: str) -> str | None:
+    """Verification: a short-term key whose payload is base64 of the Bedrock host must decode to it exactly
+    (`…bWF6b25hd3MuY29x` spells `amazonaws.co1`: a look-alike)."""
+    payload = value.removeprefix("bedrock-api-key-")
+    if payload.startswith("YmVkcm9jay"):
+        head = payload[:28]
+        try:
+            decoded = base64.b64decode(head, validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        return entity if decoded.startswith(b"bedrock.amazonaws.com") else None
+    return entity
+
+
+def _validate_grafana_key(value: str, entity: str) -> str | None:
+    """Verification: a Grafana provisioned key is base64 JSON with its key (`k`), name (`n`) and org id."""
+    padded = value + "=" * (-len(value) % 4)
+    try:
+        decoded = base64.b64decode(padded, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return entity if decoded.startswith(b'{"k":"') and b'"n":"' in decoded else None
+
+
 def _validate_plain(value: str, entity: str) -> str | None:
     """A value read from a command line or a credential file is no secret when it is a variable, a flag or
     a placeholder."""
@@ -422,7 +448,7 @@ GAP_DETECTORS: tuple[Detector, ...] = (
        "Shippo API tokens (docs.goshippo.com/docs/guides_general/authentication)",
        "Shippo live and test API tokens: shippo_live_/shippo_test_ + 40 hex"),
     _v("flutterwave_key", _lb() + r"FLWSECK(?:_TEST)?-[0-9a-f]{32}-X" + _la() + r"|" + _lb()
-       + r"FLWSECK(?:_TEST)?[0-9a-f]{12}" + _la(), ("flwseck",),
+       + r"FLWSECK(?:_TEST)?-?[0-9a-h]{12}" + _la(), ("flwseck",),
        "('FLWSECK-' [0-9a-f]{32} '-X'|'FLWSECK_TEST-' [0-9a-f]{32} '-X'|'FLWSECK_TEST' [0-9a-f]{12})",
        "Flutterwave secret and encryption keys (developer.flutterwave.com/docs/authentication)",
        "Flutterwave secret keys (FLWSECK-…-X) and encryption keys (FLWSECK_TEST + 12 hex)"),
@@ -523,12 +549,27 @@ GAP_DETECTORS: tuple[Detector, ...] = (
        "Defined Networking (Managed Nebula) API keys (docs.defined.net/api)",
        "Defined Networking keys: dnkey- + 26 + - + 52"),
     _v("aws_bedrock_api_key", _lb(r"A-Za-z0-9+/") + r"ABSKQmVkcm9ja0FQSUtleS[A-Za-z0-9+/]{20,4000}+={0,2}"
-       + _la(r"A-Za-z0-9+/=") + r"|" + _lb() + r"bedrock-api-key-[A-Za-z0-9+/=]{100,4000}+",
+       + _la(r"A-Za-z0-9+/=") + r"|" + _lb() + r"bedrock-api-key-[A-Za-z0-9+/=]{20,4000}+",
        ("absk", "bedrock-api-key-"),
        "('ABSKQmVkcm9ja0FQSUtleS' [A-Za-z0-9+/]{100,140}|'bedrock-api-key-' [A-Za-z0-9+/]{200,260})",
        "Amazon Bedrock API keys (docs.aws.amazon.com/bedrock/latest/userguide/api-keys.html): long-term ABSK… "
        "(base64 of BedrockAPIKey-…) and short-term bedrock-api-key-…",
-       "Amazon Bedrock long-term (ABSK…) and short-term (bedrock-api-key-…) API keys"),
+       "Amazon Bedrock long-term (ABSK…) and short-term (bedrock-api-key-…) API keys",
+       validator=_validate_bedrock),
+    _v("grafana_provisioned_key", _lb(r"A-Za-z0-9+/") + r"eyJrIjoi[A-Za-z0-9+/]{40,600}+={0,2}" + _la(r"A-Za-z0-9+/="),
+       ("eyjrijoi",), "'eyJrIjoi' [A-Za-z0-9]{40} 'IiwibiI6Im' [a-z]{8} 'IiwiaWQiOjF9'",
+       "Grafana provisioned API keys (grafana.com/docs/grafana/latest/administration/api-keys: base64 JSON "
+       "{\"k\":…,\"n\":…,\"id\":…})", "Grafana API keys (base64 JSON with k, n and id), verified by decoding",
+       validator=_validate_grafana_key),
+    _v("new_relic_license_key", r"(?<![A-Za-z0-9])(?:[a-z]{2}\d{2}x[0-9a-f]{31}|[0-9a-f]{36})NRAL(?![A-Za-z0-9])"
+       + r"|" + _lb() + r"NRBR-[0-9a-f]{19}" + _la(), ("nral", "nrbr-"),
+       "('eu01x' [0-9a-f]{31} 'NRAL'|[0-9a-f]{36} 'NRAL'|'NRBR-' [0-9a-f]{19})",
+       "New Relic license (ingest) keys: 40 characters ending NRAL, with a region prefix outside the US "
+       "(docs.newrelic.com/docs/apis/intro-apis/new-relic-api-keys)",
+       "New Relic license keys (…NRAL) and browser keys (NRBR-)", min_length=24),
+    _v("wundergraph_key", _lb() + r"cosmo_[0-9a-f]{32}" + _la(), ("cosmo_",), "'cosmo_' [0-9a-f]{32}",
+       "WunderGraph Cosmo API keys (cosmo-docs.wundergraph.com, 'API keys')",
+       "WunderGraph Cosmo keys: cosmo_ + 32 hex"),
     _v("dropbox_token", r"sl\.(?<![A-Za-z0-9_.-]sl\.)(?:u\.)?[A-Za-z0-9_-]{130,1400}+" + _la(), ("sl.",),
        "'sl.' [A-Za-z0-9_-]{138}",
        "Dropbox short-lived access tokens (developers.dropbox.com/oauth-guide)",
@@ -605,6 +646,19 @@ CLI_DETECTORS: tuple[Detector, ...] = (
        ("password",), "'machine api.example.com login deploy password ' <[A-Za-z0-9!%^*_+]{10,24}>",
        ".netrc(5) entries (machine … login … password …)", "the password of a .netrc entry",
        entity="password", group=1, min_length=12, validator=validate_secret, confidence=0.9),
+    _v("openssl_pass_argument", r"(?<![\w-])-(?:passin|passout|password|pass|k)[ \t]{1,4}[\"']?pass:([^\s\"']{4,256})",
+       ("pass:",), "'openssl pkcs12 -export -in c.pem -passout pass:' <[A-Za-z0-9!%^*_+]{10,24}> ' -out c.p12'",
+       "OpenSSL pass phrase arguments (docs.openssl.org, openssl-passphrase-options: pass:password)",
+       "the password of an OpenSSL -passin/-passout pass:PASSWORD argument", entity="password",
+       category="credential", group=1, min_length=4, validator=_validate_cli, confidence=0.9),
+    _v("curlopt_password",
+       r"CURLOPT_(?:PROXY)?(?:PASSWORD|USERPWD|KEYPASSWD|TLSAUTH_PASSWORD)[ \t]{0,4},[ \t]{0,4}"
+       r"\"(?:[^\":\r\n]{1,128}:)?"
+       r"([^\"\r\n]{4,256})\"",
+       ("curlopt_",), "'curl_easy_setopt(curl, CURLOPT_USERPWD, \"svc:' <[A-Za-z0-9!%^*_+]{10,24}> '\");'",
+       "libcurl password options (curl.se/libcurl/c/CURLOPT_USERPWD.html, CURLOPT_PASSWORD)",
+       "the password given to libcurl's CURLOPT_PASSWORD/USERPWD/PROXYPASSWORD/PROXYUSERPWD", entity="password",
+       category="credential", group=1, min_length=4, validator=_validate_cli, confidence=0.9),
     _v("call_argument_secret",
        r"(?i)\b(?:setProperty|setenv|putenv|put|set|define|setdefault|add)\([ \t]{0,4}[\"']"
        r"[\w.-]{0,40}?(?:token|secret|password|passwd|pwd|api[_-]?key|apikey|credentials?)s?[\"'][ \t]{0,4},[ \t]{0,4}"
