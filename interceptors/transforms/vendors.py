@@ -364,7 +364,7 @@ def _validate_grafana_key(value: str, entity: str) -> str | None:
 def _validate_plain(value: str, entity: str) -> str | None:
     """A value read from a command line or a credential file is no secret when it is a variable, a flag or
     a placeholder."""
-    if value.startswith(("$", "-", "%", "@(")) or is_placeholder(value):
+    if value.startswith(("$", "-", "@(")) or re.fullmatch(r"%\w+%", value) or is_placeholder(value):
         return None
     return entity
 
@@ -489,7 +489,7 @@ GAP_DETECTORS: tuple[Detector, ...] = (
        "NTLM AUTHENTICATE messages (MS-NLMP section 2.2.1.3) in an HTTP Authorization header",
        "a base64 NTLM AUTHENTICATE message (it carries the challenge responses), verified by decoding",
        entity="password_hash", validator=_validate_ntlm_authenticate),
-    _v("ntlm_hash_dump", r"(?<![^\s\"'])[^\s:]{1,64}:\d{1,10}:[0-9A-Fa-f]{32}:([0-9A-Fa-f]{32}):::",
+    _v("ntlm_hash_dump", r"(?<![\w.$@-])[^\s:]{1,64}:\d{1,10}:[0-9A-Fa-f]{32}:([0-9A-Fa-f]{32}):::",
        (":::",), "[a-z]{4,10} ':' [1-9] [0-9]{3} ':aad3b435b51404eeaad3b435b51404ee:' <[0-9a-f]{32}> ':::'",
        "pwdump/secretsdump SAM lines (user:rid:LM hash:NT hash:::)", "the NT hash of a pwdump line",
        entity="password_hash", group=1, min_length=32),
@@ -534,7 +534,8 @@ GAP_DETECTORS: tuple[Detector, ...] = (
        ("duffel_test_", "duffel_live_"), "('duffel_test_'|'duffel_live_') [A-Za-z0-9_-]{43}",
        "Duffel API access tokens (duffel.com/docs/api/overview/making-requests/authentication)",
        "Duffel tokens: duffel_test_/duffel_live_ + 43"),
-    _v("twitter_bearer_token", r"(?<![A-Za-z0-9+/%])A{21}(?=[A-Za-z0-9%]{0,40}[a-z])[A-Za-z0-9%]{80,140}+"
+    # `%2B`/`%3D` read as `+`/`=` once a URL query is decoded
+    _v("twitter_bearer_token", r"(?<![A-Za-z0-9+/%])A{21}(?=[A-Za-z0-9%]{0,40}[a-z])[A-Za-z0-9%+/=]{80,140}+"
        + _la(r"A-Za-z0-9+/=%"), ("aaaaaaaaaaaaaaaaaaaaa",),
        "'AAAAAAAAAAAAAAAAAAAAA' [B-Z] [a-z]{3} 'AAAAAAAA' [A-Za-z0-9]{20} '%2B' [A-Za-z0-9]{60}",
        "X (Twitter) app-only bearer tokens (developer.x.com/en/docs/authentication/oauth-2-0/bearer-tokens)",
