@@ -221,6 +221,9 @@ def test_every_new_family_has_a_source_a_spec_and_examples_both_ways() -> None:
             "TlRMTVNTUAADAAAAGAAYAFYAAAAYABgAbgAAAAAAAABIAAAADgAOAEgAAAAAAAAAVgAAAAAAAACGAAAARmThisIsAnExample",
         ),
         ("hubspot_token", "pat-na1-00000000-0000-0000-0000-000000000000"),
+        ("gitlab_token", "glrt-tx_xxxxxxxxxxxxxxxxxxxxxxxxxxx.xxxxxxxxx"),
+        ("supabase_token", "sbp_v0_7558c5a93d6f38dd038df5cc2a7c3d4d7babcdef"),
+        ("wundergraph_key", "cosmo_abcdef123455678908359f980be71580"),
     ],
 )
 def test_documentation_values_are_not_reported_by_the_new_families(family: str, value: str) -> None:
