@@ -578,7 +578,7 @@ GAP_DETECTORS: tuple[Detector, ...] = (
 )  # fmt: skip
 
 _DUMMY = re.compile(
-    r"(?i)example|(?:x[-_]?){6}|thisis|your[-_]?(?:token|key|secret)|redacted|placeholder|abcdef|123456"
+    r"(?i)example|(?:x[-_]?){6}|thisis|your[-_]?(?:token|key|secret)|redacted|placeholder|abcdef"
 )
 _RUN = re.compile(r"(.)\1{7}")
 _DUMMY_B64 = ("RVhBTVBMR", "V4YW1wbG", "FWEFNUExF", "ZXhhbXBsZ")  # "EXAMPLE"/"example" at each base64 alignment
