@@ -577,9 +577,7 @@ GAP_DETECTORS: tuple[Detector, ...] = (
        "Dropbox short-lived access tokens: sl. (or sl.u.) + 130 or more", min_length=133),
 )  # fmt: skip
 
-_DUMMY = re.compile(
-    r"(?i)example|(?:x[-_]?){6}|thisis|your[-_]?(?:token|key|secret)|redacted|placeholder|(?-i:abcdef)"
-)
+_DUMMY = re.compile(r"(?i)example|(?:x[-_]?){6}|thisis|your[-_]?(?:token|key|secret)|redacted|placeholder|(?-i:abcdef)")
 _RUN = re.compile(r"(.)\1{7}")
 _DUMMY_B64 = ("RVhBTVBMR", "V4YW1wbG", "FWEFNUExF", "ZXhhbXBsZ")  # "EXAMPLE"/"example" at each base64 alignment
 
