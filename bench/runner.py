@@ -295,17 +295,24 @@ def print_table(results: dict[str, Measurement], ratios: dict[str, float]) -> No
 
 def main(args: argparse.Namespace) -> int:
     if getattr(args, "quality", False):
+        from .public_quality import format_public_report, public_report
         from .quality import format_report, quality_report
         from .vendor_quality import format_vendor_report, vendor_report
 
         report = quality_report(args.quick)
         vendors = vendor_report(args.quick)
+        # Public corpora (built by `python -m bench.public_corpus build`): "not built" when absent; peers that are
+        # not installed are skipped and named.
+        public = public_report(args.quick, gateway=20 if args.quick else 40)
         if args.json:
-            print(json.dumps({"kit_formats": report, "vendor_formats": vendors}, indent=2, sort_keys=True))
+            print(json.dumps({"kit_formats": report, "vendor_formats": vendors, "public_corpora": public},
+                             indent=2, sort_keys=True))  # fmt: skip
         else:
             print(format_report(report))
             print()
             print(format_vendor_report(vendors))
+            print()
+            print(format_public_report(public))
         return 0
     iterations, rounds = (200, 3) if args.quick else (1000, 7)
 

@@ -116,13 +116,6 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        "('$config[\"db_password\"] = \"'|'$settings[\"api_key\"] = \"') " + _SAMPLE + " '\";'",
        "PHP and Perl arrays, Python and Ruby dictionaries assigned by key",
        "a credential stored under a credential-named key of an array or dictionary", group=(1, 2)),
-    _a("call_argument_secret",
-       r"""(?i)\([ \t]{0,4}["'](?:[\w.-]{0,60}?)""" + _WORD + r"""["'][ \t]{0,4},[ \t]{0,4}""" + _QUOTED,
-       _HINTS,
-       "('System.setProperty(\"db.password\", \"'|'os.environ.setdefault(\"API_TOKEN\", \"'|'conf.set(\"secret\", \"')"
-       " " + _SAMPLE + " '\")'",
-       "Java System.setProperty, os.environ.setdefault, config setters",
-       "a credential passed as the value beside its name in a call", group=(1, 2)),
     _a("xml_secret_element",
        r"(?i)<((?:[\w-]{1,24}:)?(?:[\w.-]{0,40}?)" + _WORD + r")(?:[ \t][^<>]{0,200})?>[ \t\r\n]{0,200}"
        r"([^<>\s]{4,256})[ \t\r\n]{0,200}</\1>",
@@ -196,12 +189,6 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        "'echo ' " + _SAMPLE + " ' | docker login -u ci --password-stdin'",
        "docker login --password-stdin fed by echo",
        "a password echoed into a login that reads it from standard input", entity="password"),
-    _a("powershell_securestring",
-       r"""(?i)ConvertTo-SecureString[ \t]{1,4}(?:-String[ \t]{1,4})?(?:"([^"\r\n]{4,256})"|'([^'\r\n]{4,256})')""",
-       ("convertto-securestring",),
-       "'$p = ConvertTo-SecureString \\'' " + _SAMPLE + " '\\' -AsPlainText -Force'",
-       "PowerShell ConvertTo-SecureString -AsPlainText",
-       "the plain-text password given to ConvertTo-SecureString", entity="password", group=(1, 2)),
 )  # fmt: skip
 
 ASSIGNMENT_NAMES = frozenset(d.name for d in ASSIGNMENT_DETECTORS)

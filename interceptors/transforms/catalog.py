@@ -17,11 +17,13 @@ import re
 from .assignments import ASSIGNMENT_DETECTORS
 from .detectors import Detector, Validator, validate_ip, validate_secret
 from .entities import is_placeholder, looks_random, looks_secret
-from .vendors import CLI_DETECTORS, VENDOR_DETECTORS, validate_crc32_token
+from .vendors import CLI_DETECTORS, GAP_DETECTORS, VENDOR_DETECTORS, validate_crc32_token
 
 _GUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
 # Between a label and its value: optional quotes or backslashes (JSON inside JSON), then `:` or `=`.
-_SEP = r"""[\s"'\\]{0,6}(?::=|=>|:|=)[\s"'\\]{0,6}"""
+# Operators: `=`, `:`, `:=`, `=>`, Makefile `::=` / `:::=` / `?=`, PHP `.=`; a Go or Kotlin type may sit
+# between a name and its operator (`var apiToken string = "…"`).
+_SEP = r"""[\s"'\\]{0,6}(?:(?<=[ \t])(?:string|str)[ \t]{1,3})?(?::{1,3}=|\?=|\.=|=>|:|=)[\s"'\\]{0,6}"""
 _IP_CLASSES = tuple(f"{c}_{k}" for c in ("private", "public", "special") for k in ("ip", "cidr"))
 _TLDS = (
     "com|net|org|io|dev|app|cloud|ai|co|us|uk|de|fr|nl|eu|jp|cn|in|au|ca|ch|se|info|biz|edu|gov|mil|"
@@ -62,7 +64,8 @@ def _validate_auth_value(value: str, entity: str) -> str | None:
 
 # The labels of `secret_assignment`, and where one may start: not inside a word, or at a camelCase hump.
 _SECRET_LABEL = (
-    r"(?:(?<![a-z0-9])|(?-i:(?<=[a-z0-9])(?=[A-Z])))"
+    # not inside a word; at a camelCase hump (`dbPassword`), or after an acronym (`ETSYToken`, `APIToken`)
+    r"(?:(?<![a-z0-9])|(?-i:(?<=[a-z0-9])(?=[A-Z]))|(?-i:(?<=[A-Z])(?=[A-Z][a-z])))"
     r"(?:client[ _.-]?secret|secret[ _.-]?key|private[ _.-]?key|api[ _.-]?key|apikey|access[ _.-]?token|"
     r"auth[ _.-]?token|refresh[ _.-]?token|passphrase|password|passwd|secret|bearer|token|pwd|"
     # `db_pass`, `SMTP-PASS`, `PGPASSWORD`, `MYSQL_ROOT_PASSWORD`: a word glued or joined to the label
@@ -284,6 +287,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         description="40 base64 characters shortly after an 'aws ... secret' label",
     ),
     *VENDOR_DETECTORS,
+    *GAP_DETECTORS,
     *CLI_DETECTORS,
     _d(
         "secret_assignment", "secret_value", "secret", 0.85,
@@ -364,11 +368,12 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "aws_access_key_id", "aws_access_key_id", "credential", 0.99,
-        r"(?:AKIA|ASIA)[0-9A-Z]{16}",
-        hints=("akia", "asia"), min_length=20,
-        spec="('AKIA'|'ASIA') [A-Z2-7]{16}",
-        source="AWS IAM access key ids (docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html)",
-        description="AWS access key ids: AKIA or ASIA + 16",
+        r"(?:AKIA|ASIA)[0-9A-Z]{16}|(?<![0-9A-Z])(?:ABIA|ACCA)[0-9A-Z]{16}(?![0-9A-Z])",
+        hints=("akia", "asia", "abia", "acca"), min_length=20,
+        spec="('AKIA'|'ASIA'|'ABIA'|'ACCA') [A-Z2-7]{16}",
+        source="AWS IAM unique id prefixes (docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html): "
+        "AKIA access keys, ASIA temporary keys, ABIA STS service bearer tokens, ACCA context-specific credentials",
+        description="AWS access key ids: AKIA, ASIA, ABIA or ACCA + 16",
     ),
     _d(
         "aws_unique_id", "aws_unique_id", "identifier", 0.95,
