@@ -9,6 +9,7 @@ way the tool encoded it, finds only the token.
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import hashlib
 import html
@@ -108,10 +109,8 @@ def recovered(how: str, text: str, structured: Any) -> list[str]:
     views = [text, json.dumps(structured)]
     decoder = DECODERS.get(how)
     if decoder is not None and not text.startswith(WITHHELD[:20]):
-        try:
-            views.extend(decoder(text, structured))
-        except (ValueError, KeyError, TypeError, OSError, EOFError):
-            pass  # the token's spelling need not decode the way the value's did
+        with contextlib.suppress(ValueError, KeyError, TypeError, OSError, EOFError):
+            views.extend(decoder(text, structured))  # the token's spelling need not decode as the value's did
     return views
 
 
@@ -204,9 +203,9 @@ def test_restore_to_and_restored_results_are_validated() -> None:
 
 # --- the rule in general -----------------------------------------------------------------------------------------
 
-VALUES = st.text(
-    alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=8, max_size=40
-).filter(lambda v: sum(c.isalnum() for c in v) >= 8)
+VALUES = st.text(alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=8, max_size=40).filter(
+    lambda v: sum(c.isalnum() for c in v) >= 8
+)
 
 
 @settings(max_examples=60, deadline=None)

@@ -309,19 +309,12 @@ WHY_FOUND = "still held one of them in a form that cannot be swapped back"
 WHY_POLICY = "is not shown (vault.restored_results: withhold)"
 
 
-def _readable(payload: Any) -> str:
-    """Every string a client reads in a result (keys too), one a line, then the whole result as JSON (so lists of
-    characters or codes read as one text); our own `_meta` keys left out."""
+def _readable(payload: Any) -> Any:
+    """What a client reads of a result: all of it but our own `_meta` keys."""
     if isinstance(payload, Mapping) and isinstance(payload.get("_meta"), Mapping):
         meta = {k: v for k, v in payload["_meta"].items() if k not in RESERVED_META}
-        payload = {**payload, "_meta": meta}
-    strings: list[str] = []
-    rewrite_all(payload, lambda s: strings.append(s) or s)
-    try:
-        whole = orjson.dumps(payload, option=orjson.OPT_NON_STR_KEYS).decode()
-    except TypeError:
-        whole = repr(payload)
-    return "\n".join([*strings, whole])
+        return {**payload, "_meta": meta}
+    return payload
 
 
 def withheld(event: str, payload: Any, why: str) -> dict[str, Any]:
@@ -416,7 +409,7 @@ class VaultStages:
             if self.vault.restored_results == "withhold":
                 return Mutation(withheld(invocation.event, invocation.payload, WHY_POLICY), True)
             new = _repseudonymizer(tuple(pairs)).result(invocation.payload)
-            if _taint(tuple(pairs)).found(_readable(new)):  # the backstop: a spelling the swap does not know
+            if _taint(tuple(pairs)).found_in(_readable(new)):  # the backstop: a spelling the swap does not know
                 logger.warning("vault: a restored value was found in a form that cannot be swapped back: withheld")
                 return Mutation(withheld(invocation.event, new, WHY_FOUND), True)
             return Mutation.unchanged() if new is invocation.payload else Mutation(new, True)

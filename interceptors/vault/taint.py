@@ -31,25 +31,26 @@ import hashlib
 import html
 import re
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 from urllib.parse import unquote_plus
 
 MAX_DEPTH = 3
 FRAGMENT = 6
 """Squeezed characters of a value that count as a piece of it (a slice, a chunk). Shorter values count whole."""
+MEMO_SIZE = 4096
 MAX_INFLATE = 1 << 20
 """Compressed layers are inflated up to this many bytes (a zip bomb costs nothing more)."""
 
 _ALNUM = re.compile(r"[\W_]+")
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{8,}={0,2}")
-_B32_RUN = re.compile(r"[A-Za-z2-7]{8,}={0,6}")
-_B85_RUN = re.compile(r"[0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]{10,}")
-_A85_RUN = re.compile(r"[!-u]{10,}")
 _HEX_SEP = r"(?:[\s:,;.\-]|\\+x|0x|\\+)"
 _HEX_RUN = re.compile(r"(?:\\+x|0x)?[0-9a-fA-F]{2}(?:" + _HEX_SEP + r"{0,3}[0-9a-fA-F]{2}){2,}")
+_WORDLIKE = re.compile(r"[a-z]+(?:-[a-z]+)*|[A-Z][a-z]+|[A-Z]+|\d+")
+"""Runs that read as a word or a number: base64 of text almost never looks like this past a few characters."""
+MIN_RUN = 12
+"""Shorter base64 and hex runs are not decoded backwards (their bytes hold less than a fragment and a margin)."""
 _NOT_HEX = re.compile(r"\\+x|0x|[^0-9a-fA-F]")
-_CODES_RUN = re.compile(r"(?:0x[0-9a-fA-F]{1,6}|\d{1,7})(?:[^\w]{1,4}(?:0x[0-9a-fA-F]{1,6}|\d{1,7})){2,}")
-_CODE = re.compile(r"0x[0-9a-fA-F]{1,6}|\d{1,7}")
 _JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 
 
@@ -87,26 +88,55 @@ class Taint:
                 if len(squeezed) >= min_length:
                     self.squeezed.update(_grams(squeezed, FRAGMENT))
                     self.squeezed.update(_grams(squeezed[::-1], FRAGMENT))
+        self.exact: set[str] = set()
+        """Case-sensitive spellings found as they are: the value in base32 and base85 at every byte alignment."""
+        self.codes: set[str] = set()
+        """The value's character codes and hex digits (UTF-8, UTF-16) run together: found in the squeezed text."""
+        for value in values:
+            raw = value.encode("utf-8", "surrogatepass")
+            self.exact.update(_aligned_cores(raw))
+            self.codes.add("".join(str(ord(c)) for c in value))
+            for codec in ("utf-8", "utf-16-le", "utf-16-be"):
+                self.codes.add(value.encode(codec, "surrogatepass").hex())
+        self.codes = {c for c in self.codes if len(c) >= 2 * FRAGMENT}
         self._squeezed_sizes = sorted({len(n) for n in self.squeezed})
+        self._memo: dict[str, bool] = {}
+        """Strings already judged (results repeat their strings): bounded, cleared when full."""
 
     def __bool__(self) -> bool:
         return bool(self.plain)
 
     def found(self, text: str) -> bool:
         """Whether `text` holds a restored value in any view this module knows (tokens excepted)."""
-        return bool(self.plain) and self._found(text, 0)
+        if not self.plain or len(text) < 3:
+            return False
+        known = self._memo.get(text)
+        if known is None:
+            known = self._found(text, 0)
+            if len(self._memo) >= MEMO_SIZE:
+                self._memo.clear()
+            self._memo[text] = known
+        return known
+
+    def found_in(self, payload: Any) -> bool:
+        """Whether any string of `payload` (keys too) holds a restored value, or any list of its characters or
+        character codes does once joined."""
+        return any(self.found(text) for text in _texts_of(payload))
 
     def _found(self, text: str, depth: int) -> bool:
         folded = text.casefold()
         for token in self.tokens:  # a token is what the client may read: never evidence
             if token in folded:
                 folded = folded.replace(token, " ")
-        if any(p in folded for p in self.plain) or any(d in folded for d in self.digests):
+        if any(p in folded for p in self.plain) or any(e in text for e in self.exact):
             return True
-        if any(d in squeeze(folded) for d in self.digests) or self._squeezed_hit(squeeze(folded)):
+        squeezed = squeeze(folded)
+        if any(d in squeezed for d in self.digests) or any(c in squeezed for c in self.codes):
             return True
-        if depth >= MAX_DEPTH:
-            return False
+        if self._squeezed_hit(squeezed):
+            return True
+        if depth >= MAX_DEPTH or (depth and not _texty(text)):
+            return False  # noise (a misaligned or binary decoding) is judged as it is, never decoded further
         return any(self._found(layer, depth + 1) for layer in _layers(text))
 
     def _squeezed_hit(self, squeezed: str) -> bool:
@@ -115,6 +145,46 @@ class Taint:
                 if squeezed[i : i + size] in self.squeezed:
                     return True
         return False
+
+
+def _texts_of(payload: Any) -> Iterator[str]:
+    """Every string of a payload (dict keys too); a list's scalars also joined (characters with nothing between
+    them, numbers with commas) so a value handed out one character or code at a time reads whole."""
+    if isinstance(payload, str):
+        yield payload
+    elif isinstance(payload, Mapping):
+        for key, item in payload.items():
+            if isinstance(key, str):
+                yield key
+            yield from _texts_of(item)
+    elif isinstance(payload, list | tuple):
+        strings = [x for x in payload if isinstance(x, str)]
+        if len(strings) > 1:
+            yield "".join(strings)
+        numbers = [str(x) for x in payload if isinstance(x, int) and not isinstance(x, bool)]
+        if len(numbers) > 2:
+            yield ",".join(numbers)
+        for item in payload:
+            yield from _texts_of(item)
+
+
+def _aligned_cores(raw: bytes) -> set[str]:
+    """The characters of base64, base32, base85 and Ascii85 texts that depend only on `raw`, whatever bytes surround it
+    (every alignment): found as they are, they give the value away. Cores shorter than `FRAGMENT` are left out."""
+    cores: set[str] = set()
+    for pad in range(5):  # base32: 5-bit characters over 40-bit groups
+        encoded = base64.b32encode(b"\0" * pad + raw).decode()
+        start, end = -(-8 * pad // 5), (8 * pad + 8 * len(raw)) // 5
+        cores.add(encoded[start:end])
+    for pad in range(3):  # base64, both alphabets: 6-bit characters over 24-bit groups
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            encoded = encode(b"\0" * pad + raw).decode()
+            cores.add(encoded[-(-8 * pad // 6) : (8 * pad + 8 * len(raw)) // 6])
+    for pad in range(4):  # base85 and Ascii85: 5 characters per 4-byte group
+        first, last = -(-pad // 4), (pad + len(raw)) // 4
+        for text85 in (base64.b85encode(b"\0" * pad + raw), base64.a85encode(b"\0" * pad + raw)):
+            cores.add(text85.decode()[5 * first : 5 * last])
+    return {c for c in cores if len(c) >= FRAGMENT}
 
 
 # --- decoded views -------------------------------------------------------------------------------------------
@@ -130,7 +200,8 @@ def _texts(raw: bytes) -> Iterator[str]:
     if b"\x00" in raw:
         for codec in ("utf-16-le", "utf-16-be"):
             yield raw[: len(raw) - len(raw) % 2].decode(codec, "ignore")
-    yield raw.decode("latin-1")
+    if any(b >= 0x80 for b in raw):
+        yield raw.decode("latin-1")
 
 
 def _inflate(raw: bytes) -> bytes | None:
@@ -142,6 +213,12 @@ def _inflate(raw: bytes) -> bytes | None:
         return None
 
 
+def _texty(text: str) -> bool:
+    """Mostly printable: worth decoding further (as the rewriter and the leak checks require)."""
+    printable = sum(1 for c in text if c.isprintable() or c in "\n\r\t")
+    return printable >= 0.9 * len(text)
+
+
 def _worth(text: str) -> bool:
     return len(text) >= 3
 
@@ -150,39 +227,19 @@ def _layers(text: str) -> Iterator[str]:
     """Every decoded view of `text` one layer down."""
     for match in _B64_RUN.finditer(text):
         core = match.group(0).rstrip("=")
+        if len(core) < MIN_RUN or _WORDLIKE.fullmatch(core):
+            continue  # an ordinary word; the value's own base64 is found forward (`exact`), whatever surrounds it
+        alphabets = (None, b"-_") if ("-" in core or "_" in core) else (None,)
         for offset in range(4):
             piece = core[offset:]
             piece = piece[: len(piece) - len(piece) % 4] if len(piece) % 4 == 1 else piece
             if len(piece) < 4:
                 continue
             padded = piece + "=" * (-len(piece) % 4)
-            for altchars in (None, b"-_"):
+            for altchars in alphabets:
                 try:
                     raw = base64.b64decode(padded, altchars=altchars, validate=False)
                 except (binascii.Error, ValueError):
-                    continue
-                yield from filter(_worth, _texts(raw))
-    for match in _B32_RUN.finditer(text):
-        core = match.group(0).rstrip("=").upper()
-        for offset in range(8):
-            piece = core[offset:]
-            whole = piece[: len(piece) // 8 * 8]
-            for candidate in {whole, piece + "=" * (-len(piece) % 8)}:
-                if len(candidate) < 8:
-                    continue
-                try:
-                    raw = base64.b32decode(candidate)
-                except (binascii.Error, ValueError):
-                    continue
-                yield from filter(_worth, _texts(raw))
-    for pattern, decode in ((_B85_RUN, base64.b85decode), (_A85_RUN, _a85)):
-        for match in pattern.finditer(text):
-            run = match.group(0)
-            for offset in range(5):
-                piece = run[offset:]
-                try:
-                    raw = decode(piece[: len(piece) // 5 * 5] if len(piece) % 5 == 1 else piece)
-                except (ValueError, binascii.Error):
                     continue
                 yield from filter(_worth, _texts(raw))
     for match in _HEX_RUN.finditer(text):
@@ -190,20 +247,11 @@ def _layers(text: str) -> Iterator[str]:
         for offset in (0, 1):
             piece = digits[offset:]
             piece = piece[: len(piece) - len(piece) % 2]
-            if len(piece) >= 6:
+            if len(piece) >= MIN_RUN:
                 yield from filter(_worth, _texts(bytes.fromhex(piece)))
-    for match in _CODES_RUN.finditer(text):
-        codes = [int(c, 16) if c.startswith("0x") else int(c) for c in _CODE.findall(match.group(0))]
-        yield "".join(chr(c) for c in codes if 0 < c < 0x110000 and not 0xD800 <= c < 0xE000)
     if "%" in text or "+" in text:
         yield unquote_plus(text, errors="ignore")
     if "\\u" in text:
         yield _JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
     if "&" in text:
         yield html.unescape(text)
-
-
-def _a85(text: str) -> bytes:
-    core = text[2:] if text.startswith("<~") else text
-    core = core[:-2] if core.endswith("~>") else core
-    return base64.a85decode(core)
