@@ -37,7 +37,7 @@ from urllib.parse import unquote_plus
 
 MAX_DEPTH = 3
 FRAGMENT = 6
-"""Squeezed characters of a value that count as a piece of it (a slice, a chunk). Shorter values count whole."""
+"""Squeezed characters of a value that count as a piece of it (a slice, a chunk); half a shorter value."""
 MEMO_SIZE = 4096
 MAX_INFLATE = 1 << 20
 """Compressed layers are inflated up to this many bytes (a zip bomb costs nothing more)."""
@@ -57,6 +57,12 @@ _JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 def squeeze(text: str) -> str:
     """Letters and digits only, case-folded: how chunks, lists and spelled-out values compare."""
     return _ALNUM.sub("", text.casefold())
+
+
+def fragment_size(squeezed: str) -> int:
+    """How many squeezed characters of a value count as a piece of it: `FRAGMENT`, or half a short value (at
+    least 4), so a short value cannot be handed out in two halves."""
+    return max(4, min(FRAGMENT, len(squeezed) // 2))
 
 
 def _grams(text: str, size: int) -> set[str]:
@@ -82,12 +88,15 @@ class Taint:
                 for name in ("md5", "sha1", "sha256", "sha512"):
                     digest = hashlib.new(name, raw).digest()
                     self.digests.update((digest.hex(), base64.b64encode(digest).decode().rstrip("=").casefold()))
-            strides = [value] + [value[k::s] for s in (2, 3) for k in range(s)]
-            for piece in strides:
+            whole = squeeze(value)
+            if len(whole) < min_length:
+                continue
+            size = fragment_size(whole)
+            self.squeezed.update(_grams(whole, size) | _grams(whole[::-1], size))
+            for piece in (value[k::s] for s in (2, 3) for k in range(s)):  # every other (third) character
                 squeezed = squeeze(piece)
-                if len(squeezed) >= min_length:
-                    self.squeezed.update(_grams(squeezed, FRAGMENT))
-                    self.squeezed.update(_grams(squeezed[::-1], FRAGMENT))
+                if len(squeezed) >= size:
+                    self.squeezed.update(_grams(squeezed, size) | _grams(squeezed[::-1], size))
         self.exact: set[str] = set()
         """Case-sensitive spellings found as they are: the value in base32 and base85 at every byte alignment."""
         self.codes: set[str] = set()
