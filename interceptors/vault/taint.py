@@ -54,6 +54,11 @@ _NOT_HEX = re.compile(r"\\+x|0x|[^0-9a-fA-F]")
 _JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 
 
+_TOKEN_WORDS = re.compile(r"\.example\b|\b(?:person|secret)-(?=[0-9a-f]{10}\b)")
+"""The fixed words of other tokens (the `.example` domain of e-mail and host tokens, generic prefixes long enough
+to be a fragment), left out of the squeezed view: a value's own `example` must not make every token evidence."""
+
+
 def squeeze(text: str) -> str:
     """Letters and digits only, case-folded: how chunks, lists and spelled-out values compare."""
     return _ALNUM.sub("", text.casefold())
@@ -139,7 +144,7 @@ class Taint:
                 folded = folded.replace(token, " ")
         if any(p in folded for p in self.plain) or any(e in text for e in self.exact):
             return True
-        squeezed = squeeze(folded)
+        squeezed = squeeze(_TOKEN_WORDS.sub(" ", folded))
         if any(d in squeezed for d in self.digests) or any(c in squeezed for c in self.codes):
             return True
         if self._squeezed_hit(squeezed):
