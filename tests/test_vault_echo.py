@@ -264,3 +264,28 @@ def test_the_response_stage_never_lets_a_restored_value_out(value: str, how: str
     final = answer.payload if answer.modified else result
     if token != value:
         assert not leaked(how, value, final["content"][0]["text"], final.get("structuredContent")), how
+
+
+def test_a_withheld_result_keeps_its_methods_shape_and_nothing_else() -> None:
+    v = vault(restore_to=["*"], restored_results="withhold")
+    token = v.tokenize(EMAIL, "email", v.namespace_for("alice"))
+    stages = VaultStages(v)
+    channel = {"io.mcp-interceptors/channel": "error"}
+    cases: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]] = [
+        ("resources/read", {"uri": f"mail://{token}"}, {"contents": [{"uri": "mail://x", "text": EMAIL}]},
+         {"contents": []}),
+        ("prompts/get", {"name": "p", "arguments": {"to": token}},
+         {"messages": [{"role": "user", "content": {"type": "text", "text": EMAIL}}]}, {"messages": []}),
+        ("completion/complete", {"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": token}},
+         {"completion": {"values": [EMAIL]}}, {"completion": {"values": [], "hasMore": False}}),
+        ("tools/call", {"name": "t", "arguments": {"v": token}},
+         {"content": [{"type": "text", "text": "ok"}], "_meta": {**channel, "note": EMAIL}},
+         {"isError": True, "_meta": channel}),
+    ]  # fmt: skip
+    for index, (event, params, result, expected) in enumerate(cases):
+        ctx = context("alice", f"shape-{index}")
+        sent = stages.request(Invocation("vault", event, Phase.REQUEST, {"method": event, "params": params}, None, ctx))
+        assert sent.modified and EMAIL in json.dumps(sent.payload), event
+        answer = stages.response(Invocation("vault", event, Phase.RESPONSE, result, None, ctx))
+        assert answer.modified and EMAIL not in json.dumps(answer.payload), event
+        assert {k: answer.payload[k] for k in expected} == expected, event
