@@ -216,10 +216,14 @@ few letters can be handed out a letter or two per piece, below any fragment size
 @given(value=VALUES, how=st.sampled_from(sorted(ECHOES)), prefix=st.sampled_from(["", "id=", "the value: "]))
 @example(value="jane.doe@corp-example.com", how="base85", prefix="x")
 @example(value="ACCT-0042-7781-99", how="character codes", prefix="")
+@example(value="00000000", how="ascii85", prefix="id=")  # one whole Ascii85 group of the value: 5 characters
 def test_taint_finds_every_known_echo_of_any_value(value: str, how: str, prefix: str) -> None:
     """Whatever the value, each echo way (with text around it) is found by the backstop."""
-    if how in ("md5 oracle", "sha256"):
-        prefix = ""  # a digest is of the value alone: of anything longer it is another number
+    if how in ("md5 oracle", "sha256", "slices"):
+        # A digest is of the value alone: of anything longer it is another number. Slices after a prefix can
+        # cut a short value into pieces below the fragment size ("id=00000", "00000:::", "00"): a documented
+        # limit (doc/VAULT.md, threat model), not a promise.
+        prefix = ""
     echoed = ECHOES[how](prefix + value)
     text = json.dumps(echoed) if isinstance(echoed, tuple) else echoed
     assert Taint([(value, "tok-0000000000")]).found(text), (how, text)

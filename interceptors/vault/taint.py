@@ -38,6 +38,8 @@ from urllib.parse import unquote_plus
 MAX_DEPTH = 3
 FRAGMENT = 6
 """Squeezed characters of a value that count as a piece of it (a slice, a chunk); half a shorter value."""
+MIN_CORE = 5
+"""A base-N core this long (one base85 group: 4 bytes of the value) is specific enough to count, case-sensitive."""
 MEMO_SIZE = 4096
 MAX_INFLATE = 1 << 20
 """Compressed layers are inflated up to this many bytes (a zip bomb costs nothing more)."""
@@ -198,7 +200,7 @@ def _aligned_cores(raw: bytes) -> set[str]:
         first, last = -(-pad // 4), (pad + len(raw)) // 4
         for text85 in (base64.b85encode(b"\0" * pad + raw), base64.a85encode(b"\0" * pad + raw)):
             cores.add(text85.decode()[5 * first : 5 * last])
-    return {c for c in cores if len(c) >= FRAGMENT}
+    return {c for c in cores if len(c) >= MIN_CORE}
 
 
 # --- decoded views -------------------------------------------------------------------------------------------
