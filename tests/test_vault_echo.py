@@ -16,6 +16,7 @@ import html
 import json
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -293,3 +294,20 @@ def test_a_withheld_result_keeps_its_methods_shape_and_nothing_else() -> None:
         answer = stages.response(Invocation("vault", event, Phase.RESPONSE, result, None, ctx))
         assert answer.modified and EMAIL not in json.dumps(answer.payload), event
         assert {k: answer.payload[k] for k in expected} == expected, event
+
+
+def test_a_reload_applies_the_new_documents_restore_to(tmp_path: Path) -> None:
+    """The gateway keeps its vault across a reload (tokens keep reversing), but not the old restore rules."""
+    from integrations.gateway.stages import build_stages
+
+    opened = tmp_path / "opened.yaml"
+    opened.write_text("extends: strict\nname: opened\nvault: {key: k-0123456789abcdef, restore_to: ['*']}\n")
+    closed = tmp_path / "closed.yaml"
+    closed.write_text("extends: strict\nname: closed\nvault: {key: k-0123456789abcdef}\n")
+    first = build_stages(str(opened), None)
+    try:
+        assert first.vault is not None and first.vault.restores("anything")
+        second = build_stages(str(closed), None, previous=first)
+        assert second.vault is first.vault and second.vault.restore_to == () and not second.vault.restores("x")
+    finally:
+        first.close()

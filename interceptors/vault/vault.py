@@ -282,6 +282,13 @@ class TokenVault:
             "dirty": self._dirty,
         }
 
+    def reconfigure(self, section: Mapping[str, Any] | VaultConfig | None) -> None:
+        """Take a new policy's `restore_to` and `restored_results` (a reload keeps the vault, its key and its
+        tokens, but the rules on where real values go must follow the document in force)."""
+        config = section if isinstance(section, VaultConfig) else VaultConfig.from_mapping(section)
+        self.restore_to = config.restore_to
+        self.restored_results = config.restored_results
+
     def restores(self, target: str | None) -> bool:
         """Whether a tool or prompt (by name), a resource (by URI) or a completion reference may receive real
         values (`restore_to`; empty, the default: none). The others get the tokens as the model wrote them. Globs
