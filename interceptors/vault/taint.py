@@ -5,18 +5,16 @@ The response stage first swaps restored values back to their tokens where it can
 received real values: when it still finds a value, the result is withheld rather than sent. It is a judge
 with many views and no repair, so it can look further than the rewriter:
 
-- the text as it is, case-folded, and reversed;
+- the text as it is, case-folded, and reversed; the value's base64, base32, base85 and Ascii85 spellings at
+  every byte alignment (the characters that depend on the value alone), found as they are;
 - the text *squeezed* to its letters and digits (drops spaces, separators, quotes, commas and brackets): a
-  value spelled out, cut into chunks, or listed character by character (`["a","d","a"]`) reads whole again;
-  any run of `FRAGMENT` squeezed characters of the value counts (slices), and so do its every-other and
-  every-third characters (even + odd);
-- runs of character codes (`97,100,97`, `0x61 0x64`), decoded;
-- hex runs with or without separators (`61:64:61`, `\\x61`), decoded as UTF-8, UTF-16 (both byte orders) and
-  Latin-1;
-- base64 (both alphabets, any alignment), base32, base85 and Ascii85 runs, decoded, and gzip or zlib inside
-  them decompressed (bounded);
-- percent-encoding, JSON and HTML escapes, decoded;
-- the MD5, SHA-1, SHA-256 and SHA-512 digests of the value (hex or base64) anywhere in the text.
+  value spelled out, cut into chunks, or listed character by character (`["a","d","a"]`) reads whole again,
+  and so do its hex (UTF-8 or UTF-16, with or without `:` or `\\x`) and its decimal character codes; any run
+  of `FRAGMENT` squeezed characters of the value counts (slices), and so do its every-other and every-third
+  characters (even + odd);
+- the MD5, SHA-1, SHA-256 and SHA-512 digests of the value (hex or base64);
+- decoded layers: base64 runs (both alphabets, any alignment; gzip or zlib inside inflated, bounded), hex
+  runs, percent-encoding, JSON and HTML escapes.
 
 Decoded text is judged again, up to `MAX_DEPTH` layers. What no finite list can catch is a function of the
 value the list does not know (a keyed hash, one character per call, a yes/no oracle): doc/VAULT.md says so,
