@@ -83,13 +83,20 @@ async def test_policy_none_is_a_pure_pass_through() -> None:
             assert SECRETS[0] in json.dumps(dump(config))
 
 
-async def test_strict_pseudonymises_and_the_tool_still_gets_real_values() -> None:
-    """The model sees a token, sends it back, the tool receives the real value and echoes it, and the client
-    sees the token again: a round trip through the vault with no leak."""
+async def test_strict_pseudonymises_and_the_tool_still_gets_real_values(tmp_path: Path) -> None:
+    """The model sees a token, sends it back, a tool named in `vault.restore_to` receives the real value and
+    echoes it, and the client sees the token again: a round trip through the vault with no leak."""
     from tests.servers.leaky_server import OWNER_EMAIL
 
+    policy = tmp_path / "restoring.yaml"
+    policy.write_text("extends: strict\nname: restoring\nvault: {restore_to: [echo_value]}\n")
     with anyio.fail_after(60):
         async with routed(UPSTREAM, "strict") as served, Client(served.server, mode="legacy") as client:
+            owner = await client.session.call_tool("whoami", {})  # restore_to is empty by default
+            token = dump(owner)["content"][0]["text"].split("owner: ", 1)[1].split()[0].strip()
+            echoed = await client.session.call_tool("echo_value", {"value": token})
+            assert "real=no" in dump(echoed)["content"][0]["text"]
+        async with routed(UPSTREAM, str(policy)) as served, Client(served.server, mode="legacy") as client:
             owner = await client.session.call_tool("whoami", {})
             text = owner.content[0].text if isinstance(owner.content[0], types.TextContent) else ""
             assert OWNER_EMAIL not in text
@@ -121,7 +128,7 @@ async def test_two_gateway_processes_share_tokens_through_redis(tmp_path: Path) 
     if not url:
         pytest.skip("REDIS_URL is not set: .ci/run starts a redis-server for this test")
     policy = tmp_path / "shared.yaml"
-    policy.write_text(PSEUDONYMISING + "vault: {key_env: SHARED_VAULT_KEY}\n")
+    policy.write_text(PSEUDONYMISING + "vault: {key_env: SHARED_VAULT_KEY, restore_to: ['*']}\n")
     env = {"SHARED_VAULT_KEY": "a shared vault key for both gateways"}
     flags = ("--policy", str(policy), "--vault-redis", url)
     with anyio.fail_after(60):
@@ -143,7 +150,7 @@ async def test_a_restored_value_echoed_on_errors_progress_and_logs_is_pseudonymi
     from tests.servers.leaky_server import OWNER_EMAIL
 
     policy = tmp_path / "pseudonymising.yaml"
-    policy.write_text(PSEUDONYMISING)
+    policy.write_text(PSEUDONYMISING + "vault: {restore_to: ['*']}\n")
     logs: list[Any] = []
     progress: list[str] = []
 
@@ -181,7 +188,7 @@ def test_two_principals_cannot_reverse_each_others_tokens(tmp_path: Path) -> Non
     from mcp.client.streamable_http import streamable_http_client
 
     policy = tmp_path / "per-principal.yaml"
-    policy.write_text(PSEUDONYMISING + "vault: {scope: principal}\n")
+    policy.write_text(PSEUDONYMISING + "vault: {scope: principal, restore_to: ['*']}\n")
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text("tokens:\n  - {id: alice, token: alice-token}\n  - {id: bob, token: bob-token}\n")
     process = subprocess.Popen(

@@ -173,6 +173,8 @@ def test_strict_over_http_keeps_each_principals_pseudonyms_and_no_echo_spelling_
 
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text(TWO_PRINCIPALS)
+    policy = tmp_path / "restoring.yaml"  # strict restores nothing by default: name the tools that may
+    policy.write_text("extends: strict\nname: restoring\nvault: {restore_to: [echo_value, encode_value]}\n")
 
     async def main(url: str) -> None:
         owner = (await http_call(url, "alice-token", "whoami", {})).split("owner: ", 1)[1].strip()
@@ -188,7 +190,7 @@ def test_strict_over_http_keeps_each_principals_pseudonyms_and_no_echo_spelling_
             assert OWNER_EMAIL[::-1].casefold() not in folded
             assert OWNER_EMAIL.casefold() not in folded.replace(" ", "")
 
-    with http_gateway("--policy", "strict", "--tokens", str(tokens)) as url:
+    with http_gateway("--policy", str(policy), "--tokens", str(tokens)) as url:
         anyio.run(main, url)
 
 

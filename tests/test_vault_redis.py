@@ -157,7 +157,7 @@ WORKER = textwrap.dedent(
     from interceptors.vault import RedisStore, TokenVault, VaultStages
 
     url, prefix, key, job = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
-    vault = TokenVault(key, key_env=None, scope="principal", store=RedisStore(url, prefix=prefix))
+    vault = TokenVault(key, key_env=None, scope="principal", store=RedisStore(url, prefix=prefix), restore_to=["*"])
     out = {}
     if job["do"] == "issue":
         ns = vault.namespace_for(job["principal"])

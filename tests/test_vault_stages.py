@@ -38,7 +38,8 @@ ARN = "arn:aws:rds:us-east-1:123456789012:db:payments-primary"
 
 
 def vault(**kwargs: Any) -> TokenVault:
-    return TokenVault(KEY, key_env=None, **kwargs)
+    """Every target may receive real values here (`restore_to` is empty by default: nothing is restored)."""
+    return TokenVault(KEY, key_env=None, **{"restore_to": ["*"], **kwargs})
 
 
 def context(principal: str | None = "alice", trace: str | None = "trace-1", session: str | None = None) -> Any:
@@ -471,7 +472,7 @@ def test_restore_to_names_the_targets_that_receive_real_values() -> None:
     v = TokenVault.from_config({"key": KEY, "restore_to": ["deploy_*", "!deploy_public", "cg://assets/*"]})
     assert v.restores("deploy_prod") and v.restores("cg://assets/db1")
     assert not v.restores("deploy_public") and not v.restores("echo") and not v.restores(None)
-    assert TokenVault(KEY, key_env=None).restores("anything")
+    assert not TokenVault(KEY, key_env=None).restores("anything")  # empty by default: no target
     token = v.tokenize("prod-payments-db", "resource_name")
     stages = VaultStages(v)
     restored = stages.request(invocation("tools/call", "request", call("deploy_prod", token), context()))

@@ -126,6 +126,8 @@ def build_stages(
 
         store = RedisStore(vault_redis) if vault_redis else None
         vault = TokenVault.from_config(vault_section(document, multi_principal), store=store)
+    elif vault is not None:  # a reload keeps the vault; where real values go follows the new document
+        vault.reconfigure(vault_section(document, multi_principal))
     registries = [policy_registry(engine)]
     guard = _guard(document, loaded, vault_redis, fail_open, previous)
     if guard is not None:

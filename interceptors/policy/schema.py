@@ -238,6 +238,7 @@ VAULT = _fields(
         "autosave": _bool,
         "encrypt": _bool,
         "restore_to": _opt_strings,
+        "restored_results": _one_of(("check", "withhold")),
     }
 )
 

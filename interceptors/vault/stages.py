@@ -18,7 +18,9 @@ the price of never leaking it.
 
 from __future__ import annotations
 
+import base64
 import functools
+import hashlib
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -32,6 +34,7 @@ from ..registry import Invocation, Registry
 from ..wire import InvocationContext
 from . import echoes
 from .store import Pair
+from .taint import Taint
 from .vault import TokenVault
 
 logger = logging.getLogger("interceptors.vault")
@@ -206,6 +209,21 @@ def _variants(real: str, token: str) -> list[tuple[str, str]]:
     return forms
 
 
+DIGESTS = ("md5", "sha1", "sha256", "sha512")
+
+
+def _digests(real: str, token: str) -> list[tuple[str, str]]:
+    """The value's common digests (hex, base64), each with the token's: a tool may answer with a hash of what it
+    got, and the client could test guesses against it."""
+    forms = []
+    for name in DIGESTS:
+        value = hashlib.new(name, real.encode("utf-8", "surrogatepass")).digest()
+        other = hashlib.new(name, token.encode("utf-8", "surrogatepass")).digest()
+        forms.append((value.hex(), other.hex()))
+        forms.append((base64.b64encode(value).decode(), base64.b64encode(other).decode()))
+    return forms
+
+
 class Repseudonymizer:
     """Swaps restored real values back to their tokens wherever they appear, in any spelling the leak checks
     decode (see `echoes`): as they are in any case, JSON-escaped, percent-encoded, reversed, spelled out, and
@@ -222,6 +240,8 @@ class Repseudonymizer:
             for form, replacement in _variants(real, token):
                 table.setdefault(form, replacement)
             table.setdefault(real[::-1], token[::-1])
+            for form, replacement in _digests(real, token):  # a digest oracle answers over tokens only
+                table.setdefault(form, replacement)
             spaced.setdefault(real.casefold(), token)
             spaced.setdefault(real[::-1].casefold(), token[::-1])
         self.table = table
@@ -274,6 +294,46 @@ class Repseudonymizer:
 @functools.lru_cache(maxsize=512)
 def _repseudonymizer(pairs: tuple[Pair, ...]) -> Repseudonymizer:
     return Repseudonymizer(pairs)
+
+
+@functools.lru_cache(maxsize=512)
+def _taint(pairs: tuple[Pair, ...]) -> Taint:
+    return Taint(pairs, MIN_ECHO)
+
+
+WITHHELD = (
+    "result withheld by the vault: this call received real values in place of pseudonyms, and its result "
+    "{why} (doc/VAULT.md)"
+)
+WHY_FOUND = "still held one of them in a form that cannot be swapped back"
+WHY_POLICY = "is not shown (vault.restored_results: withhold)"
+
+
+def _readable(payload: Any) -> Any:
+    """What a client reads of a result: all of it but our own `_meta` keys."""
+    if isinstance(payload, Mapping) and isinstance(payload.get("_meta"), Mapping):
+        meta = {k: v for k, v in payload["_meta"].items() if k not in RESERVED_META}
+        return {**payload, "_meta": meta}
+    return payload
+
+
+def withheld(event: str, payload: Any, why: str) -> dict[str, Any]:
+    """A result of the event's shape that carries nothing from `payload` but our own `_meta` keys."""
+    meta = payload.get("_meta") if isinstance(payload, Mapping) else None
+    kept = {k: v for k, v in meta.items() if k in RESERVED_META} if isinstance(meta, Mapping) else {}
+    text = WITHHELD.format(why=why)
+    out: dict[str, Any]
+    if event == "resources/read":
+        out = {"contents": []}
+    elif event == "prompts/get":
+        out = {"description": text, "messages": []}
+    elif event == "completion/complete":
+        out = {"completion": {"values": [], "hasMore": False}}
+    else:
+        out = {"content": [{"type": "text", "text": text}], "isError": True}
+    if kept:
+        out["_meta"] = kept
+    return out
 
 
 def is_final(payload: Any) -> bool:
@@ -335,7 +395,7 @@ class VaultStages:
         return Mutation({**payload, "params": dict(params)}, True)
 
     def restores_to(self, event: str, params: Mapping[str, Any]) -> bool:
-        """Whether the operation's target may receive real values (`vault.restore_to`; unset: every target)."""
+        """Whether the operation's target may receive real values (`vault.restore_to`; empty: none)."""
         return self.vault.restores(target_name(event, params))
 
     def response(self, invocation: Invocation) -> Mutation:
@@ -344,9 +404,14 @@ class VaultStages:
             pairs = self.vault.recall(key) if key is not None else []
             if not pairs:
                 return Mutation.unchanged()
-            new = _repseudonymizer(tuple(pairs)).result(invocation.payload)
             if key is not None and is_final(invocation.payload):
                 self.vault.operation_done(key)
+            if self.vault.restored_results == "withhold":
+                return Mutation(withheld(invocation.event, invocation.payload, WHY_POLICY), True)
+            new = _repseudonymizer(tuple(pairs)).result(invocation.payload)
+            if _taint(tuple(pairs)).found_in(_readable(new)):  # the backstop: a spelling the swap does not know
+                logger.warning("vault: a restored value was found in a form that cannot be swapped back: withheld")
+                return Mutation(withheld(invocation.event, new, WHY_FOUND), True)
             return Mutation.unchanged() if new is invocation.payload else Mutation(new, True)
         finally:
             self._autosave()

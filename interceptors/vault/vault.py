@@ -33,6 +33,8 @@ from .store import Entry, MemoryStore, Pair, StoreKeys, VaultStore, rows_to_entr
 logger = logging.getLogger("interceptors.vault")
 
 Scope = Literal["global", "principal"]
+RestoredResults = Literal["check", "withhold"]
+RESTORED_RESULTS = ("check", "withhold")
 GLOBAL = "global"
 ANONYMOUS = "anonymous"
 MAX_ATTEMPTS = 64
@@ -60,14 +62,27 @@ class VaultConfig:
     path: str | None = None
     autosave: bool = False
     encrypt: bool = True
-    restore_to: tuple[str, ...] | None = None
+    restore_to: tuple[str, ...] = ()
     """Globs over tool and prompt names, resource URIs and completion references that may receive real
-    values; None: all. Others get the tokens as the model wrote them."""
+    values; empty (the default): none, every target gets the tokens as the model wrote them; `["*"]`: all."""
+    restored_results: RestoredResults = "check"
+    """What happens to the result of a call that received real values: `check` swaps the values back in every
+    spelling the vault knows (doc/VAULT.md); `withhold` replaces the whole result."""
 
     @classmethod
     def from_mapping(cls, section: Mapping[str, Any] | None) -> VaultConfig:
         data = dict(section or {})
-        fields = {"key", "key_env", "scope", "ttl_seconds", "path", "autosave", "encrypt", "restore_to"}
+        fields = {
+            "key",
+            "key_env",
+            "scope",
+            "ttl_seconds",
+            "path",
+            "autosave",
+            "encrypt",
+            "restore_to",
+            "restored_results",
+        }
         unknown = sorted(set(data) - fields, key=str)
         if unknown:
             names = ", ".join(repr(k) if isinstance(k, str) and k.isidentifier() else "<unprintable>" for k in unknown)
@@ -93,11 +108,12 @@ class VaultConfig:
             if not isinstance(value, bool):
                 raise ValueError(f"vault.{name}: must be true or false")
             flags[name] = value
-        restore_to = data.get("restore_to")
-        if restore_to is not None and (
-            not isinstance(restore_to, list | tuple) or not all(isinstance(g, str) and g for g in restore_to)
-        ):
-            raise ValueError("vault.restore_to: must be a list of globs (or null for every tool)")
+        restore_to = data.get("restore_to") or ()
+        if not isinstance(restore_to, list | tuple) or not all(isinstance(g, str) and g for g in restore_to):
+            raise ValueError('vault.restore_to: must be a list of globs (empty: no target; ["*"]: every target)')
+        restored_results = data.get("restored_results", "check")
+        if restored_results not in RESTORED_RESULTS:
+            raise ValueError("vault.restored_results: must be 'check' or 'withhold'")
         return cls(
             key,
             key_env,
@@ -106,14 +122,16 @@ class VaultConfig:
             path,
             flags["autosave"],
             flags["encrypt"],
-            None if restore_to is None else tuple(restore_to),
+            tuple(restore_to),
+            restored_results,
         )
 
     def __repr__(self) -> str:
         key = "<hidden>" if self.key else None
         return (
             f"VaultConfig(key={key}, key_env={self.key_env!r}, scope={self.scope!r}, ttl_seconds={self.ttl_seconds},"
-            f" path={self.path!r}, autosave={self.autosave}, encrypt={self.encrypt}, restore_to={self.restore_to!r})"
+            f" path={self.path!r}, autosave={self.autosave}, encrypt={self.encrypt}, restore_to={self.restore_to!r},"
+            f" restored_results={self.restored_results!r})"
         )
 
 
@@ -152,7 +170,8 @@ class TokenVault:
         clock: Callable[[], float] = time.time,
         operation_ttl: float = 3600.0,
         require_key: bool = False,
-        restore_to: Iterable[str] | None = None,
+        restore_to: Iterable[str] = (),
+        restored_results: RestoredResults = "check",
     ) -> None:
         """`require_key`: `key_env` must be set (no random fallback). A vault with a `path` always needs a stable
         key: a random one would make its own file unreadable at the next start."""
@@ -176,8 +195,14 @@ class TokenVault:
         self.path: Path | None = Path(path) if path is not None else None
         self.autosave = autosave
         self.encrypt = encrypt
-        self.restore_to: tuple[str, ...] | None = None if restore_to is None else tuple(restore_to)
-        """Which tools, prompts, resources and completions may receive real values (globs; None: all)."""
+        if isinstance(restore_to, str) or restore_to is None:
+            raise ValueError('restore_to must be a list of globs (empty: no target; ["*"]: every target)')
+        if restored_results not in RESTORED_RESULTS:
+            raise ValueError("restored_results must be 'check' or 'withhold'")
+        self.restore_to: tuple[str, ...] = tuple(restore_to)
+        """Which tools, prompts, resources and completions may receive real values (globs; empty: none)."""
+        self.restored_results: RestoredResults = restored_results
+        """`check` or `withhold`: what the response stage does with the result of a call that got real values."""
         self.clock = clock
         self.operation_ttl = operation_ttl
         self.store: VaultStore = store if store is not None else MemoryStore()
@@ -216,6 +241,7 @@ class TokenVault:
             autosave=config.autosave,
             encrypt=config.encrypt,
             restore_to=config.restore_to,
+            restored_results=config.restored_results,
             store=store,
             **kwargs,
         )
@@ -256,13 +282,20 @@ class TokenVault:
             "dirty": self._dirty,
         }
 
+    def reconfigure(self, section: Mapping[str, Any] | VaultConfig | None) -> None:
+        """Take a new policy's `restore_to` and `restored_results` (a reload keeps the vault, its key and its
+        tokens, but the rules on where real values go must follow the document in force)."""
+        config = section if isinstance(section, VaultConfig) else VaultConfig.from_mapping(section)
+        self.restore_to = config.restore_to
+        self.restored_results = config.restored_results
+
     def restores(self, target: str | None) -> bool:
         """Whether a tool or prompt (by name), a resource (by URI) or a completion reference may receive real
-        values (`restore_to`; unset: every target). The others get the tokens as the model wrote them. Globs are
-        shell-style and case-sensitive, as the policy's: a positive pattern matches and no `!` one does."""
+        values (`restore_to`; empty, the default: none). The others get the tokens as the model wrote them. Globs
+        are shell-style and case-sensitive, as the policy's: a positive pattern matches and no `!` one does."""
         globs = self.restore_to
-        if globs is None:
-            return True
+        if not globs:
+            return False
         name = target or ""
         positive = [g for g in globs if not g.startswith("!")]
         negative = [g[1:] for g in globs if g.startswith("!")]
