@@ -166,14 +166,6 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        "('Authorization: token '|'Authorization: SSWS '|'authorization: Bot ') <[A-Za-z0-9_+]{20,40}>",
        "HTTP Authorization schemes other than Bearer and Basic (GitHub token, Okta SSWS, Discord Bot, GoDaddy)",
        "the credential of an Authorization header with a vendor scheme", group=1),
-    _a("token_flag",
-       r"--(?<![\w-]--)(?i:(?:[a-z]{1,20}-)?(?:token|api-key|apikey|secret|client-secret|access-key|secret-key|"
-       r"auth-token|access-token|private-token))(?:[ \t]{1,4}|=)(?:\"([^\"\r\n]{6,256})\"|'([^'\r\n]{6,256})'|"
-       r"([^\s\"'-][^\s\"']{5,255}))",
-       ("token", "key", "secret"),
-       "('deploy --token '|'cli login --api-key '|'gh-release --auth-token ') <[a-f0-9]{32,40}> ' --yes'",
-       "command-line tools' --token, --api-key, --secret flags",
-       "the value of a credential flag on a command line", validator=_validate_flag_value),
     _a("registry_login_password",
        r"[dphnosbc](?<![\w-].)(?:ocker|odman|elm|erdctl|ras|kopeo|uildah|rane)[ \t]{1,4}(?:registry[ \t]{1,4})?login\b"
        r"[^\n|]{0,160}?[ \t](?:-p|--password)(?:[ \t]{1,4}|=)(?:\"([^\"\r\n]{4,256})\"|'([^'\r\n]{4,256})'|"

@@ -17,7 +17,7 @@ import orjson
 
 from .base import Options, Transform, TransformContext, count
 from .catalog import BUILTIN_DETECTORS
-from .context import SCHEME_TYPES, Context, binary_field, describes
+from .context import GENERIC, SCHEME_TYPES, Context, binary_field, describes
 from .detectors import Detector, Finding, Scanner, detector_from_config, merge_detectors
 from .encoded import MARKER_KEYS, MAX_DEPTH, UNDECODED, Decoder
 from .entities import entity_chain, fold_for_hints, is_template, normalize_key
@@ -332,9 +332,14 @@ class _Run:
                 continue
             # A block's own reading wins: a finding that overlaps one is that value read on into the other block
             # (`password: s3cret` then a base64 key), not a value split in two; taking it would move text across.
+            # One exception: a vendor format (a fixed shape, not a label's greedy reading) that only carries a
+            # single own reading on across the seam (same start, that reading cut off by the block's end, or the
+            # mirror) is that token split in two.
             own = [(f.start, f.end) for f in scanner.scan(before)]
             own += [(f.start + cut, f.end + cut) for f in scanner.scan(after)]
-            seam_findings = [f for f in seam_findings if all(f.end <= a or f.start >= b for a, b in own)]
+            seam_findings = [
+                f for f in seam_findings if _takes_the_seam(f.start, f.end, cut, own, f.detector.name not in GENERIC)
+            ]
             if seam_findings and self.red.context is not None:
                 seam_findings, _ = self.red.context.spare(seam, seam_findings)
             for finding in seam_findings:
@@ -869,3 +874,16 @@ def _json_text(text: str) -> Any:
 
 
 __all__ = ["DEFAULT_SKIP_KEYS", "KEEP", "REDACT_OPTIONS", "Redactor"]
+
+
+def _takes_the_seam(start: int, end: int, cut: int, own: Sequence[tuple[int, int]], fixed_shape: bool) -> bool:
+    """Whether a seam finding [start, end) is a value split at `cut`: it overlaps no block's own reading, or, for
+    a fixed-shape format, exactly one that it carries on across the seam (same start and a reading cut off by the
+    block's end, or the mirror on the other side)."""
+    overlapped = [(a, b) for a, b in own if not (end <= a or start >= b)]
+    if not overlapped:
+        return True
+    if len(overlapped) > 1 or not fixed_shape:
+        return False
+    a, b = overlapped[0]
+    return (start == a and b == cut < end) or (end == b and a == cut > start)
