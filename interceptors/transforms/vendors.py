@@ -399,7 +399,8 @@ GAP_DETECTORS: tuple[Detector, ...] = (
        "a Sentry DSN, whole (its key, and the secret of a legacy key:secret DSN)", confidence=0.9),
     _v("pgpass_password",
        r"(?<![\w.:/@*-])(?:\*|(?=[0-9-]{0,252}[A-Za-z.])[A-Za-z0-9.-]{1,253}+):(?:\d{2,5}|\*):[\w.*-]{1,63}+:"
-       r"[\w.*@-]{1,63}+:([^\s:'\"`,;]{6,128}+)(?=[\s'\"`,;]|$)",
+       # the password ends at a blank, a quote, a separator, or markup around the line (`]]>`, `</…>`)
+       r"[\w.*@-]{1,63}+:([^\s:'\"`,;<\]]{6,128}+)(?=[\s'\"`,;<\]]|$)",
        (":5432:", ":*:"), "('db.example.com'|'localhost'|'*') ':' ('5432'|'*') ':' [a-z]{3,8} ':' [a-z]{3,8} ':' "
        "<[A-Za-z0-9!%^*_+]{10,24}>",
        "PostgreSQL password file lines (postgresql.org/docs/current/libpq-pgpass.html: "
@@ -410,7 +411,7 @@ GAP_DETECTORS: tuple[Detector, ...] = (
     _v("crypt_password_hash",
        r"(?<![\w$./])(?:\$(?:1|5|6)\$(?:rounds=\d{1,9}\$)?[" + _CRYPT + r"]{1,16}\$[" + _CRYPT + r"]{22,86}+"
        r"|\$2[abxy]?\$\d\d\$[" + _CRYPT + r"]{53}|\$y\$[" + _CRYPT + r"]{1,16}\$[" + _CRYPT + r"]{1,86}\$["
-       + _CRYPT + r"]{43})(?![" + _CRYPT + "])",
+       + _CRYPT + r"]{43})(?![A-Za-z0-9]|[./][" + _CRYPT + "])",  # a full stop may end the sentence
        ("$1$", "$5$", "$6$", "$2a$", "$2b$", "$2y$", "$2x$", "$2$", "$y$"),
        "('$6$' [A-Za-z0-9./]{16} '$' [A-Za-z0-9./]{86}|'$5$' [A-Za-z0-9./]{16} '$' [A-Za-z0-9./]{43}"
        "|'$1$' [A-Za-z0-9./]{8} '$' [A-Za-z0-9./]{22}|'$2b$12$' [A-Za-z0-9./]{53}"
