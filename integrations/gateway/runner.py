@@ -344,8 +344,7 @@ class Runner:
         router = self.router
         async for line in self.downstream.lines():
             if isinstance(line, Oversized):
-                reason = f"a message larger than {MAX_LINE_BYTES} bytes"
-                self.downstream.send(_error_line(None, INVALID_REQUEST, "Invalid Request", {"reason": reason}))
+                self._oversized_request(line)
                 continue
             try:
                 actions = router.receive_downstream(STDIO_SESSION, line)
@@ -361,6 +360,19 @@ class Runner:
         self.perform(router.close_session(STDIO_SESSION))
         await self.upstream.drain()
         self._finish(0)
+
+    def _oversized_request(self, line: Oversized) -> None:
+        """A client line over the limit: the error goes to its id when its first bytes name one (else id null,
+        as JSON-RPC has it for an unreadable request), and one log line says what was dropped."""
+        limit = getattr(self.downstream, "max_line", MAX_LINE_BYTES)
+        head = parse(line.head)  # truncated: read by the string-aware scan, never decoded whole
+        request_id = head.id
+        reason = f"a message larger than the {_size(limit)} line limit"
+        if request_id is None:
+            logger.warning("dropped a client message over the %s line limit (no id in its first bytes)", _size(limit))
+        else:
+            logger.warning("refused a client request over the %s line limit", _size(limit))
+        self.downstream.send(_error_line(request_id, INVALID_REQUEST, "Invalid Request", {"reason": reason}))
 
     async def _watch_deadlines(self) -> None:
         """The clock the router does not have: a request the upstream leaves unanswered past the timeout is
@@ -423,9 +435,12 @@ def _oversized_reply(item: Oversized, router: Router, limit: int) -> bytes | Non
     upstream_id = parse(item.head).id
     if not isinstance(upstream_id, int) or isinstance(upstream_id, bool) or not router.awaiting(upstream_id):
         return None
-    size = f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else f"{limit} bytes"
-    message = f"the upstream server sent a malformed reply: it is larger than the {size} line limit"
+    message = f"the upstream server sent a malformed reply: it is larger than the {_size(limit)} line limit"
     return _error_line(upstream_id, INTERNAL_ERROR, message)
+
+
+def _size(limit: int) -> str:
+    return f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else f"{limit} bytes"
 
 
 def _error_line(request_id: Any, code: int, message: str, data: Any = None) -> bytes:

@@ -66,6 +66,8 @@ from .eras import (
     upstream_params,
 )
 from .messages import (
+    BATCH_REASON,
+    BATCH_REASON_2025_03_26,
     CLIENT_CAPABILITIES_META_KEY,
     CLIENT_INFO_META_KEY,
     INTERNAL_ERROR,
@@ -527,7 +529,10 @@ class Router:
                 return [Dropped(_reason(message), message.method)]
             assert message.problem is not None
             problem = message.problem
-            return [self._reply_error(session.id, message.id, _error(problem.code, problem.message, problem.data))]
+            data = problem.data
+            if data.get("reason") == BATCH_REASON and session.version == "2025-03-26":
+                data = {**data, "reason": BATCH_REASON_2025_03_26}
+            return [self._reply_error(session.id, message.id, _error(problem.code, problem.message, data))]
         if message.kind in (Kind.RESPONSE, Kind.ERROR):
             return self._client_answer(session, message)
         if self.upstream.phase in (UpstreamPhase.IDLE, UpstreamPhase.DISCOVERING, UpstreamPhase.INITIALIZING):
