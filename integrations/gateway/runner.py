@@ -12,7 +12,7 @@ import asyncio
 import logging
 import signal
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import AsyncIterator, Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -40,7 +40,14 @@ from .router import (
     SendUpstream,
     UpstreamPhase,
 )
-from .router.messages import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, parse
+from .router.messages import (
+    CLIENT_CAPABILITIES_META_KEY,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    Kind,
+    parse,
+)
 
 logger = logging.getLogger("interceptors.gateway")
 
@@ -138,16 +145,25 @@ class Runner:
         logger.info("the new upstream session lists other %s: announcing list_changed", kind)
         asyncio.get_running_loop().call_soon(lambda: self.perform(self.router.receive_upstream(notification)))
 
-    async def _start(self, tasks: anyio.abc.TaskGroup) -> bool:
-        """The shell's own tasks (upstream pump, deadlines, signals) and the upstream's handshake; True when
-        the upstream is ready (its catalog learnt) and clients may be let in."""
+    def _start_tasks(self, tasks: anyio.abc.TaskGroup) -> None:
+        """The shell's own tasks: the upstream pump (a server that dies is noticed at once), deadlines, signals."""
         self._tasks = tasks
         tasks.start_soon(self._pump_upstream)
         if self.timeout is not None:
             tasks.start_soon(self._watch_deadlines)
         if self.handle_signals:
             tasks.start_soon(self._watch_signals)
-        self.perform(self.router.start())
+
+    async def _start(self, tasks: anyio.abc.TaskGroup) -> bool:
+        """The shell's own tasks and the upstream's handshake; True when the upstream is ready (its catalog
+        learnt) and clients may be let in."""
+        self._start_tasks(tasks)
+        return await self._handshake()
+
+    async def _handshake(self, client_capabilities: dict[str, Any] | None = None) -> bool:
+        """The upstream's handshake (declaring `client_capabilities` when the one client is known), then its
+        catalog; True when clients may be let in."""
+        self.perform(self.router.start(client_capabilities))
         await self.upstream.drain()
         await self._ready.wait()
         if self.router.upstream.phase is not UpstreamPhase.READY:
@@ -161,15 +177,27 @@ class Runner:
 
     async def run(self) -> int:
         async with anyio.create_task_group() as tasks:
-            if await self._start(tasks):
-                self.router.open_session(STDIO_SESSION, context=self.context, principal=self.principal)
-                tasks.start_soon(self._pump_downstream)
+            self._start_tasks(tasks)
+            tasks.start_soon(self._serve_client)
             await self._done.wait()
             for run in self._chain_runs:
                 run.cancel()
             tasks.cancel_scope.cancel()
         await self.downstream.drain()
         return self.exit_code or 0
+
+    async def _serve_client(self) -> None:
+        """The upstream's handshake waits for the client's first message, so the upstream is told what this
+        client supports (a server offers tools by the client's capabilities) and a request it sends at once
+        (the roots of a server that takes its folders from the client) finds the client's session open."""
+        lines = aiter(self.downstream.lines())
+        first = await anext(lines, None)
+        if first is None:
+            self._finish(0)  # the client left without a word
+            return
+        self.router.open_session(STDIO_SESSION, context=self.context, principal=self.principal)
+        if await self._handshake(_declared_capabilities(first)):
+            await self._pump_downstream(lines, first)
 
     async def _prime(self) -> None:
         catalog = self.catalog
@@ -340,9 +368,9 @@ class Runner:
         elif self.catalog is not None:
             self.perform(self.catalog.prime())
 
-    async def _pump_downstream(self) -> None:
+    async def _pump_downstream(self, lines: AsyncIterator[bytes | Oversized], first: bytes | Oversized) -> None:
         router = self.router
-        async for line in self.downstream.lines():
+        async for line in _chained(first, lines):
             if isinstance(line, Oversized):
                 self._oversized_request(line)
                 continue
@@ -437,6 +465,29 @@ def _oversized_reply(item: Oversized, router: Router, limit: int) -> bytes | Non
         return None
     message = f"the upstream server sent a malformed reply: it is larger than the {_size(limit)} line limit"
     return _error_line(upstream_id, INTERNAL_ERROR, message)
+
+
+def _declared_capabilities(first: bytes | Oversized) -> dict[str, Any]:
+    """What the client's first message declares: `initialize`'s capabilities, or a 2026-07-28 envelope's;
+    nothing for anything else (the upstream then offers what needs no client capability)."""
+    if isinstance(first, Oversized):
+        return {}
+    message = parse(first)
+    if message.kind is not Kind.REQUEST:
+        return {}
+    if message.method == "initialize":
+        capabilities = (message.params or {}).get("capabilities")
+    else:
+        capabilities = (message.meta or {}).get(CLIENT_CAPABILITIES_META_KEY)
+    return capabilities if isinstance(capabilities, dict) else {}
+
+
+async def _chained(
+    first: bytes | Oversized, rest: AsyncIterator[bytes | Oversized]
+) -> AsyncIterator[bytes | Oversized]:
+    yield first
+    async for line in rest:
+        yield line
 
 
 def _size(limit: int) -> str:
