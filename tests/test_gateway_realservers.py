@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters, types
+from pydantic import FileUrl
 
 from tests.conftest import ROOT
 
@@ -40,7 +41,7 @@ def direct(upstream: list[str], env: dict[str, str] | None = None) -> StdioServe
 
 def roots_answer(folder: Path) -> Any:
     async def answer(_context: Any) -> types.ListRootsResult:
-        return types.ListRootsResult(roots=[types.Root(uri=folder.as_uri(), name="work")])
+        return types.ListRootsResult(roots=[types.Root(uri=FileUrl(folder.as_uri()), name="work")])
 
     return answer
 
