@@ -145,3 +145,21 @@ async def test_server_filesystem_without_a_folder_serves_the_clients_roots(tmp_p
     assert str(folder) in allowed
     assert not read.is_error and text_of(read) == "hello roots"
     assert not listed.is_error and "a.txt" in text_of(listed)
+
+
+async def test_roots_asked_at_startup_reach_a_client_over_http(tmp_path: Path) -> None:
+    """Over `--listen` the upstream asked before any client came: the request waits for the first session's
+    handshake, then for its GET stream (the SDK client opens it right after), and gets its roots."""
+    from tests.test_router_http import http_gateway, sdk_client
+
+    with anyio.fail_after(TEST_S):
+        async with http_gateway("--policy", "standard", upstream=ROOTS_UPSTREAM) as served:
+            http, client = sdk_client(served.url, "legacy", list_roots_callback=roots_answer(tmp_path))
+            async with http, client as session:
+                answer = "none yet"
+                for _ in range(200):
+                    answer = text_of(await session.call_tool("roots", {}))
+                    if answer != "none yet":
+                        break
+                    await anyio.sleep(0.05)
+    assert json.loads(answer) == [{"uri": tmp_path.as_uri(), "name": "work"}]
