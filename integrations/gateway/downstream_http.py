@@ -286,7 +286,12 @@ class HttpFront:
         standalone = session.standalone
         if standalone is not None and (standalone.attached or action.outgoing is None):
             standalone.put(action.data, False)  # kept for a resuming GET while no connection is open
-        elif action.outgoing is not None and session.early is not None and len(session.early) < MAX_EARLY_REQUESTS:
+        elif (
+            action.outgoing is not None
+            and action.related is None  # tied to no call (a call's own request has its stream, or none)
+            and session.early is not None
+            and len(session.early) < MAX_EARLY_REQUESTS
+        ):
             session.early.append(action.data)  # its client opens the GET stream right after its handshake
         elif action.outgoing is not None:  # a request to the client nothing can carry: answer the upstream
             logger.info("session %s has no stream for a request to its client; refused upstream", action.session[:8])

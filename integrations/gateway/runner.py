@@ -19,6 +19,7 @@ from typing import Any, Final, Protocol
 import anyio
 import anyio.abc
 
+from interceptors import Phase
 from interceptors._fastinit import fast_init
 from interceptors.codec import dumps_exact
 from interceptors_chain.concurrency import start_eagerly
@@ -130,6 +131,8 @@ class Runner:
         self._tasks: anyio.abc.TaskGroup | None = None
         self._chain_runs: set[asyncio.Task[None]] = set()
         self._restarting = False  # the upstream died and is being replaced (`--restart-upstream`)
+        self._refreshed_for: set[str] = set()  # unknown tool names already re-listed for (see `_refresh_tools`)
+        self._tools_listing: anyio.Event | None = None
 
     renewal: Renewal | None = None
     """What a new upstream session needs (`recovery.Renewal`): set for an HTTP upstream or `--restart-upstream`."""
@@ -221,8 +224,11 @@ class Runner:
     # Performing actions ---------------------------------------------------------------------------
     def perform(self, actions: list[Action]) -> None:
         chains: list[RunChain] = []
+        relay: _Relay | None = None  # the list_changed of a CatalogChanged, held until the catalog is new
         for action in actions:
-            if isinstance(action, SendDownstream):
+            if relay is not None and not relay.released and isinstance(action, SendDownstream):
+                relay.items.append(action)
+            elif isinstance(action, SendDownstream):
                 self.send_downstream(action)
             elif isinstance(action, SendUpstream):
                 self.upstream.send(action.data, action.request_id)
@@ -237,8 +243,13 @@ class Runner:
             elif isinstance(action, Dropped):
                 logger.info("dropped %s: %s", action.method or "a message", action.reason)
             elif isinstance(action, CatalogChanged):
+                if action.kind == "tools":
+                    self._refreshed_for.clear()
                 if self.catalog is not None:
-                    self.perform(self.catalog.prime(action.kind))
+                    # the clients hear of the change once the policy knows the new catalog: a tool called
+                    # right after list_changed is judged on its metadata, never refused as unknown
+                    relay = _Relay()
+                    self.perform(self.catalog.prime(action.kind, then=relay.release))
                 if self.renewal is not None:
                     self.perform(self.renewal.snapshot(action.kind))
             elif isinstance(action, AnswerLocally):
@@ -291,6 +302,9 @@ class Runner:
         run.add_done_callback(self._chain_runs.discard)
 
     async def _run_chain(self, action: RunChain) -> None:
+        name = self._unknown_tool(action)
+        if name is not None:
+            await self._refresh_tools(name)
         outcome = await self.adapter.run(action)
         try:
             actions = self.router.chain_done(action.ticket, outcome)
@@ -300,6 +314,38 @@ class Runner:
         self.perform(actions)
         await self.upstream.drain()
         await self.downstream.drain()
+
+    def _unknown_tool(self, action: RunChain) -> str | None:
+        """A `tools/call` (request pass) of a name the catalog has not seen: the upstream may have added it a
+        moment ago (its list_changed still on the way). A hidden tool is known: it is refused as before."""
+        catalog, request = self.catalog, action.request
+        if catalog is None or request is None or action.event != "tools/call" or action.phase is not Phase.REQUEST:
+            return None
+        name = request.target
+        if name is None or catalog.knows_tool(name) or name in self._refreshed_for:
+            return None
+        return name
+
+    async def _refresh_tools(self, name: str) -> None:
+        """Re-list the tools once before the policy judges `name` (concurrent calls share one listing; a name
+        gets at most one listing until the catalog changes again, so unknown names cannot flood the upstream)."""
+        catalog = self.catalog
+        assert catalog is not None
+        if len(self._refreshed_for) >= MAX_REFRESHED_NAMES:
+            self._refreshed_for.clear()
+        self._refreshed_for.add(name)
+        listing = self._tools_listing
+        if listing is None:
+            listing = self._tools_listing = anyio.Event()
+
+            def settled() -> list[Action]:
+                listing.set()
+                self._tools_listing = None
+                return []
+
+            self.perform(catalog.prime("tools", then=settled))
+            await self.upstream.drain()
+        await listing.wait()
 
     async def _answer_locally(self, action: AnswerLocally, local: LocalAnswers) -> None:
         session = self.router.sessions.get(action.session)
@@ -445,6 +491,24 @@ class Runner:
                     continue
                 self._finish(0)
                 return
+
+
+MAX_REFRESHED_NAMES: Final = 1024
+
+
+class _Relay:
+    """What a CatalogChanged batch sends the clients, held until its re-listing is in (`release`)."""
+
+    __slots__ = ("items", "released")
+
+    def __init__(self) -> None:
+        self.items: list[Action] = []
+        self.released = False
+
+    def release(self) -> list[Action]:
+        self.released = True
+        items, self.items = self.items, []
+        return items
 
 
 @fast_init
