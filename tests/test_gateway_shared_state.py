@@ -99,3 +99,29 @@ def test_with_a_shared_store_the_policy_decides_calls_off_the_event_loop() -> No
 
     assert not check_of(local).is_async
     assert check_of(shared).is_async
+
+
+def test_a_failed_audit_stream_is_written_again_only_after_a_moment() -> None:
+    from interceptors.policy.audit_stream import RETRY_S, RedisAuditStream
+
+    class Client:
+        def __init__(self) -> None:
+            self.calls = 0
+            self.down = True
+
+        def xadd(self, *_args: Any, **_kwargs: Any) -> None:
+            self.calls += 1
+            if self.down:
+                raise ConnectionError("the store does not answer")
+
+    now = [0.0]
+    client = Client()
+    stream = RedisAuditStream(client, clock=lambda: now[0])
+    for _ in range(100):
+        stream({"decision": "denied"})
+    assert client.calls == 1  # one socket timeout per RETRY_S, not one per call
+    client.down = False
+    now[0] += RETRY_S
+    stream({"decision": "allowed"})
+    stream({"decision": "allowed"})
+    assert client.calls == 3
