@@ -13,6 +13,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from integrations.gateway.framing import MAX_LINE_BYTES
 from integrations.gateway.router import ChainBlocked, ChainOutcome, ChainPassed, Router, RunChain, SendDownstream
 from integrations.gateway.router.messages import MAX_DEPTH, _deeper_than
 from tests.conftest import ROOT
@@ -189,38 +190,34 @@ def test_deeper_than_is_the_depth_of_the_value(value: Any, levels: int, bound: i
 
 @pytest.mark.slow
 def test_the_stdio_gateway_answers_every_oddity_and_oversized_lines_with_their_id() -> None:
-    """The real `proxy` on pipes: each oddity gets one line back in order; a line over `--max-line-mib 1`
-    gets its error with its id when the first bytes hold it; the gateway then still answers and still
-    refuses what its policy refuses."""
-    argv = [sys.executable, "-m", "integrations.cli", "proxy", "--policy", "none", "--max-line-mib", "1", "--"]
+    """The real `proxy` on pipes: each oddity gets one line back in order; a line over the 64 MiB limit gets
+    its error with its id when its first bytes hold it (else id null, and a log line); the gateway then
+    still answers."""
+    argv = [sys.executable, "-m", "integrations.cli", "proxy", "--policy", "none", "--"]
     argv += [sys.executable, "-m", "tests.servers.sync_upstream"]
     init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
-    lines = [line(id="init", method="initialize", params=init), line(method="notifications/initialized")]
+    init_line = line(id="init", method="initialize", params=init)
+    chunks = [init_line + b"\n", line(method="notifications/initialized") + b"\n"]  # written as they are
     expected: list[tuple[Any, int | None]] = [("init", None)]
     for _name, raw, expected_id, code in ODDITIES:
-        lines.append(raw)
+        chunks.append(raw + b"\n")
         expected.append((expected_id, code))
-    filler = "x" * (2 << 20)
-    lines.append(
-        b'{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"echo","arguments":{"text":"'
-        + filler.encode()
-        + b'"}}}'
-    )
+    filler = b"x" * (MAX_LINE_BYTES + 16)  # one object, written twice: an oversized line is never joined
+    head = b'{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"echo","arguments":{"text":"'
+    chunks += [head, filler, b'"}}}\n']
     expected.append(("big", -32600))
-    lines.append(
-        b'{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"text":"'
-        + filler.encode()
-        + b'"}},"id":"late"}'
-    )
+    chunks += [b'{"jsonrpc":"2.0","method":"tools/call","params":{"text":"', filler, b'"},"id":"late"}\n']
     expected.append((None, -32600))
-    lines.append(line(id="echo", method="tools/call", params={"name": "echo", "arguments": {"text": "still here"}}))
+    echo = line(id="echo", method="tools/call", params={"name": "echo", "arguments": {"text": "still here"}})
+    chunks.append(echo + b"\n")
     expected.append(("echo", None))
     process = subprocess.Popen(
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(ROOT)
     )
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     try:
-        process.stdin.write(b"".join(raw + b"\n" for raw in lines))
+        for chunk in chunks:
+            process.stdin.write(chunk)
         process.stdin.flush()
         answers = [json.loads(process.stdout.readline()) for _ in expected]  # a hang here: the test's timeout
     finally:
@@ -229,4 +226,5 @@ def test_the_stdio_gateway_answers_every_oddity_and_oversized_lines_with_their_i
     stderr = process.stderr.read()
     assert [(a["id"], a.get("error", {}).get("code")) for a in answers] == expected, stderr.decode()[-2000:]
     assert answers[-1]["result"]["content"][0]["text"] == "still here"
-    assert b"over the 1 MiB line limit" in stderr
+    assert b"refused a client request over the 64 MiB line limit" in stderr
+    assert b"dropped a client message over the 64 MiB line limit (no id in its first bytes)" in stderr

@@ -195,8 +195,9 @@ class Runner:
         (the roots of a server that takes its folders from the client) finds the client's session open."""
         lines = aiter(self.downstream.lines())
         first = await anext(lines, None)
-        if first is None:
-            self._finish(0)  # the client left without a word
+        if first is None:  # the client left without a word: the upstream is still checked (exit 1 if it fails)
+            ready = await self._handshake()
+            self._finish(0 if ready else 1)
             return
         self.router.open_session(STDIO_SESSION, context=self.context, principal=self.principal)
         if await self._handshake(_declared_capabilities(first)):
