@@ -417,20 +417,22 @@ class Runner:
 
     async def _pump_downstream(self, lines: AsyncIterator[bytes | Oversized], first: bytes | Oversized) -> None:
         router = self.router
-        async for line in _chained(first, lines):
+        line: bytes | Oversized | None = first
+        while line is not None:
             if isinstance(line, Oversized):
                 self._oversized_request(line)
-                continue
-            try:
-                actions = router.receive_downstream(STDIO_SESSION, line)
-            except Exception as exc:
-                logger.error("the router failed on a client message: %s", type(exc).__name__)
-                request_id = parse(line).id
-                self.downstream.send(_error_line(request_id, INTERNAL_ERROR, "Internal error"))
-                continue
-            self.perform(actions)
-            await self.upstream.drain()
-            await self.downstream.drain()
+            else:
+                try:
+                    actions = router.receive_downstream(STDIO_SESSION, line)
+                except Exception as exc:
+                    logger.error("the router failed on a client message: %s", type(exc).__name__)
+                    request_id = parse(line).id
+                    self.downstream.send(_error_line(request_id, INTERNAL_ERROR, "Internal error"))
+                else:
+                    self.perform(actions)
+                    await self.upstream.drain()
+                    await self.downstream.drain()
+            line = await anext(lines, None)
         # The client left: its requests are cancelled upstream, then the gateway stops.
         self.perform(router.close_session(STDIO_SESSION))
         await self.upstream.drain()
@@ -545,14 +547,6 @@ def _declared_capabilities(first: bytes | Oversized) -> dict[str, Any]:
     else:
         capabilities = (message.meta or {}).get(CLIENT_CAPABILITIES_META_KEY)
     return capabilities if isinstance(capabilities, dict) else {}
-
-
-async def _chained(
-    first: bytes | Oversized, rest: AsyncIterator[bytes | Oversized]
-) -> AsyncIterator[bytes | Oversized]:
-    yield first
-    async for line in rest:
-        yield line
 
 
 def _size(limit: int) -> str:

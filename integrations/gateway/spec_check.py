@@ -24,6 +24,7 @@ from pydantic import TypeAdapter, ValidationError
 MAX_ERRORS: Final = 5
 
 
+_MAPPED_FROM: Final = 64
 _TYPE: Final = itemgetter("type")
 _TEXT: Final = itemgetter("text")
 _PLAIN_SAMPLE: Final = {"content": [{"type": "text", "text": ""}], "isError": False}
@@ -49,9 +50,14 @@ def plain_text_tool_result(result: dict[str, Any]) -> bool:
             extra -= 1
         if extra:
             return False
-    if not content:
+    if len(content) < _MAPPED_FROM:
+        for block in content:
+            if block.__class__ is not dict or len(block) != 2 or block.get("type") != "text":
+                return False
+            if block.get("text").__class__ is not str:
+                return False
         return True
-    # Each test maps a C function over the blocks (a million blocks: 0.1 s, where a Python loop took 1.7 s).
+    # Many blocks: each test maps a C function over them (a million: 0.35 s, where this loop took 1.7 s).
     if set(map(type, content)) != {dict} or set(map(len, content)) != {2}:
         return False
     try:
