@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 import orjson
 
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")  # orjson reads integers beyond 64 bits as floats
+_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+_LONG_RUN = b"0" * 19  # orjson reads integers beyond 64 bits as floats
+"""A run of 19+ digits: found by a translation and a substring search, at memory speed (a regex scan of a
+32 MB message took over a second)."""
+
 
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 
@@ -31,12 +34,12 @@ loads: Callable[[bytes | str], Any] = orjson.loads
 
 def may_round_numbers(data: bytes) -> bool:
     """Whether orjson could read `data` inexactly: it holds a run of 19+ digits (maybe an integer beyond 64 bits)."""
-    return _LONG_DIGITS.search(data) is not None
+    return data.translate(_DIGITS_AS_ZERO).find(_LONG_RUN) >= 0  # (inline: it runs on every message)
 
 
 def loads_exact(data: bytes) -> Any:
     """Like `loads`, but integers of any size stay exact (the stdlib reads the rare text orjson would round)."""
-    if _LONG_DIGITS.search(data) is None:
+    if data.translate(_DIGITS_AS_ZERO).find(_LONG_RUN) < 0:
         return orjson.loads(data)
     return json.loads(data, parse_constant=_no_constant)
 

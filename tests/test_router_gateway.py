@@ -264,9 +264,15 @@ for line in sys.stdin:
 
 def test_an_upstream_dying_while_its_catalog_is_read_ends_the_gateway_with_status_1() -> None:
     """The catalog's own requests are in flight when the upstream goes away: the gateway exits 1 (it used to
-    wait for a catalog that could never come, and swallowed the first SIGTERM)."""
+    wait for a catalog that could never come, and swallowed the first SIGTERM). The upstream's handshake
+    waits for the client's first message (it declares the client's capabilities), so the client speaks."""
     argv = router_argv("--policy", "standard", upstream=[sys.executable, "-c", DIES_ON_TOOLS_LIST])
     process = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdin is not None
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
+    process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}).encode())
+    process.stdin.write(b"\n")
+    process.stdin.flush()
     try:
         assert process.wait(timeout=STEP_S) == 1
     finally:

@@ -47,24 +47,36 @@ class Catalog:
     def settled(self) -> bool:
         return self.outstanding == 0
 
-    def prime(self, kind: str | None = None) -> list[Action]:
-        """Internal requests for every declared list (of `kind` only, when given)."""
+    def knows_tool(self, name: str) -> bool:
+        """Whether the upstream listed tool `name` last time (a hidden tool too: only the policy hides it)."""
+        return name in self._schemas
+
+    def prime(self, kind: str | None = None, then: Callable[[], list[Action]] | None = None) -> list[Action]:
+        """Internal requests for every declared list (of `kind` only, when given); `then()` once every page
+        of this listing is in (or failed), so a shell can hold back what must follow the new catalog."""
         capabilities = self.router.upstream.capabilities
+        listing = _Listing(then)
         actions: list[Action] = []
         for method, capability, changed in LISTS:
             if capability in capabilities and (kind is None or kind == changed):
-                actions += self._page(method, None, 0)
+                actions += self._page(method, None, 0, listing)
+        if listing.outstanding == 0 and then is not None:
+            actions += then()  # nothing to list (or the upstream is not ready): at once
         return actions
 
-    def _page(self, method: str, cursor: str | None, page: int) -> list[Action]:
+    def _page(self, method: str, cursor: str | None, page: int, listing: _Listing) -> list[Action]:
         params: dict[str, Any] = {} if cursor is None else {"cursor": cursor}
-        actions = self.router.upstream_request(method, params, lambda reply: self._on_page(method, page, reply))
+        actions = self.router.upstream_request(
+            method, params, lambda reply: self._on_page(method, page, reply, listing)
+        )
         if not any(isinstance(action, Dropped) for action in actions):
             self.outstanding += 1
+            listing.outstanding += 1
         return actions
 
-    def _on_page(self, method: str, page: int, reply: Message) -> list[Action]:
+    def _on_page(self, method: str, page: int, reply: Message, listing: _Listing) -> list[Action]:
         self.outstanding -= 1
+        listing.outstanding -= 1
         actions: list[Action] = []
         if reply.kind is Kind.RESPONSE:
             result = reply.result
@@ -76,9 +88,12 @@ class Catalog:
             if method == "tools/list":
                 self._learn_schemas(result, page, more)
             if more:
-                actions += self._page(method, cursor, page + 1)
+                actions += self._page(method, cursor, page + 1, listing)
         else:
             logger.warning("could not list %s upstream", method)
+        if listing.outstanding == 0 and listing.then is not None:
+            then, listing.then = listing.then, None
+            actions += then()
         if self.settled and self.on_settled is not None:
             self.on_settled()
         return actions
@@ -92,3 +107,13 @@ class Catalog:
                 self._listing[tool["name"]] = tool.get("inputSchema")
         if not more:
             self._schemas, self._listing = self._listing, {}
+
+
+class _Listing:
+    """One `prime`: its pages still out, and what to do once none is."""
+
+    __slots__ = ("outstanding", "then")
+
+    def __init__(self, then: Callable[[], list[Action]] | None) -> None:
+        self.outstanding = 0
+        self.then = then

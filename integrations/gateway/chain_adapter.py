@@ -22,6 +22,9 @@ import dataclasses
 import hashlib
 import logging
 import os
+import re
+import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any, Final
 
@@ -202,10 +205,49 @@ class ChainAdapter:
         if _outcome_of(result, first.interceptor) == NOT_FOUND_OUTCOME:
             return ChainBlocked(not_found=True)
         error = abort_to_error(result, expose_messages=self.expose_messages)
-        wire: dict[str, Any] = {"code": error.code, "message": error.message}
+        wire: dict[str, Any] = {"code": error.code, "message": _unnamed(error.message)}
         if error.data is not None:
-            wire["data"] = error.data
+            data = error.data
+            reason = data.get("reason") if isinstance(data, dict) else None
+            if isinstance(reason, str) and _SERVER_NAME.search(reason):
+                _failures.warning("an interceptor failed: %s", reason)  # the operator sees which server
+                data = {**data, "reason": _unnamed(reason)}
+            wire["data"] = data
         return ChainBlocked(wire)
+
+
+_SERVER_NAME: Final = re.compile(r"(?:interceptor )?server '[^']*'")
+
+
+def _unnamed(text: str) -> str:
+    """`text` without the names of the gateway's interceptor servers (`local-0`, a chain file's names): a
+    client learns that an interceptor failed, never how the gateway is put together."""
+    return _SERVER_NAME.sub("an interceptor server", text)
+
+
+class RateLimitedLog:
+    """One warning line per `period` seconds, with the count of the lines it held back since the last one:
+    a failure repeated on every call (a store that is down) never floods the log."""
+
+    def __init__(self, period: float = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.period = period
+        self.clock = clock
+        self._last = -period
+        self._held = 0
+
+    def warning(self, message: str, *args: Any) -> None:
+        now = self.clock()
+        if now - self._last < self.period:
+            self._held += 1
+            return
+        held, self._held, self._last = self._held, 0, now
+        if held:
+            logger.warning(message + " (and %d more like it since the last line)", *args, held)
+        else:
+            logger.warning(message, *args)
+
+
+_failures = RateLimitedLog()
 
 
 def _is_request_pass(action: RunChain) -> bool:

@@ -131,7 +131,7 @@ async def _main(options: RouterOptions) -> int:
             catalog = Catalog(router, reloader.learn) if engine is not None or options.listen is not None else None
             if options.listen is not None:
                 return await _serve_http(options, router, adapter, upstream, catalog, metrics, local, reloader.request)
-            downstream = await StdioDownstream.open()
+            downstream = await StdioDownstream.open()  # --max-line-mib bounds the upstream's lines only
             principal = principal_for_stdio(list(options.roles))
             runner = Runner(
                 router,

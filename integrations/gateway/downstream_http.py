@@ -188,6 +188,9 @@ class _Exchange:
                     self.waiter = None
 
 
+MAX_EARLY_REQUESTS: Final = 16
+
+
 @dataclass(slots=True)
 class HttpSession:
     id: str
@@ -199,6 +202,9 @@ class HttpSession:
     standalone: _Exchange | None = None
     resumable: dict[str, _Exchange] = field(default_factory=dict)
     """Streams a `Last-Event-ID` may name, by token: in flight, the standalone one, or detached with a reply."""
+    early: list[bytes] | None = field(default_factory=list)
+    """Requests to the client tied to no call (the roots a server asks at start-up) that came before the
+    session's first GET stream: they wait for it (at most `MAX_EARLY_REQUESTS`); None once a GET opened."""
 
     @property
     def busy(self) -> bool:
@@ -280,6 +286,13 @@ class HttpFront:
         standalone = session.standalone
         if standalone is not None and (standalone.attached or action.outgoing is None):
             standalone.put(action.data, False)  # kept for a resuming GET while no connection is open
+        elif (
+            action.outgoing is not None
+            and action.related is None  # tied to no call (a call's own request has its stream, or none)
+            and session.early is not None
+            and len(session.early) < MAX_EARLY_REQUESTS
+        ):
+            session.early.append(action.data)  # its client opens the GET stream right after its handshake
         elif action.outgoing is not None:  # a request to the client nothing can carry: answer the upstream
             logger.info("session %s has no stream for a request to its client; refused upstream", action.session[:8])
             self.perform(self.router.undeliverable(action.session, action.outgoing))
@@ -661,6 +674,9 @@ class HttpFront:
             session.resumable.pop(standalone.replay.token, None)
         stream = session.standalone = _Exchange()
         self._resumable(session, stream, None)
+        early, session.early = session.early or [], None
+        for data in early:
+            stream.put(data, False)
         watcher = asyncio.ensure_future(_watch_disconnect(receive, stream, 0))
         try:
             await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *extra]})

@@ -14,7 +14,7 @@ import sys
 from collections.abc import AsyncIterator
 from typing import BinaryIO, Final
 
-from .framing import LineSplitter, Oversized
+from .framing import MAX_LINE_BYTES, LineSplitter, Oversized
 
 READ_CHUNK: Final = 256 * 1024
 
@@ -27,7 +27,8 @@ def _is_pipe_or_socket(fd: int) -> bool:
 class StdioDownstream:
     """`await StdioDownstream.open()`; `send(line)`, `async for line in lines()`."""
 
-    def __init__(self, stdin: BinaryIO, stdout: BinaryIO) -> None:
+    def __init__(self, stdin: BinaryIO, stdout: BinaryIO, max_line: int = MAX_LINE_BYTES) -> None:
+        self.max_line = max_line
         self._stdin_file = stdin
         self._stdout_file = stdout
         self._reader: asyncio.StreamReader | None = None
@@ -35,8 +36,10 @@ class StdioDownstream:
         self._closed = False
 
     @classmethod
-    async def open(cls, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> StdioDownstream:
-        self = cls(stdin or sys.stdin.buffer, stdout or sys.stdout.buffer)
+    async def open(
+        cls, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None, *, max_line: int = MAX_LINE_BYTES
+    ) -> StdioDownstream:
+        self = cls(stdin or sys.stdin.buffer, stdout or sys.stdout.buffer, max_line)
         loop = asyncio.get_running_loop()
         if _is_pipe_or_socket(self._stdin_file.fileno()):
             reader = asyncio.StreamReader(limit=2**31)
@@ -81,7 +84,7 @@ class StdioDownstream:
 
     async def lines(self) -> AsyncIterator[bytes | Oversized]:
         """Every line the client writes, until it closes stdin."""
-        splitter = LineSplitter()
+        splitter = LineSplitter(self.max_line)
         async for chunk in self._chunks():
             for line in splitter.feed(chunk):
                 yield line

@@ -12,13 +12,14 @@ import asyncio
 import logging
 import signal
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import AsyncIterator, Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import anyio
 import anyio.abc
 
+from interceptors import Phase
 from interceptors._fastinit import fast_init
 from interceptors.codec import dumps_exact
 from interceptors_chain.concurrency import start_eagerly
@@ -40,7 +41,14 @@ from .router import (
     SendUpstream,
     UpstreamPhase,
 )
-from .router.messages import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, parse
+from .router.messages import (
+    CLIENT_CAPABILITIES_META_KEY,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    Kind,
+    parse,
+)
 
 logger = logging.getLogger("interceptors.gateway")
 
@@ -123,6 +131,8 @@ class Runner:
         self._tasks: anyio.abc.TaskGroup | None = None
         self._chain_runs: set[asyncio.Task[None]] = set()
         self._restarting = False  # the upstream died and is being replaced (`--restart-upstream`)
+        self._refreshed_for: set[str] = set()  # unknown tool names already re-listed for (see `_refresh_tools`)
+        self._tools_listing: anyio.Event | None = None
 
     renewal: Renewal | None = None
     """What a new upstream session needs (`recovery.Renewal`): set for an HTTP upstream or `--restart-upstream`."""
@@ -138,16 +148,25 @@ class Runner:
         logger.info("the new upstream session lists other %s: announcing list_changed", kind)
         asyncio.get_running_loop().call_soon(lambda: self.perform(self.router.receive_upstream(notification)))
 
-    async def _start(self, tasks: anyio.abc.TaskGroup) -> bool:
-        """The shell's own tasks (upstream pump, deadlines, signals) and the upstream's handshake; True when
-        the upstream is ready (its catalog learnt) and clients may be let in."""
+    def _start_tasks(self, tasks: anyio.abc.TaskGroup) -> None:
+        """The shell's own tasks: the upstream pump (a server that dies is noticed at once), deadlines, signals."""
         self._tasks = tasks
         tasks.start_soon(self._pump_upstream)
         if self.timeout is not None:
             tasks.start_soon(self._watch_deadlines)
         if self.handle_signals:
             tasks.start_soon(self._watch_signals)
-        self.perform(self.router.start())
+
+    async def _start(self, tasks: anyio.abc.TaskGroup) -> bool:
+        """The shell's own tasks and the upstream's handshake; True when the upstream is ready (its catalog
+        learnt) and clients may be let in."""
+        self._start_tasks(tasks)
+        return await self._handshake()
+
+    async def _handshake(self, client_capabilities: dict[str, Any] | None = None) -> bool:
+        """The upstream's handshake (declaring `client_capabilities` when the one client is known), then its
+        catalog; True when clients may be let in."""
+        self.perform(self.router.start(client_capabilities))
         await self.upstream.drain()
         await self._ready.wait()
         if self.router.upstream.phase is not UpstreamPhase.READY:
@@ -161,15 +180,28 @@ class Runner:
 
     async def run(self) -> int:
         async with anyio.create_task_group() as tasks:
-            if await self._start(tasks):
-                self.router.open_session(STDIO_SESSION, context=self.context, principal=self.principal)
-                tasks.start_soon(self._pump_downstream)
+            self._start_tasks(tasks)
+            tasks.start_soon(self._serve_client)
             await self._done.wait()
             for run in self._chain_runs:
                 run.cancel()
             tasks.cancel_scope.cancel()
         await self.downstream.drain()
         return self.exit_code or 0
+
+    async def _serve_client(self) -> None:
+        """The upstream's handshake waits for the client's first message, so the upstream is told what this
+        client supports (a server offers tools by the client's capabilities) and a request it sends at once
+        (the roots of a server that takes its folders from the client) finds the client's session open."""
+        lines = aiter(self.downstream.lines())
+        first = await anext(lines, None)
+        if first is None:  # the client left without a word: the upstream is still checked (exit 1 if it fails)
+            ready = await self._handshake()
+            self._finish(0 if ready else 1)
+            return
+        self.router.open_session(STDIO_SESSION, context=self.context, principal=self.principal)
+        if await self._handshake(_declared_capabilities(first)):
+            await self._pump_downstream(lines, first)
 
     async def _prime(self) -> None:
         catalog = self.catalog
@@ -193,8 +225,11 @@ class Runner:
     # Performing actions ---------------------------------------------------------------------------
     def perform(self, actions: list[Action]) -> None:
         chains: list[RunChain] = []
+        relay: _Relay | None = None  # the list_changed of a CatalogChanged, held until the catalog is new
         for action in actions:
-            if isinstance(action, SendDownstream):
+            if relay is not None and not relay.released and isinstance(action, SendDownstream):
+                relay.items.append(action)
+            elif isinstance(action, SendDownstream):
                 self.send_downstream(action)
             elif isinstance(action, SendUpstream):
                 self.upstream.send(action.data, action.request_id)
@@ -209,8 +244,13 @@ class Runner:
             elif isinstance(action, Dropped):
                 logger.info("dropped %s: %s", action.method or "a message", action.reason)
             elif isinstance(action, CatalogChanged):
+                if action.kind == "tools":
+                    self._refreshed_for.clear()
                 if self.catalog is not None:
-                    self.perform(self.catalog.prime(action.kind))
+                    # the clients hear of the change once the policy knows the new catalog: a tool called
+                    # right after list_changed is judged on its metadata, never refused as unknown
+                    relay = _Relay()
+                    self.perform(self.catalog.prime(action.kind, then=relay.release))
                 if self.renewal is not None:
                     self.perform(self.renewal.snapshot(action.kind))
             elif isinstance(action, AnswerLocally):
@@ -263,6 +303,9 @@ class Runner:
         run.add_done_callback(self._chain_runs.discard)
 
     async def _run_chain(self, action: RunChain) -> None:
+        name = self._unknown_tool(action)
+        if name is not None:
+            await self._refresh_tools(name)
         outcome = await self.adapter.run(action)
         try:
             actions = self.router.chain_done(action.ticket, outcome)
@@ -272,6 +315,38 @@ class Runner:
         self.perform(actions)
         await self.upstream.drain()
         await self.downstream.drain()
+
+    def _unknown_tool(self, action: RunChain) -> str | None:
+        """A `tools/call` (request pass) of a name the catalog has not seen: the upstream may have added it a
+        moment ago (its list_changed still on the way). A hidden tool is known: it is refused as before."""
+        catalog, request = self.catalog, action.request
+        if catalog is None or request is None or action.event != "tools/call" or action.phase is not Phase.REQUEST:
+            return None
+        name = request.target
+        if name is None or catalog.knows_tool(name) or name in self._refreshed_for:
+            return None
+        return name
+
+    async def _refresh_tools(self, name: str) -> None:
+        """Re-list the tools once before the policy judges `name` (concurrent calls share one listing; a name
+        gets at most one listing until the catalog changes again, so unknown names cannot flood the upstream)."""
+        catalog = self.catalog
+        assert catalog is not None
+        if len(self._refreshed_for) >= MAX_REFRESHED_NAMES:
+            self._refreshed_for.clear()
+        self._refreshed_for.add(name)
+        listing = self._tools_listing
+        if listing is None:
+            listing = self._tools_listing = anyio.Event()
+
+            def settled() -> list[Action]:
+                listing.set()
+                self._tools_listing = None
+                return []
+
+            self.perform(catalog.prime("tools", then=settled))
+            await self.upstream.drain()
+        await listing.wait()
 
     async def _answer_locally(self, action: AnswerLocally, local: LocalAnswers) -> None:
         session = self.router.sessions.get(action.session)
@@ -340,27 +415,41 @@ class Runner:
         elif self.catalog is not None:
             self.perform(self.catalog.prime())
 
-    async def _pump_downstream(self) -> None:
+    async def _pump_downstream(self, lines: AsyncIterator[bytes | Oversized], first: bytes | Oversized) -> None:
         router = self.router
-        async for line in self.downstream.lines():
+        line: bytes | Oversized | None = first
+        while line is not None:
             if isinstance(line, Oversized):
-                reason = f"a message larger than {MAX_LINE_BYTES} bytes"
-                self.downstream.send(_error_line(None, INVALID_REQUEST, "Invalid Request", {"reason": reason}))
-                continue
-            try:
-                actions = router.receive_downstream(STDIO_SESSION, line)
-            except Exception as exc:
-                logger.error("the router failed on a client message: %s", type(exc).__name__)
-                request_id = parse(line).id
-                self.downstream.send(_error_line(request_id, INTERNAL_ERROR, "Internal error"))
-                continue
-            self.perform(actions)
-            await self.upstream.drain()
-            await self.downstream.drain()
+                self._oversized_request(line)
+            else:
+                try:
+                    actions = router.receive_downstream(STDIO_SESSION, line)
+                except Exception as exc:
+                    logger.error("the router failed on a client message: %s", type(exc).__name__)
+                    request_id = parse(line).id
+                    self.downstream.send(_error_line(request_id, INTERNAL_ERROR, "Internal error"))
+                else:
+                    self.perform(actions)
+                    await self.upstream.drain()
+                    await self.downstream.drain()
+            line = await anext(lines, None)
         # The client left: its requests are cancelled upstream, then the gateway stops.
         self.perform(router.close_session(STDIO_SESSION))
         await self.upstream.drain()
         self._finish(0)
+
+    def _oversized_request(self, line: Oversized) -> None:
+        """A client line over the limit: the error goes to its id when its first bytes name one (else id null,
+        as JSON-RPC has it for an unreadable request), and one log line says what was dropped."""
+        limit = getattr(self.downstream, "max_line", MAX_LINE_BYTES)
+        head = parse(line.head)  # truncated: read by the string-aware scan, never decoded whole
+        request_id = head.id
+        reason = f"a message larger than the {_size(limit)} line limit"
+        if request_id is None:
+            logger.warning("dropped a client message over the %s line limit (no id in its first bytes)", _size(limit))
+        else:
+            logger.warning("refused a client request over the %s line limit", _size(limit))
+        self.downstream.send(_error_line(request_id, INVALID_REQUEST, "Invalid Request", {"reason": reason}))
 
     async def _watch_deadlines(self) -> None:
         """The clock the router does not have: a request the upstream leaves unanswered past the timeout is
@@ -407,6 +496,24 @@ class Runner:
                 return
 
 
+MAX_REFRESHED_NAMES: Final = 1024
+
+
+class _Relay:
+    """What a CatalogChanged batch sends the clients, held until its re-listing is in (`release`)."""
+
+    __slots__ = ("items", "released")
+
+    def __init__(self) -> None:
+        self.items: list[Action] = []
+        self.released = False
+
+    def release(self) -> list[Action]:
+        self.released = True
+        items, self.items = self.items, []
+        return items
+
+
 @fast_init
 @dataclass(frozen=True, slots=True)
 class _Deadline:
@@ -423,9 +530,27 @@ def _oversized_reply(item: Oversized, router: Router, limit: int) -> bytes | Non
     upstream_id = parse(item.head).id
     if not isinstance(upstream_id, int) or isinstance(upstream_id, bool) or not router.awaiting(upstream_id):
         return None
-    size = f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else f"{limit} bytes"
-    message = f"the upstream server sent a malformed reply: it is larger than the {size} line limit"
+    message = f"the upstream server sent a malformed reply: it is larger than the {_size(limit)} line limit"
     return _error_line(upstream_id, INTERNAL_ERROR, message)
+
+
+def _declared_capabilities(first: bytes | Oversized) -> dict[str, Any]:
+    """What the client's first message declares: `initialize`'s capabilities, or a 2026-07-28 envelope's;
+    nothing for anything else (the upstream then offers what needs no client capability)."""
+    if isinstance(first, Oversized):
+        return {}
+    message = parse(first)
+    if message.kind is not Kind.REQUEST:
+        return {}
+    if message.method == "initialize":
+        capabilities = (message.params or {}).get("capabilities")
+    else:
+        capabilities = (message.meta or {}).get(CLIENT_CAPABILITIES_META_KEY)
+    return capabilities if isinstance(capabilities, dict) else {}
+
+
+def _size(limit: int) -> str:
+    return f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else f"{limit} bytes"
 
 
 def _error_line(request_id: Any, code: int, message: str, data: Any = None) -> bytes:

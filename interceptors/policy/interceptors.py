@@ -61,6 +61,7 @@ def policy_registry(
         return registry  # `open`: no decision can refuse anything, so no interceptor costs anything
 
     rules = engine.policy.arguments
+    shared = bool(getattr(engine.limiter, "shared", False))  # rate limits in Redis: decided off the loop
     calls = _Calls()
 
     def check(invocation: Invocation) -> Verdict:
@@ -94,7 +95,11 @@ def policy_registry(
 
     async def check_off_loop(invocation: Invocation) -> Verdict:
         """With path rules that resolve symlinks, a call they judge is decided in a worker thread (file system
-        reads never block the event loop); every other call is decided here, as inline."""
+        reads never block the event loop), and so is every call when the rate limits live in a shared store
+        (a network call that may hang); every other call is decided here, as inline."""
+        if shared:
+            shared_verdict: Verdict = await _off_loop(check, invocation)
+            return shared_verdict
         payload = invocation.payload
         params = payload.get("params") if isinstance(payload, Mapping) else None
         name = params.get("name") if isinstance(params, Mapping) else None
@@ -133,7 +138,7 @@ def policy_registry(
         return Mutation(result, True) if changed else _UNCHANGED
 
     registry.register(
-        check_off_loop if rules and rules.resolve and any(r.kind == "path" for r in rules.rules) else check,
+        check_off_loop if shared or (rules and rules.resolve and any(r.kind == "path" for r in rules.rules)) else check,
         name=name,
         type="validation",
         events=CALL_METHODS,

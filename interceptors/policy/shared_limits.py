@@ -5,7 +5,11 @@ on Redis's own clock (`TIME`), so processes on different hosts agree and no read
 Keys hold no principal id or tool name in clear: the scope part is a keyed hash (the policy's vault key
 when it has one). A bucket key expires once it would have refilled, so idle buckets cost nothing.
 
-A Redis outage refuses the call (fail closed) with `Refusal.unavailable`, unless `fail_open`.
+A Redis outage refuses the call (fail closed) with `Refusal.unavailable`, unless `fail_open`. After a
+failure the store is not asked again for `UNAVAILABLE_RETRY_S`, then by one call at a time (every other
+call is refused at once, never waiting on a store that hangs), and the warning is logged at most once
+per `WARN_EVERY_S`, with the count of what it held back. `shared` tells the policy stage to decide calls
+off the event loop.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .ratelimit import RateLimit, Refusal
@@ -24,6 +29,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("interceptors.policy")
 
 UNAVAILABLE_RETRY_S = 1.0
+WARN_EVERY_S = 10.0
 
 _ACQUIRE = """
 local clock = redis.call('TIME')
@@ -75,6 +81,9 @@ def _spec(limit: RateLimit) -> str:
 class RedisRateLimiter:
     """`RateLimiter`'s interface over Redis: `acquire(limits, principal_id, ident)` and `reset()`."""
 
+    shared = True
+    """A network store: its calls may block, so the policy stage decides calls in a worker thread."""
+
     def __init__(
         self,
         client: Any,
@@ -83,7 +92,14 @@ class RedisRateLimiter:
         prefix: str = "mcp-interceptors:rl",
         key: bytes | None = None,
         fail_open: bool = False,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.clock = clock
+        self._failed = False  # the last call to the store failed
+        self._down_until = 0.0  # ... so it is not asked again before this (clock time)
+        self._probing = False  # one call is asking it again: the others do not wait on it too
+        self._warned_at = -WARN_EVERY_S
+        self._unwarned = 0
         if isinstance(client, str):
             import redis
 
@@ -120,17 +136,40 @@ class RedisRateLimiter:
             per_second = limit.rate / limit.period
             refill_ms = int(limit.burst / per_second * 1000) + 1000
             args += [repr(per_second), str(limit.burst), str(refill_ms)]
+        failed = self._failed
+        if failed and (self._probing or self.clock() < self._down_until):
+            return self._unavailable(limits, None)  # it failed a moment ago, or one call is asking it again
+        self._probing = failed
         try:
             which, wait = self._script(keys=keys, args=args)
         except Exception as exc:  # redis.RedisError, a closed socket, a script error: the store is unavailable
-            logger.warning("rate-limit store unavailable: %s", type(exc).__name__)
-            if self.fail_open:
-                return None
-            return Refusal(limits[0], UNAVAILABLE_RETRY_S, unavailable=True)
+            self._failed, self._down_until = True, self.clock() + UNAVAILABLE_RETRY_S
+            return self._unavailable(limits, type(exc).__name__)
+        finally:
+            self._probing = False
+        self._failed = False
         index = int(which)
         if index == 0:
             return None
         return Refusal(limits[index - 1], max(0.01, round(float(wait), 2)))
+
+    def _unavailable(self, limits: Sequence[RateLimit], error: str | None) -> Refusal | None:
+        now = self.clock()
+        if now - self._warned_at >= WARN_EVERY_S:
+            held, self._unwarned, self._warned_at = self._unwarned, 0, now
+            if held:
+                logger.warning(
+                    "rate-limit store unavailable: %s (and %d more calls since the last warning)",
+                    error or "not asked again yet",
+                    held,
+                )
+            else:
+                logger.warning("rate-limit store unavailable: %s", error or "not asked again yet")
+        else:
+            self._unwarned += 1
+        if self.fail_open:
+            return None
+        return Refusal(limits[0], UNAVAILABLE_RETRY_S, unavailable=True)
 
     def reset(self) -> None:
         for key in self.client.scan_iter(match=f"{{{self.prefix}}}:*"):

@@ -67,6 +67,8 @@ from .eras import (
     upstream_params,
 )
 from .messages import (
+    BATCH_REASON,
+    BATCH_REASON_2025_03_26,
     CLIENT_CAPABILITIES_META_KEY,
     CLIENT_INFO_META_KEY,
     INTERNAL_ERROR,
@@ -83,6 +85,11 @@ from .messages import (
 )
 
 UPSTREAM_CLOSED_MESSAGE: Final = "upstream server closed the connection"
+RELAYED_CAPABILITIES: Final = frozenset(SERVER_REQUESTS.values())
+"""The client capabilities the gateway can serve upstream: a request of the upstream's goes to a client."""
+ALL_RELAYED: Final = {"sampling": {}, "elicitation": {}, "roots": {"listChanged": True}}
+MAX_HELD_REQUESTS: Final = 16
+"""Upstream requests to the client held while no session can take them yet (more are refused at once)."""
 REQUEST_TIMEOUT: Final = -32001
 """The SDK's code for a request that got no answer in time."""
 TIMEOUT_REASON: Final = "upstream timeout"
@@ -292,6 +299,11 @@ class Router:
         self._tickets: dict[int, tuple[SessionId, Continuation]] = {}
         self._streams: dict[StreamKey, deque[_Slot]] = {}
         self._backlog: list[tuple[SessionId, Message]] = []
+        self._held_requests: list[Message] = []
+        """Upstream requests to the client (roots, sampling, elicitation) sent while no client could take them
+        yet (before or during a handshake): given to the first session that completes it (bounded)."""
+        self.declared: dict[str, Any] | None = None
+        """The client capabilities the upstream handshake declares: None, all the gateway can relay."""
         self._next_id = 0
         self._next_call = 0
         self._next_ticket = 0
@@ -303,8 +315,18 @@ class Router:
         return self._next_id
 
     # Upstream lifecycle -------------------------------------------------------------------------
-    def start(self) -> list[Action]:
-        """Open the upstream hop: `server/discover` (modern or auto) or `initialize`."""
+    def start(self, client_capabilities: dict[str, Any] | None = None) -> list[Action]:
+        """Open the upstream hop: `server/discover` (modern or auto) or `initialize`.
+
+        `client_capabilities`: what the client declared (a shell with one client that waited for its first
+        message); the upstream is told only the ones the gateway can relay (roots, sampling, elicitation), so
+        it offers the client what it would offer it directly. Kept for a restart's handshake."""
+        if client_capabilities is not None:
+            self.declared = {
+                key: value
+                for key, value in client_capabilities.items()
+                if key in RELAYED_CAPABILITIES and isinstance(value, dict)
+            }
         self.upstream.restarting = False
         if self.config.upstream_era is Era.HANDSHAKE or (
             self.config.upstream_era is None and self.config.prefer_handshake
@@ -361,7 +383,7 @@ class Router:
         self.upstream.phase = UpstreamPhase.INITIALIZING
         params = {
             "protocolVersion": LATEST_HANDSHAKE,
-            "capabilities": {"sampling": {}, "elicitation": {}, "roots": {"listChanged": True}},
+            "capabilities": dict(ALL_RELAYED if self.declared is None else self.declared),
             "clientInfo": self.config.client_info,
         }
         return [self._internal_request("initialize", params, self._on_initialize)]
@@ -413,6 +435,7 @@ class Router:
         for session in self.sessions.values():
             session.task_ids.clear()
         self._outgoing.clear()
+        self._held_requests.clear()  # their upstream is gone: nobody waits for the answers
         actions: list[Action] = []
         for pending in list(self.pending.values()):
             actions += self._final_error(pending, _error(INTERNAL_ERROR, UPSTREAM_CLOSED_MESSAGE))
@@ -493,6 +516,8 @@ class Router:
         for stream in [key for key in self._streams if key[0] == session_id]:
             del self._streams[stream]
         self._backlog = [(sid, message) for sid, message in self._backlog if sid != session_id]
+        if self._held_requests and self.sessions and not self._client_may_come():
+            actions += self._release_held()  # the session in its handshake left: the others answer, or -32601
         return actions
 
     def undeliverable(self, session_id: SessionId, down_id: RequestId) -> list[Action]:
@@ -531,7 +556,10 @@ class Router:
                 return [Dropped(_reason(message), message.method)]
             assert message.problem is not None
             problem = message.problem
-            return [self._reply_error(session.id, message.id, _error(problem.code, problem.message, problem.data))]
+            data = problem.data
+            if data.get("reason") == BATCH_REASON and session.version == "2025-03-26":
+                data = {**data, "reason": BATCH_REASON_2025_03_26}
+            return [self._reply_error(session.id, message.id, _error(problem.code, problem.message, data))]
         if message.kind in (Kind.RESPONSE, Kind.ERROR):
             return self._client_answer(session, message)
         if self.upstream.phase in (UpstreamPhase.IDLE, UpstreamPhase.DISCOVERING, UpstreamPhase.INITIALIZING):
@@ -910,7 +938,7 @@ class Router:
         params = message.params or {}
         if method == "notifications/initialized":
             session.initialized = True
-            return []
+            return self._release_held() if self._held_requests else []
         if method == "notifications/cancelled":
             request_id = params.get("requestId")
             if isinstance(request_id, int | str) and request_id in session.listens:
@@ -1066,6 +1094,11 @@ class Router:
         if capability is None:
             return [_upstream_error(upstream_id, _error(METHOD_NOT_FOUND, "Method not found", method))]
         owner = self._owner(related, lambda s: s.era is Era.HANDSHAKE and capability in s.capabilities)
+        if owner is None and related is None and self._one_principal():
+            owner = self._ready_session(capability)
+            if owner is None and self._client_may_come() and len(self._held_requests) < MAX_HELD_REQUESTS:
+                self._held_requests.append(message)  # before or during the client's handshake: it waits
+                return []
         if owner is None:
             return [
                 _upstream_error(
@@ -1133,6 +1166,26 @@ class Router:
             if eligible(session):
                 return session, pending
         return None
+
+    def _ready_session(self, capability: str) -> tuple[Session, None] | None:
+        """With nothing in flight to tie it to: the first initialized handshake session that declared
+        `capability` (only one principal is open, so the request cannot cross principals)."""
+        for session in self.sessions.values():
+            if session.era is Era.HANDSHAKE and session.initialized and capability in session.capabilities:
+                return session, None
+        return None
+
+    def _client_may_come(self) -> bool:
+        """No session open yet, or one still in its handshake: a held request may find its client."""
+        return not self.sessions or any(not s.initialized and s.era is not Era.MODERN for s in self.sessions.values())
+
+    def _release_held(self) -> list[Action]:
+        """A session completed its handshake (or left): the held upstream requests are tried again."""
+        held, self._held_requests = self._held_requests, []
+        actions: list[Action] = []
+        for message in held:
+            actions += self._upstream_request(message, None)
+        return actions
 
     def _one_principal(self) -> bool:
         """Whether every open session belongs to one principal (so a message the upstream did not tie to a
