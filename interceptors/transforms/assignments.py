@@ -93,16 +93,6 @@ def _a(
 _HINTS = ("pass", "pwd", "pw", "secret", "key", "token", "credential")
 
 ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
-    _a("assignment_shapes",
-       # anchored at the credential word (a name's other words do not matter): linear, one try per word found
-       r"(?i)" + _WORD + r"\d{0,2}"
-       + r"""(?:[ \t]{0,4}(?:::=|\?=|\.=|\+=|(?:string|str|&str)[ \t]{0,4}=)|:[ \t]{0,4}!!(?:str|binary)[ \t])"""
-       + r"[ \t]{0,4}" + _VALUE,
-       ("::=", "?=", ".=", "+=", "!!", "string", "str =", "str="),
-       "('DB_PASSWORD ::= '|'API_SECRET ?= '|'$password .= '|'var dbPassword string = '|'password: !!str ') "
-       + _SAMPLE,
-       "GNU make (::=, ?=), PHP (.=), Go and Rust typed declarations, YAML tags",
-       "a credential assigned with ::=, ?=, .=, +=, a type before =, or a YAML !!str tag"),
     _a("assignment_extra_labels",
        r"""(?i)(?:(?<=[a-z0-9][_.-])pw|passcode|key[_.-]?base)\d{0,2}["']?[ \t]{0,4}"""
        r"""[:=][ \t]{0,4}""" + _VALUE,

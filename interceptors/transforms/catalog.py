@@ -21,8 +21,12 @@ from .vendors import CLI_DETECTORS, GAP_DETECTORS, VENDOR_DETECTORS, validate_cr
 
 _GUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
 # Between a label and its value: optional quotes or backslashes (JSON inside JSON), then `:` or `=`.
-# (Makefile `::=`/`?=`, PHP `.=` and typed declarations are `assignment_shapes`, in assignments.py.)
-_SEP = r"""[\s"'\\]{0,6}(?::=|=>|:|=)[\s"'\\]{0,6}"""
+# Operators: `=`, `:`, `:=`, `=>`, Makefile `::=` / `:::=` / `?=`, PHP `.=`; a Go or Kotlin type may sit
+# between a name and its operator (`var apiToken string = "…"`), and a YAML tag after it (`password: !!str …`).
+_SEP = (
+    r"""[\s"'\\]{0,6}(?:(?<=[ \t])(?:string|str)[ \t]{1,3})?(?::{1,3}=|\?=|\.=|=>|:|=)[\s"'\\]{0,6}"""
+    r"""(?:!!str[ \t]{1,3}["']?)?"""
+)
 _IP_CLASSES = tuple(f"{c}_{k}" for c in ("private", "public", "special") for k in ("ip", "cidr"))
 _TLDS = (
     "com|net|org|io|dev|app|cloud|ai|co|us|uk|de|fr|nl|eu|jp|cn|in|au|ca|ch|se|info|biz|edu|gov|mil|"
