@@ -399,8 +399,9 @@ GAP_DETECTORS: tuple[Detector, ...] = (
        "a Sentry DSN, whole (its key, and the secret of a legacy key:secret DSN)", confidence=0.9),
     _v("pgpass_password",
        r"(?<![\w.:/@*-])(?:\*|(?=[0-9-]{0,252}[A-Za-z.])[A-Za-z0-9.-]{1,253}+):(?:\d{2,5}|\*):[\w.*-]{1,63}+:"
-       # the password ends at a blank, a quote, a separator, or markup around the line (`]]>`, `</…>`)
-       r"[\w.*@-]{1,63}+:([^\s:'\"`,;<\]]{6,128}+)(?=[\s'\"`,;<\]]|$)",
+       # the password ends at a blank, a quote, a separator, markup around the line (`]]>`, `</…>`) or the next
+       # parameter of a query it was put in (`&`)
+       r"[\w.*@-]{1,63}+:([^\s:'\"`,;<\]&]{6,128}+)(?=[\s'\"`,;<\]&]|$)",
        (":5432:", ":*:"), "('db.example.com'|'localhost'|'*') ':' ('5432'|'*') ':' [a-z]{3,8} ':' [a-z]{3,8} ':' "
        "<[A-Za-z0-9!%^*_+]{10,24}>",
        "PostgreSQL password file lines (postgresql.org/docs/current/libpq-pgpass.html: "
