@@ -263,29 +263,7 @@ class AuditTrail:
         self, kind: str, name: str, principal: str, roles: Iterable[str], arguments: Any, reason: str
     ) -> dict[str, Any]:
         """Turn the newest matching `allowed` entry into `rejected`, or add one; every sink gets a new line."""
-        safe_name, safe_principal = self.clean(name, NAME_LIMIT), self.clean(principal, NAME_LIMIT)
-        hashed = self.hash_arguments(arguments)
-        with self._lock:
-            self.counters["rejected"] += 1
-            amended: dict[str, Any] | None = None
-            allowed = self._by_decision["allowed"]
-            for index in range(len(allowed) - 1, -1, -1):
-                seq, entry = allowed[index]
-                if entry["name"] == safe_name and entry["principal"] == safe_principal and entry["arguments"] == hashed:
-                    entry["decision"] = "rejected"
-                    entry["reason"] = self.clean(reason, REASON_LIMIT)
-                    del allowed[index]
-                    rejected = self._by_decision["rejected"]
-                    rejected.append((seq, entry))
-                    if len(rejected) > self.per_decision:
-                        rejected.popleft()
-                        self._count -= 1
-                    amended = entry
-                    break
-        if amended is None:
-            return self.record("rejected", kind, name, principal, roles, arguments, reason)
-        self._emit(amended)
-        return amended
+        return self._amend("rejected", kind, name, principal, roles, arguments, reason, "")
 
     def record_refusal(
         self, kind: str, name: str, principal: str, roles: Iterable[str], arguments: Any, reason: str, interceptor: str
@@ -293,30 +271,45 @@ class AuditTrail:
         """Another interceptor refused a call the policy allowed: the newest matching `allowed` entry becomes
         `denied` with the interceptor and its reason (every sink gets the amended entry as a new line), or a new
         `denied` entry is added. Counted as `denied`."""
+        return self._amend("denied", kind, name, principal, roles, arguments, reason, interceptor)
+
+    def _amend(
+        self,
+        decision: str,
+        kind: str,
+        name: str,
+        principal: str,
+        roles: Iterable[str],
+        arguments: Any,
+        reason: str,
+        interceptor: str,
+    ) -> dict[str, Any]:
+        """The newest `allowed` entry of the same call, changed to `decision` (its reason, and the interceptor
+        when one is named), moved to that decision's ring and emitted again; else a new entry."""
         safe_name, safe_principal = self.clean(name, NAME_LIMIT), self.clean(principal, NAME_LIMIT)
         hashed = self.hash_arguments(arguments)
         with self._lock:
-            self.counters["denied"] += 1
+            self.counters[decision] += 1
             amended: dict[str, Any] | None = None
             allowed = self._by_decision["allowed"]
             for index in range(len(allowed) - 1, -1, -1):
                 seq, entry = allowed[index]
                 if entry["name"] == safe_name and entry["principal"] == safe_principal and entry["arguments"] == hashed:
-                    entry["decision"] = "denied"
+                    entry["decision"] = decision
                     entry["reason"] = self.clean(reason, REASON_LIMIT)
                     if interceptor:
                         entry["interceptor"] = self.clean(interceptor, NAME_LIMIT)
-                    entry["policy"] = entry.pop("policy", self.policy)  # keep `policy` last, as in new entries
+                        entry["policy"] = entry.pop("policy", self.policy)  # keep `policy` last, as in new entries
                     del allowed[index]
-                    denied = self._by_decision["denied"]
-                    denied.append((seq, entry))
-                    if len(denied) > self.per_decision:
-                        denied.popleft()
+                    ring = self._by_decision[decision]
+                    ring.append((seq, entry))
+                    if len(ring) > self.per_decision:
+                        ring.popleft()
                         self._count -= 1
                     amended = entry
                     break
         if amended is None:
-            return self.record("denied", kind, name, principal, roles, arguments, reason, interceptor)
+            return self.record(decision, kind, name, principal, roles, arguments, reason, interceptor)
         self._emit(amended)
         return amended
 
