@@ -52,19 +52,62 @@ class _Labels:
         return value
 
 
-class Metrics:
-    """The gateway's metrics in their own registry (several gateways in one process never collide)."""
+class Health:
+    """What `/healthz` and `/readyz` report: the upstream, the interceptor servers, Redis, the generation.
 
-    def __init__(self, chain: Chain | None = None, *, namespace: str = "mcp_interceptors") -> None:
-        from prometheus_client import CollectorRegistry, Counter, Histogram
+    Needs no extra: a load balancer's health check must not depend on `prometheus-client`. `Metrics` is one.
+    """
 
-        self.registry = CollectorRegistry()
+    def __init__(self, chain: Chain | None = None) -> None:
         self.chain = chain
+        self.chain_of: Callable[[], Any] | None = None
+        """Where the chain in use is read when it is not `chain` (a reload swaps the adapter's)."""
         self.upstream_connected: Callable[[], bool] | None = None
         self.redis: Any = None
         """A `RedisProbe` (`up`, `fail_open`) when the gateway shares state through `--redis`."""
         self.generation: Callable[[], int] | None = None
         """The configuration generation (1 at start, +1 per accepted reload)."""
+
+    def note_reload(self, ok: bool) -> None:
+        """Counted by `Metrics`; health keeps no count."""
+
+    def health(self) -> dict[str, Any]:
+        """Upstream connected and interceptor servers up: names and booleans only."""
+        servers = {name: {"up": up, "restarts": restarts} for name, up, restarts in self._servers()}
+        upstream = None if self.upstream_connected is None else bool(self.upstream_connected())
+        ok = upstream is not False and all(entry["up"] for entry in servers.values())
+        out: dict[str, Any] = {"status": "ok", "interceptorServers": servers}
+        if upstream is not None:
+            out["upstream"] = {"connected": upstream}
+        if self.redis is not None:  # unreachable and fail-closed: calls under a limit or the guard are refused
+            reachable = bool(self.redis.up)
+            out["redis"] = {"reachable": reachable, "failOpen": bool(self.redis.fail_open)}
+            ok = ok and (reachable or bool(self.redis.fail_open))
+        if self.generation is not None:
+            out["generation"] = self.generation()
+        if not ok:
+            out["status"] = "degraded"
+        return out
+
+    def _servers(self) -> Iterator[tuple[str, bool, int]]:
+        chain = self.chain_of() if self.chain_of is not None else self.chain
+        if chain is None:
+            return
+        for server in chain.servers:
+            connection = server.connection
+            up = getattr(connection, "connected", True)
+            restarts = getattr(connection, "restarts", 0)
+            yield server.name, bool(up), int(restarts) if isinstance(restarts, int) else 0
+
+
+class Metrics(Health):
+    """The gateway's metrics in their own registry (several gateways in one process never collide)."""
+
+    def __init__(self, chain: Chain | None = None, *, namespace: str = "mcp_interceptors") -> None:
+        from prometheus_client import CollectorRegistry, Counter, Histogram
+
+        super().__init__(chain)
+        self.registry = CollectorRegistry()
         self._methods, self._outcomes = _Labels(), _Labels(32)
         self._interceptors, self._families = _Labels(), _Labels()
         self._started: dict[int, tuple[str, float]] = {}
@@ -148,33 +191,6 @@ class Metrics:
 
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
 
-    def health(self) -> dict[str, Any]:
-        """Upstream connected and interceptor servers up: names and booleans only."""
-        servers = {name: {"up": up, "restarts": restarts} for name, up, restarts in self._servers()}
-        upstream = None if self.upstream_connected is None else bool(self.upstream_connected())
-        ok = upstream is not False and all(entry["up"] for entry in servers.values())
-        out: dict[str, Any] = {"status": "ok", "interceptorServers": servers}
-        if upstream is not None:
-            out["upstream"] = {"connected": upstream}
-        if self.redis is not None:  # unreachable and fail-closed: calls under a limit or the guard are refused
-            reachable = bool(self.redis.up)
-            out["redis"] = {"reachable": reachable, "failOpen": bool(self.redis.fail_open)}
-            ok = ok and (reachable or bool(self.redis.fail_open))
-        if self.generation is not None:
-            out["generation"] = self.generation()
-        if not ok:
-            out["status"] = "degraded"
-        return out
-
-    def _servers(self) -> Iterator[tuple[str, bool, int]]:
-        if self.chain is None:
-            return
-        for server in self.chain.servers:
-            connection = server.connection
-            up = getattr(connection, "connected", True)
-            restarts = getattr(connection, "restarts", 0)
-            yield server.name, bool(up), int(restarts) if isinstance(restarts, int) else 0
-
 
 class _ServersCollector:
     """Interceptor servers' liveness and restarts, read from the chain at scrape time."""
@@ -224,22 +240,27 @@ def _policy_outcome(result: ExecutionResult, interceptor: str) -> str | None:
 # Serving -------------------------------------------------------------------------------------------
 
 
-def answer(metrics: Metrics, method: str, path: str) -> tuple[int, str, bytes]:
-    """(status, content type, body) for one request: the whole routing of both servers."""
+HEALTH_PATHS = ("/healthz", "/readyz")
+
+
+def answer(metrics: Health, method: str, path: str) -> tuple[int, str, bytes]:
+    """(status, content type, body) for one request: the whole routing of both servers. `/metrics` only
+    with `Metrics` (the extra); `/healthz` and `/readyz` always (the same report, 503 when degraded)."""
     path = path.split("?", 1)[0]
-    if path not in ("/metrics", "/healthz"):
+    if path not in HEALTH_PATHS and not (path == "/metrics" and isinstance(metrics, Metrics)):
         return 404, "text/plain; charset=utf-8", b"not found\n"
     if method not in ("GET", "HEAD"):
         return 405, "text/plain; charset=utf-8", b"method not allowed\n"
     if path == "/metrics":
+        assert isinstance(metrics, Metrics)
         body, content_type = metrics.exposition()
         return 200, content_type, body
     report = metrics.health()
     return (200 if report["status"] == "ok" else 503), "application/json", orjson.dumps(report)
 
 
-def metrics_asgi(metrics: Metrics) -> Callable[[Any, Any, Any], Awaitable[None]]:
-    """An ASGI app serving `/metrics` and `/healthz` (for the HTTP front to mount)."""
+def metrics_asgi(metrics: Health) -> Callable[[Any, Any, Any], Awaitable[None]]:
+    """An ASGI app serving `/healthz`, `/readyz` and (with `Metrics`) `/metrics`, for the HTTP front to mount."""
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         if scope.get("type") != "http":
@@ -301,7 +322,7 @@ def _head_headers(head: bytes) -> dict[str, str]:
     return headers
 
 
-async def serve_metrics(metrics: Metrics, host: str, port: int) -> asyncio.Server:
+async def serve_metrics(metrics: Health, host: str, port: int) -> asyncio.Server:
     """A minimal HTTP/1.1 server (one request per connection) on `host:port`; close it to stop."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -337,6 +358,23 @@ def parse_address(value: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65_535:
         raise ValueError(f"--metrics wants HOST:PORT, not {value!r}")
     return (host.strip("[]") or "127.0.0.1"), int(port)
+
+
+def metrics_installed() -> bool:
+    """Whether the `metrics` extra (prometheus-client) can be imported (it is, right after, when it can)."""
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def health_for(adapter: Any, upstream_connected: Callable[[], bool] | None = None) -> Health:
+    """The health report of the router gateway without the `metrics` extra: the adapter's chain as it is now."""
+    health = Health()
+    health.chain_of = lambda: adapter.chain
+    health.upstream_connected = upstream_connected
+    return health
 
 
 def instrument(adapter: Any, upstream_connected: Callable[[], bool] | None = None) -> Metrics:

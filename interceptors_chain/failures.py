@@ -63,4 +63,33 @@ def describe(exc: BaseException) -> str:
         return f"{reason}{f' ({exc.filename!r})' if exc.filename else ''}"
     if isinstance(exc, UnicodeDecodeError):
         return "it sent bytes that are not valid UTF-8"
+    http = _http_failure(exc)
+    if http is not None:
+        return http
     return "an unexpected internal error (run with -v for details)"
+
+
+_HTTP_LIBRARIES = frozenset({"httpx", "httpx2", "httpcore"})
+
+
+def _http_failure(exc: BaseException) -> str | None:
+    """An HTTP client's failure (connection refused, a bad status, a dropped stream), with the URL it was for:
+    scheme, host, port and path only (user info and query can hold credentials). None for anything else."""
+    if type(exc).__module__.split(".", 1)[0] not in _HTTP_LIBRARIES:
+        return None
+    try:
+        url = exc.request.url  # type: ignore[attr-defined]  # httpx raises RuntimeError when there is none
+    except (AttributeError, RuntimeError):
+        url = None
+    where = ""
+    if url is not None:
+        host = getattr(url, "host", "") or ""
+        port = getattr(url, "port", None)
+        netloc = f"[{host}]" if ":" in host else host
+        where = f" {getattr(url, 'scheme', 'http')}://{netloc}{f':{port}' if port else ''}{getattr(url, 'path', '')}"
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    if isinstance(status, int):
+        return f"the server at{where or ' its URL'} answered HTTP {status}"
+    reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else "the connection failed"
+    return f"could not reach{where or ' the server'}: {reason}"

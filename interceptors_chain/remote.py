@@ -276,7 +276,7 @@ class RemoteServer:
                     logger.warning("interceptor server %r could not start: %s", self.name, describe(exc))
                 else:
                     logger.warning("interceptor server %r failed to restart: %s", self.name, describe(exc))
-                logger.debug("interceptor server %r failure", self.name, exc_info=True)
+                logger.info("interceptor server %r failure", self.name, exc_info=True)  # -v shows the cause
                 if first:  # it never came up: report to __aenter__ instead of retrying forever
                     self._startup_error = exc
                     self._ready.set()

@@ -80,6 +80,18 @@ def proxy(args: argparse.Namespace) -> int:
             raise _UsageError("--upstream-timeout takes a number of seconds (0: no limit)")
         if args.max_line_mib is not None and args.max_line_mib < 1:
             raise _UsageError("--max-line-mib must be at least 1")
+        if args.metrics is not None:
+            from ..metrics import metrics_installed, parse_address
+
+            try:
+                parse_address(args.metrics)
+            except ValueError as exc:
+                raise _UsageError(str(exc)) from None
+            if not metrics_installed():
+                raise _UsageError(
+                    "--metrics needs the metrics extra (prometheus-client): pip install 'mcp-interceptors[metrics]' "
+                    "(with --listen, /healthz and /readyz are served without it)"
+                )
     except _UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -158,6 +170,7 @@ def proxy(args: argparse.Namespace) -> int:
         return run_router(options)
     except (Exception, BaseExceptionGroup) as exc:  # the chain could not be opened: one line, no traceback
         leaf = _leaf(exc)
+        logger.info("the gateway stopped on an error", exc_info=leaf)  # -v: the cause, with its traceback
         if isinstance(leaf, DiscoveryError):
             print(f"error: {leaf}", file=sys.stderr)
             return 1

@@ -120,6 +120,11 @@ async def _main(options: RouterOptions) -> int:
             reloader.instrument(metrics, stack)
             if isinstance(upstream, SupervisedUpstream):
                 upstream.on_restart = metrics.upstream_restarts.inc
+        elif options.listen is not None:  # no `metrics` extra: `/healthz` and `/readyz` all the same
+            from ..metrics import health_for
+
+            metrics = health_for(adapter, lambda: _upstream_alive(upstream))
+            reloader.instrument(metrics, stack)
         if options.extra.get("metrics"):  # --metrics HOST:PORT: /metrics and /healthz beside the gateway
             from ..metrics import parse_address, serve_metrics
 
@@ -190,10 +195,10 @@ def _upstream_alive(upstream: Any) -> bool:
 
 
 def _metrics_installed() -> bool:
-    """Whether the `metrics` extra is there: the HTTP front then serves `/metrics` and `/healthz` too."""
-    import importlib.util
+    """Whether the `metrics` extra is there: the HTTP front then serves `/metrics` too."""
+    from ..metrics import metrics_installed
 
-    return importlib.util.find_spec("prometheus_client") is not None
+    return metrics_installed()
 
 
 async def _serve_http(
@@ -248,7 +253,7 @@ async def _serve_http(
             from ..metrics import metrics_asgi
 
             served = metrics_asgi(metrics)
-            runner.front.side_apps.update({"/metrics": served, "/healthz": served})
+            runner.front.side_apps.update({"/metrics": served, "/healthz": served, "/readyz": served})
         return await runner.run()
     finally:
         sock.close()
