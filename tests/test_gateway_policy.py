@@ -191,6 +191,7 @@ def test_two_principals_cannot_reverse_each_others_tokens(tmp_path: Path) -> Non
     policy.write_text(PSEUDONYMISING + "vault: {scope: principal, restore_to: ['*']}\n")
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text("tokens:\n  - {id: alice, token: alice-token}\n  - {id: bob, token: bob-token}\n")
+    tokens.chmod(0o600)  # tokens in clear: the owner alone may read them
     process = subprocess.Popen(
         [sys.executable, "-m", "integrations.cli", "proxy", "--policy", str(policy), "--listen", "127.0.0.1:0",
          "--tokens", str(tokens), "--", *UPSTREAM],

@@ -105,6 +105,7 @@ def test_role_with_listen_and_no_tokens_is_refused_at_start(tmp_path: Path) -> N
     assert "--tokens FILE" in run.stderr and "Traceback" not in run.stderr
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text("tokens:\n  - {id: alice, token: alice-token}\n")
+    tokens.chmod(0o600)  # tokens in clear: the owner alone may read them
     run = subprocess.run(
         [*base, "--tokens", str(tokens), "--", *UPSTREAM], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
@@ -173,6 +174,7 @@ def test_strict_over_http_keeps_each_principals_pseudonyms_and_no_echo_spelling_
 
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text(TWO_PRINCIPALS)
+    tokens.chmod(0o600)
     policy = tmp_path / "restoring.yaml"  # strict restores nothing by default: name the tools that may
     policy.write_text("extends: strict\nname: restoring\nvault: {restore_to: [echo_value, encode_value]}\n")
 
@@ -197,6 +199,7 @@ def test_strict_over_http_keeps_each_principals_pseudonyms_and_no_echo_spelling_
 def test_restore_to_limits_which_tools_receive_real_values(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text(TWO_PRINCIPALS)
+    tokens.chmod(0o600)
     policy = tmp_path / "restore.yaml"
     policy.write_text("extends: strict\nname: restore-some\nvault: {restore_to: [encode_value]}\n")
 

@@ -100,6 +100,7 @@ def http_gateway(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fixtu
     entries = "tokens:\n  - {id: ada, roles: [admin], token: ada-secret-token}\n"
     source = tmp_path_factory.mktemp("tokens") / ("tokens.yaml" if request.param == "tokens-file" else "chain.yaml")
     source.write_text(entries)
+    source.chmod(0o600)  # tokens in clear: the owner alone may read them
     flag = "--tokens" if request.param == "tokens-file" else "--chain"
     process = subprocess.Popen(
         [sys.executable, "-m", "integrations.cli", "proxy", "--listen", "127.0.0.1:0", flag, str(source),
@@ -123,7 +124,11 @@ def test_http_without_a_valid_token_is_refused_before_any_mcp(http_gateway: str)
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=10)
         assert refused.value.code == 401
-        assert refused.value.headers["www-authenticate"] == "Bearer"
+        challenge = refused.value.headers["www-authenticate"]  # RFC 9728: where the resource's metadata is
+        port = http_gateway.rsplit(":", 1)[1].split("/", 1)[0]
+        metadata = f'resource_metadata="http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"'
+        error = "" if header is None or header.startswith("Basic") else ', error="invalid_token"'
+        assert challenge.startswith(f"Bearer {metadata}{error}"), challenge
 
 
 def test_http_with_a_token_gets_that_principals_view(http_gateway: str) -> None:

@@ -243,7 +243,7 @@ def test_bad_token_files_never_show_tokens(tmp_path: Path) -> None:
     message = str(caught.value)
     assert "leaky-token-value" not in message
     assert caught.value.problems == [
-        "tokens[0]: 1 unknown key(s)",
+        "tokens[0]: unknown key 'colour'; the keys are: id, roles, type, token, token_env, token_sha256",
         "tokens[1].id: must be a non-empty string",
         "tokens[2].token_sha256: must be 64 hex digits",
         "tokens[3].token_env: the variable is not set",

@@ -46,6 +46,7 @@ vault:
 def two_gateways(tmp_path: Path, url: str) -> Iterator[tuple[GatewayProcess, GatewayProcess]]:
     (tmp_path / "policy.yaml").write_text(POLICY)
     (tmp_path / "tokens.yaml").write_text(f"tokens:\n  - {{id: alice, token: {BEARER}}}\n")
+    (tmp_path / "tokens.yaml").chmod(0o600)  # tokens in clear: the owner alone may read them
     env = {**os.environ, "MCP_INTERCEPTORS_VAULT_KEY": "a-shared-test-key-of-both-gateways"}
     flags = ("--policy", str(tmp_path / "policy.yaml"), "--tokens", str(tmp_path / "tokens.yaml"), "--redis", url)
     with ExitStack() as stack:

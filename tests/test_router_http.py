@@ -144,6 +144,7 @@ def sse_messages(text: str) -> list[dict[str, Any]]:
 def tokens_file(tmp_path: Path) -> str:
     path = tmp_path / "tokens.yaml"
     path.write_text(TWO_PRINCIPALS)
+    path.chmod(0o600)  # tokens in clear: the owner alone may read them
     return str(path)
 
 

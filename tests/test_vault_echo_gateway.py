@@ -132,6 +132,7 @@ async def cases(url: str, *, restored: bool) -> None:
 def test_strict_over_http_defaults_no_echo_recovers_the_value(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text(TWO_PRINCIPALS)
+    tokens.chmod(0o600)
     with http_gateway("--policy", "strict", "--tokens", str(tokens)) as url:
         anyio.run(lambda: cases(url, restored=False))
 
@@ -139,6 +140,7 @@ def test_strict_over_http_defaults_no_echo_recovers_the_value(tmp_path: Path) ->
 def test_strict_with_encode_in_restore_to_still_never_echoes_the_value(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text(TWO_PRINCIPALS)
+    tokens.chmod(0o600)
     policy = tmp_path / "restoring.yaml"
     policy.write_text("extends: strict\nname: restoring\nvault: {restore_to: [encode, echo_value]}\n")
     with http_gateway("--policy", str(policy), "--tokens", str(tokens)) as url:

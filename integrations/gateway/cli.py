@@ -11,8 +11,11 @@ import argparse
 import ipaddress
 import logging
 import os
+import shlex
+import stat
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the chain and the SDK load only when `proxy` runs: `--help` and `--version` stay fast
@@ -28,21 +31,87 @@ class _UsageError(ValueError):
     """Bad command-line input: printed as one line, exit status 2."""
 
 
-def parse_listen(value: str) -> tuple[str, int]:
-    """HOST:PORT on a loopback address: the HTTP endpoint has no authentication of its own."""
+def parse_listen(value: str, *, authenticated: bool = False) -> tuple[str, int]:
+    """HOST:PORT. Without authentication only a loopback address: anyone who can reach the port could use the
+    upstream. With it (`--tokens`, `--auth-issuer`) any IP address, `0.0.0.0` and `::` included."""
     host, _, port = value.rpartition(":")
     host = host.strip("[]")
     if not host or not port.isdigit() or int(port) > 65535:
         raise _UsageError("--listen takes HOST:PORT, e.g. 127.0.0.1:8765 (port 0 picks a free one)")
     if host == "localhost":
         host = "127.0.0.1"
+    if is_loopback(host):
+        return host, int(port)
     try:
-        loopback = ipaddress.ip_address(host).is_loopback
+        ipaddress.ip_address(host)
     except ValueError:
-        loopback = False
-    if not loopback:
-        raise _UsageError(f"--listen serves without authentication, so only loopback hosts are allowed, not {host!r}")
+        raise _UsageError(f"--listen takes an IP address (127.0.0.1, 0.0.0.0, ::), not the name {host!r}") from None
+    if not authenticated:
+        raise _UsageError(
+            f"--listen {host}: beyond loopback the gateway needs authentication (--tokens FILE, or --auth-issuer URL "
+            "--auth-audience AUD): without it anyone who can reach the port could use the upstream"
+        )
     return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def read_tokens_file(path: str) -> Any:
+    """`--tokens FILE`: refused when it holds a token in clear and others than its owner may read it (a digest
+    or an environment variable's name is no secret); a typo names the key."""
+    from interceptors.policy import BearerTokens
+    from interceptors.policy.document import parse_text
+
+    try:
+        text = Path(path).read_text("utf-8")
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise _UsageError(f"cannot read --tokens file {path!r}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise _UsageError(f"--tokens file {path!r} is not UTF-8 text") from None
+    entries = parse_text(text, path, json_only=path.lower().endswith(".json"))
+    listed = entries.get("tokens") if isinstance(entries, dict) and set(entries) == {"tokens"} else entries
+    clear = isinstance(listed, list) and any(isinstance(entry, dict) and "token" in entry for entry in listed)
+    if clear and mode & (stat.S_IRGRP | stat.S_IROTH):
+        who = "everyone" if mode & stat.S_IROTH else "its group"
+        raise _UsageError(
+            f"--tokens file {path!r} holds tokens in clear and {who} may read it: run chmod 600 {shlex.quote(path)} "
+            "(or keep token_sha256 digests or token_env names in it instead)"
+        )
+    return BearerTokens.from_entries(entries, path)
+
+
+def jwt_verifier(args: argparse.Namespace) -> Any:
+    """`--auth-issuer URL --auth-audience AUD [--auth-jwks URL|FILE] [--auth-scope S ...]`, or None."""
+    issuer, audience = args.auth_issuer, args.auth_audience
+    if issuer is None and audience is None and args.auth_jwks is None:
+        return None
+    if issuer is None or audience is None:
+        raise _UsageError("OAuth needs both --auth-issuer URL and --auth-audience AUD (this gateway's resource URL)")
+    if not issuer.startswith(("https://", "http://")):
+        raise _UsageError(f"--auth-issuer takes the issuer's URL (its iss claim), not {issuer!r}")
+    if args.tokens is not None:
+        raise _UsageError("give either --tokens FILE or --auth-issuer URL, not both")
+    try:
+        import jwt  # noqa: F401
+    except ImportError:
+        raise _UsageError("--auth-issuer needs PyJWT: pip install 'mcp-interceptors[auth]'") from None
+    from .auth import JwtSettings, JwtVerifier
+
+    settings = JwtSettings(
+        issuer=issuer,
+        audience=audience,
+        jwks=args.auth_jwks,
+        required_scopes=tuple(args.auth_scope or ()),
+        roles_claim=args.auth_roles_claim or "roles",
+        resource=args.auth_resource,
+    )
+    return JwtVerifier(settings)  # ValueError: an unreadable or invalid --auth-jwks file
 
 
 def upstream_command(command: Sequence[str]) -> list[str]:
@@ -69,9 +138,14 @@ def proxy(args: argparse.Namespace) -> int:
         if upstream_url is not None and [a for a in args.upstream if a != "--"]:
             raise _UsageError("give either --upstream URL or an upstream command after --, not both")
         command = upstream_command(args.upstream) if upstream_url is None else []
-        listen = None if args.listen is None else parse_listen(args.listen)
+        # a chain file's tokens are known only once it is read: checked again below
+        listen = None if args.listen is None else parse_listen(args.listen, authenticated=True)
+        if args.listen is not None and args.chain is None and args.tokens is None and args.auth_issuer is None:
+            parse_listen(args.listen)
         if args.tokens is not None and listen is None:
             raise _UsageError("--tokens authenticates HTTP clients: use it with --listen")
+        if (args.auth_issuer is not None or args.auth_audience is not None) and listen is None:
+            raise _UsageError("--auth-issuer authenticates HTTP clients: use it with --listen")
         if quota is not None and quota < 1:
             raise _UsageError("--max-sessions-per-principal must be at least 1")
         if idle is not None and idle <= 0:
@@ -105,20 +179,17 @@ def proxy(args: argparse.Namespace) -> int:
             from ..chain_file import load_chain_file
 
             chain_file = load_chain_file(args.chain)
-        tokens = None
+        tokens: Any = jwt_verifier(args)
         if args.tokens is not None:
-            from interceptors.policy import BearerTokens
-
-            try:
-                tokens = BearerTokens.from_file(args.tokens)
-            except OSError as exc:
-                raise _UsageError(f"cannot read --tokens file: {exc.strerror}") from None
+            tokens = read_tokens_file(args.tokens)
         if tokens is None and chain_file is not None and chain_file.tokens is not None:
             if listen is None:
                 raise _UsageError("the chain file's tokens authenticate HTTP clients: use --listen")
             from interceptors.policy import BearerTokens
 
             tokens = BearerTokens.from_entries(chain_file.tokens, args.chain)
+        if listen is not None and tokens is None:
+            parse_listen(args.listen)  # beyond loopback only with authentication
         if listen is not None and args.role:  # over HTTP, roles come only from bearer tokens
             if tokens is None:
                 raise _UsageError(
@@ -209,7 +280,40 @@ def add_proxy_command(sub: Any) -> None:
         "--role", action="append", metavar="ROLE", help="a role of the local user, on stdio only; repeatable"
     )
     parser.add_argument("--audit-log", metavar="FILE", help="append the policy's audit records to this JSONL file")
-    parser.add_argument("--tokens", metavar="FILE", help="bearer tokens for HTTP clients (token -> id, roles)")
+    parser.add_argument(
+        "--tokens",
+        metavar="FILE",
+        help="bearer tokens for HTTP clients (token -> id, roles); refused when it holds tokens in clear and is "
+        "group- or world-readable",
+    )
+    parser.add_argument(
+        "--auth-issuer",
+        metavar="URL",
+        help="with --listen: accept OAuth 2.1 bearer JWTs from this issuer (its iss); the gateway is a resource "
+        "server and serves /.well-known/oauth-protected-resource",
+    )
+    parser.add_argument(
+        "--auth-audience", metavar="AUD", help="the aud a token must carry: this gateway's resource URL"
+    )
+    parser.add_argument(
+        "--auth-jwks",
+        metavar="URL|FILE",
+        help="the issuer's keys: a JWKS URL, or a local JWKS or PEM public-key file (default: the jwks_uri of the "
+        "issuer's RFC 8414 / OpenID metadata)",
+    )
+    parser.add_argument(
+        "--auth-scope", action="append", metavar="SCOPE", help="a scope every token must have (else 403); repeatable"
+    )
+    parser.add_argument(
+        "--auth-roles-claim",
+        metavar="CLAIM",
+        help="the claim holding a token's roles for the policy, a dotted path allowed (default: roles)",
+    )
+    parser.add_argument(
+        "--auth-resource",
+        metavar="URL",
+        help="the resource URL in the metadata document (default: the audience when it is a URL)",
+    )
     parser.add_argument(
         "--redis",
         "--vault-redis",

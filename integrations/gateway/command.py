@@ -231,7 +231,11 @@ async def _serve_http(
         return 1
     quota = options.extra.get("max_sessions_per_principal") or DEFAULT_MAX_SESSIONS_PER_PRINCIPAL
     idle = options.extra.get("session_idle_s") or DEFAULT_IDLE_TIMEOUT_S
-    settings = HttpSettings(max_sessions_per_principal=quota, idle_timeout_s=idle)
+    from .cli import is_loopback
+
+    # beyond loopback only with authentication (`parse_listen`), so any Host: the token guards `/mcp`
+    any_host = not is_loopback(options.listen[0]) and options.tokens is not None
+    settings = HttpSettings(max_sessions_per_principal=quota, idle_timeout_s=idle, any_host=any_host)
     try:
         runner = HttpRunner(
             router,
@@ -245,6 +249,7 @@ async def _serve_http(
             handle_signals=True,
             timeout=options.upstream_timeout,
             local=local,
+            on_listening=lambda host, port: _announce(host, port, options.tokens),
         )
         runner.on_reload = on_reload
         if options.upstream_url is not None or options.restart_upstream:
@@ -257,3 +262,15 @@ async def _serve_http(
         return await runner.run()
     finally:
         sock.close()
+
+
+def _announce(host: str, port: int, auth: Any) -> None:
+    """The listening line, saying the truth about who may connect."""
+    shown = f"[{host}]" if ":" in host else host
+    if auth is None:
+        who = "no authentication: loopback clients only"
+    elif hasattr(auth, "authorization_servers"):
+        who = f"OAuth bearer tokens of {auth.authorization_servers[0]}"
+    else:
+        who = "bearer tokens of the tokens file"
+    print(f"mcp-interceptors proxy: listening on http://{shown}:{port}/mcp ({who})", file=sys.stderr, flush=True)

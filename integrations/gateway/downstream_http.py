@@ -74,6 +74,8 @@ DEFAULT_IDLE_TIMEOUT_S: Final = 1800.0
 SSE_PING_S: Final = 15.0
 """Seconds without a message before the front commits a waiting request to SSE and pings (proxy timeouts)."""
 MCP_PATH: Final = "/mcp"
+METADATA_PATH: Final = "/.well-known/oauth-protected-resource"
+"""RFC 9728 protected-resource metadata (also at this path + `/mcp`), served when clients authenticate."""
 TOO_MANY_SESSIONS: Final = -32000
 HEADER_MISMATCH: Final = -32020
 
@@ -223,6 +225,9 @@ class HttpSettings:
     """Bounds of one stream's replay buffer (the newest event is always kept)."""
     resume_window_s: float = DEFAULT_RESUME_WINDOW_S
     max_detached_per_session: int = DEFAULT_MAX_DETACHED_PER_SESSION
+    any_host: bool = False
+    """Listening beyond loopback, behind authentication: any Host is admitted (a bearer token, which a page
+    that rebound its DNS name has not got, guards `/mcp`), and an Origin must be loopback or the Host's own."""
 
 
 class HttpFront:
@@ -249,7 +254,11 @@ class HttpFront:
         """A tool's input schema by name (the catalog's), to check a 2026-07-28 call's `Mcp-Param-*` headers."""
         self.perform = perform
         self.drain = drain
+        from .auth import StaticTokens
+
         self.tokens = tokens
+        self.auth = None if tokens is None else tokens if hasattr(tokens, "admit") else StaticTokens(tokens)
+        """Who may call `/mcp` (`auth.Authenticator`): a tokens file or OAuth JWTs; None: `default_principal`."""
         self.default_principal = default_principal
         self.settings = settings or HttpSettings()
         self.sessions: dict[str, HttpSession] = {}
@@ -414,14 +423,20 @@ class HttpFront:
         path = scope.get("path", "").rstrip("/")
         headers = _headers(scope)
         # Every path (`/metrics` and `/healthz` too) is behind the Host/Origin checks: against DNS rebinding
-        if not _loopback_name(headers.get("host", ""), with_scheme=False):
+        host = headers.get("host", "")
+        any_host = self.settings.any_host
+        if not any_host and not _loopback_name(host, with_scheme=False):
             await _send_error(send, 421, None, INVALID_REQUEST, "Invalid Host header")
             return
         origin = headers.get("origin")
-        if origin is not None and not _loopback_name(origin, with_scheme=True):
+        same_origin = any_host and origin is not None and origin.partition("://")[2].lower() == host.lower()
+        if origin is not None and not _loopback_name(origin, with_scheme=True) and not same_origin:
             await _send_error(send, 403, None, INVALID_REQUEST, "Invalid Origin header")
             return
         if path != MCP_PATH:
+            if self.auth is not None and path in (METADATA_PATH, METADATA_PATH + MCP_PATH):
+                await _send_metadata(send, self.auth, host, scope["method"])
+                return
             side = self.side_apps.get(path)
             if side is not None:
                 await side(scope, receive, send)
@@ -429,12 +444,12 @@ class HttpFront:
             await _send_error(send, 404, None, INVALID_REQUEST, "Not Found")
             return
         principal = self.default_principal
-        if self.tokens is not None:
-            principal = self.tokens.authenticate(headers.get("authorization"))
-            if principal is None:
-                extra = [(b"www-authenticate", b"Bearer")]
-                await _send_error(send, 401, None, INVALID_REQUEST, "Unauthorized", extra=extra)
+        if self.auth is not None:
+            admitted = await self.auth.admit(headers.get("authorization"))
+            if not isinstance(admitted, Principal):
+                await _send_refusal(send, self.auth, admitted, host)
                 return
+            principal = admitted
         owner = (principal.type, principal.id) if principal is not None else None
         method = scope["method"]
         if method == "POST":
@@ -932,6 +947,32 @@ async def _send_error(
     body = dumps_exact({"jsonrpc": "2.0", "id": request_id, "error": error})
     await send({"type": "http.response.start", "status": status, "headers": [*_JSON_HEADERS, *(extra or [])]})
     await send({"type": "http.response.body", "body": body})
+
+
+async def _send_refusal(send: Any, auth: Any, refusal: Any, host: str) -> None:
+    """401/403 (or 503 when the issuer's keys cannot be had) with the RFC 6750 / RFC 9728 challenge."""
+    from .auth import challenge
+
+    text = {401: "Unauthorized", 403: "Forbidden"}.get(refusal.status, "Service Unavailable")
+    data = None if refusal.description is None else {"reason": refusal.description}
+    extra = [(b"www-authenticate", challenge(auth, refusal, host, MCP_PATH))]
+    await _send_error(send, refusal.status, None, INVALID_REQUEST, text, data, extra=extra)
+
+
+async def _send_metadata(send: Any, auth: Any, host: str, method: str) -> None:
+    """The RFC 9728 protected-resource metadata: public, so any origin may read it (CORS)."""
+    from .auth import metadata_document
+
+    cors = [(b"access-control-allow-origin", b"*"), (b"access-control-allow-methods", b"GET, OPTIONS")]
+    if method == "OPTIONS":
+        await _send_empty(send, 204, [*cors, (b"access-control-allow-headers", b"mcp-protocol-version")])
+        return
+    if method not in ("GET", "HEAD"):
+        await _send_empty(send, 405, [(b"allow", b"GET, OPTIONS")])
+        return
+    body = dumps_exact(metadata_document(auth, host, MCP_PATH))
+    await send({"type": "http.response.start", "status": 200, "headers": [*_JSON_HEADERS, *cors]})
+    await send({"type": "http.response.body", "body": b"" if method == "HEAD" else body})
 
 
 async def _send_empty(send: Any, status: int, extra: list[tuple[bytes, bytes]]) -> None:

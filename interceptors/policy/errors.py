@@ -18,12 +18,12 @@ NOT_FOUND = INVALID_PARAMS
 class PolicyError(ValueError):
     """An invalid policy document. Lists field paths and problems only: values (a vault key) are never shown."""
 
-    def __init__(self, source: str, problems: Sequence[str]) -> None:
+    def __init__(self, source: str, problems: Sequence[str], *, kind: str = "policy") -> None:
         self.source = source
         self.problems = list(problems)
         shown = "; ".join(self.problems[:20])
         more = f" (+{len(self.problems) - 20} more)" if len(self.problems) > 20 else ""
-        super().__init__(f"Invalid policy {source}: {shown}{more}")
+        super().__init__(f"Invalid {kind} {source}: {shown}{more}")
 
 
 class PolicyRefusal(InterceptorRpcError):

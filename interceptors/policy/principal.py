@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 import getpass
 import hashlib
 import hmac
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,7 +119,7 @@ class BearerTokens:
         if isinstance(entries, Mapping) and set(entries) == {"tokens"}:
             entries = entries["tokens"]
         if not isinstance(entries, list):
-            raise PolicyError(source, ["tokens: must be a list"])
+            raise PolicyError(source, ["tokens: must be a list"], kind="tokens file")
         tokens = cls()
         problems: list[str] = []
         for index, entry in enumerate(entries):
@@ -125,7 +127,7 @@ class BearerTokens:
             if grant is not None:
                 tokens.add_digest(*grant[:3], type=grant[3])
         if problems:
-            raise PolicyError(source, problems)
+            raise PolicyError(source, problems, kind="tokens file")
         return tokens
 
     @classmethod
@@ -135,15 +137,35 @@ class BearerTokens:
         return cls.from_entries(parse_text(text, str(file), json_only=file.suffix.lower() == ".json"), str(file))
 
 
+_ENTRY_KEYS = ("id", "roles", "type", "token", "token_env", "token_sha256")
+_FIELD_NAME = re.compile(r"^[a-z][a-z_]{0,23}$")
+
+
+def _unknown_keys(keys: set[Any]) -> str:
+    """Names the unknown keys that look like field names (a typo: `tokn`, `role`), with the key meant; a key
+    that could be a value (digits, mixed case, long: someone wrote `TOKEN: alice`) is counted, never shown."""
+    shown, hidden = [], 0
+    for key in sorted(keys, key=str):
+        if isinstance(key, str) and _FIELD_NAME.match(key):
+            close = difflib.get_close_matches(key, _ENTRY_KEYS, n=1, cutoff=0.6)
+            shown.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        else:
+            hidden += 1
+    parts = [f"unknown key {', '.join(shown)}"] if shown else []
+    if hidden:
+        parts.append(f"{hidden} unknown key(s) not shown (they could be values)")
+    return "; ".join(parts) + f"; the keys are: {', '.join(_ENTRY_KEYS)}"
+
+
 def _read_entry(entry: Any, where: str, problems: list[str]) -> tuple[bytes, str, list[str], str] | None:
     """`(digest, id, roles, type)` of one tokens-file entry, or None after adding its problems."""
     if not isinstance(entry, Mapping):
         problems.append(f"{where}: must be a mapping")
         return None
     before = len(problems)
-    unknown = set(entry) - {"id", "roles", "type", "token", "token_env", "token_sha256"}
+    unknown = set(entry) - set(_ENTRY_KEYS)
     if unknown:
-        problems.append(f"{where}: {len(unknown)} unknown key(s)")
+        problems.append(f"{where}: {_unknown_keys(unknown)}")
     ident, roles, kind = entry.get("id"), entry.get("roles", []), entry.get("type", "user")
     if not isinstance(ident, str) or not ident:
         problems.append(f"{where}.id: must be a non-empty string")
