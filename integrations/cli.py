@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -150,6 +151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if os.environ.get("MCP_INTERCEPTORS_OTEL"):  # the standard OTEL_* variables configure the SDK (otel.py)
+        from .otel import configure_from_env
+
+        configure_from_env()
     try:
         code: int = args.func(args)
     except BrokenPipeError:  # the reader went away (`| head`): not an error worth a traceback

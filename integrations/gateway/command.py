@@ -84,6 +84,9 @@ async def _main(options: RouterOptions) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         adapter = reloader.adapter = ChainAdapter(chain, on_refusal=getattr(stages, "refused", None))
+        from ..otel import instrument_calls
+
+        instrument_calls(adapter)  # with tracing on: one span per MCP request, the chain's passes under it
         local = LocalAnswers(
             options.exposed,
             getattr(stages, "local_tools", ()),
