@@ -6,7 +6,8 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import anyio
 
@@ -68,7 +69,7 @@ def _bench(args: argparse.Namespace) -> int:
     return code
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mcp-interceptors", description=__doc__)
     parser.add_argument("--version", action="version", version=f"mcp-interceptors {_version()}")
     _add_verbosity(parser, top_level=True)
@@ -113,7 +114,64 @@ def build_parser() -> argparse.ArgumentParser:
     add_proxy_command(sub)
     for command in sub.choices.values():  # -v/-q after the subcommand too (`proxy -v -- CMD`)
         _add_verbosity(command, top_level=False)
+    problems: list[str] = []
+    for name in ENVIRONMENT_COMMANDS:
+        problems += environment_defaults(sub.choices[name], os.environ if environ is None else environ)
+    parser.set_defaults(environment_problems=problems)
     return parser
+
+
+ENV_PREFIX = "MCP_INTERCEPTORS_"
+ENVIRONMENT_COMMANDS = ("proxy", "serve")
+_TRUE, _FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off", ""})
+_NOT_FROM_ENVIRONMENT = frozenset({"help", "verbose", "quiet", "log_format"})
+
+
+def env_name(action: argparse.Action) -> str:
+    """`--max-line-mib` → `MCP_INTERCEPTORS_MAX_LINE_MIB`: the first long option's name, upper case."""
+    long = next(option for option in action.option_strings if option.startswith("--"))
+    return ENV_PREFIX + long[2:].upper().replace("-", "_")
+
+
+def environment_defaults(parser: argparse.ArgumentParser, environ: Mapping[str, str]) -> list[str]:
+    """Every option of `parser` also read from `MCP_INTERCEPTORS_<OPTION>` (the command line wins; an empty value
+    is as if unset): a flag takes 1/true/yes/on or 0/false/no/off, a repeatable option several values separated
+    by commas (one header per line for `--upstream-header`). Returns the problems (a value that is not one), each
+    naming its variable and never quoting more than the start of the value."""
+    problems: list[str] = []
+    for action in parser._actions:
+        if not any(option.startswith("--") for option in action.option_strings) or action.dest in _NOT_FROM_ENVIRONMENT:
+            continue
+        name = env_name(action)
+        action.help = f"{action.help or ''} [env {name}]".strip()
+        raw = environ.get(name)
+        if raw is None or not raw.strip():  # empty: as if unset
+            continue
+        try:
+            value = _env_value(action, raw)
+        except (ValueError, TypeError, argparse.ArgumentTypeError):
+            problems.append(f"{name}: {raw[:60]!r} is not a valid value for {action.option_strings[0]}")
+            continue
+        action.default = value
+        action.required = False
+    return problems
+
+
+def _env_value(action: argparse.Action, raw: str) -> Any:
+    flag = isinstance(action, argparse._StoreTrueAction | argparse.BooleanOptionalAction)
+    if flag:
+        word = raw.strip().lower()
+        if word not in _TRUE | _FALSE:
+            raise ValueError(raw)
+        return word in _TRUE
+    convert: Any = action.type or str
+    if isinstance(action, argparse._AppendAction):
+        separator = "\n" if action.dest == "upstream_header" else ","
+        return [convert(item.strip()) for item in raw.split(separator) if item.strip()]
+    value = convert(raw)
+    if action.choices is not None and value not in action.choices:
+        raise ValueError(raw)
+    return value
 
 
 def _add_verbosity(parser: argparse.ArgumentParser, *, top_level: bool) -> None:
@@ -124,6 +182,31 @@ def _add_verbosity(parser: argparse.ArgumentParser, *, top_level: bool) -> None:
         help="more detail on stderr: -v for INFO (with tracebacks of handler crashes), -vv for DEBUG",
     )  # fmt: skip
     parser.add_argument("-q", "--quiet", action="count", default=default, help="errors only on stderr")
+    log_default: object = os.environ.get(ENV_PREFIX + "LOG_FORMAT", "text") if top_level else argparse.SUPPRESS
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default=log_default,
+        help=f"log lines on stderr as text (default) or one JSON object per line [env {ENV_PREFIX}LOG_FORMAT]",
+    )
+
+
+class JsonFormatter(logging.Formatter):
+    """`--log-format json`: one JSON object per line (time, level, logger, message, and the traceback)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        import json
+        from datetime import UTC, datetime
+
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
 
 
 def log_level(verbose: int, quiet: int) -> int:
@@ -146,11 +229,16 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=log_level(args.verbose, args.quiet),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    if getattr(args, "command", None) in ENVIRONMENT_COMMANDS and args.environment_problems:
+        for problem in args.environment_problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
+    handler = logging.StreamHandler(sys.stderr)
+    if getattr(args, "log_format", "text") == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=log_level(args.verbose, args.quiet), handlers=[handler])
     if os.environ.get("MCP_INTERCEPTORS_OTEL"):  # the standard OTEL_* variables configure the SDK (otel.py)
         from .otel import configure_from_env
 
