@@ -14,6 +14,7 @@ import logging
 import shlex
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,9 @@ if TYPE_CHECKING:  # the SDK and the chain load when a command runs, not for `--
 logger = logging.getLogger("interceptors.cli")
 
 DEFAULT_TIMEOUT_S = 10.0
+STOP_GRACE_S = 0.3
+"""The server of `list`/`invoke` gets this long to exit after its stdin closes, then again after SIGTERM: the
+command exits within its --timeout plus about a second, whatever the server does."""
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
@@ -103,15 +107,16 @@ async def connect(target: str) -> AsyncIterator[SessionConnection]:
 
     if target.startswith(("http://", "https://")):
         async with Client(target) as client:
-            yield SessionConnection(client.session)
+            yield SessionConnection(client.session, who=f"the server at {_safe_url(target)}")
         return
     argv = shlex.split(target)
     if not argv:
         raise ValueError("--server needs a URL or a command")
     parameters = StdioServerParameters(command=argv[0], args=argv[1:])
     closed = anyio.Event()
-    who = f"the server {argv[0]!r}"
-    async with open_stdio_pipe(parameters, sys.stderr, closed.set, who=who, junk_limit=16) as pipe:
+    who = f"the server {server_name(argv)!r}"
+    pipe_options: dict[str, Any] = {"who": who, "junk_limit": 16, "stop_grace_s": STOP_GRACE_S}
+    async with open_stdio_pipe(parameters, sys.stderr, closed.set, **pipe_options) as pipe:
         try:
             async with Client(pipe.transport()) as client:
                 express = pipe.request if express_capable(client.session) else None
@@ -123,13 +128,41 @@ async def connect(target: str) -> AsyncIterator[SessionConnection]:
             raise
 
 
+def server_name(argv: list[str]) -> str:
+    """The server as its command line shows it, shortened: what names it in every error."""
+    text = shlex.join(argv)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _safe_url(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"
+
+
 def _print_error(exc: MCPError) -> None:
     print(f"error {exc.error.code}: {exc.error.message}", file=sys.stderr)
     if exc.error.data is not None:
         print(json.dumps(exc.error.data, indent=2), file=sys.stderr)
 
 
-def _run(main: Callable[[], Awaitable[dict[str, Any]]], timeout_s: float) -> dict[str, Any] | int:
+def describe_target(target: str) -> str:
+    """`the server 'CMD …'` or `the server at URL`, as errors name it."""
+    if target.startswith(("http://", "https://")):
+        return f"the server at {_safe_url(target)}"
+    try:
+        return f"the server {server_name(shlex.split(target))!r}"
+    except ValueError:
+        return f"the server {target[:80]!r}"
+
+
+def _run(
+    main: Callable[[], Awaitable[dict[str, Any]]],
+    timeout_s: float,
+    who: str = "the server",
+    started: float | None = None,
+) -> dict[str, Any] | int:
     """Run one request within `timeout_s` (start, handshake and answer); every failure becomes a one-line
     error and exit code 1, never a traceback. SIGINT and SIGTERM stop it, the server reaped first."""
     from mcp.shared.exceptions import MCPError
@@ -148,8 +181,9 @@ def _run(main: Callable[[], Awaitable[dict[str, Any]]], timeout_s: float) -> dic
                         group.cancel_scope.cancel()
 
             group.start_soon(on_signal)
-            try:
-                with anyio.fail_after(timeout_s):
+            try:  # the --timeout counts from the command's start: loading the SDK is part of the wait
+                spent = 0.0 if started is None else time.monotonic() - started
+                with anyio.fail_after(max(timeout_s - spent, 0.0)):
                     return await main()
             finally:
                 group.cancel_scope.cancel()
@@ -161,23 +195,24 @@ def _run(main: Callable[[], Awaitable[dict[str, Any]]], timeout_s: float) -> dic
         return EXIT_INTERRUPTED
     except (Exception, BaseExceptionGroup) as exc:
         leaf = failure_leaf(exc)
-        if isinstance(leaf, ConnectionLost):
-            print(f"error: could not talk to the server: {leaf.error.message}", file=sys.stderr)
+        if isinstance(leaf, ConnectionLost):  # its message names the server
+            print(f"error: {leaf.error.message}", file=sys.stderr)
         elif isinstance(leaf, anyio.BrokenResourceError | anyio.ClosedResourceError | anyio.EndOfStream):
-            print("error: could not talk to the server: it closed the connection", file=sys.stderr)
+            print(f"error: {who} closed the connection", file=sys.stderr)
         elif isinstance(leaf, MCPError):  # the server's own answer, whatever its code (-32000 is a peer's timeout)
             _print_error(leaf)
         elif isinstance(leaf, TimeoutError):
-            print(f"error: the server did not answer within {timeout_s:g} s (see --timeout)", file=sys.stderr)
+            print(f"error: {who} did not answer within {timeout_s:g} s (see --timeout)", file=sys.stderr)
         elif isinstance(leaf, OSError):
-            print(f"error: could not talk to the server: {describe(leaf)}", file=sys.stderr)
+            print(f"error: could not talk to {who}: {describe(leaf)}", file=sys.stderr)
         else:
-            print(f"error: {describe(leaf)}", file=sys.stderr)
+            print(f"error: {who}: {describe(leaf)}", file=sys.stderr)
             logger.info("the request failed", exc_info=leaf)
         return EXIT_FAILED
 
 
 def list_interceptors(args: argparse.Namespace) -> int:
+    started = time.monotonic()
     from interceptors import LIST_METHOD, InterceptorInfo, WireError
 
     async def main() -> dict[str, Any]:
@@ -185,7 +220,7 @@ def list_interceptors(args: argparse.Namespace) -> int:
             params = {} if args.event is None else {"event": args.event}
             return await connection.request(LIST_METHOD, params, args.timeout)
 
-    listed = _run(main, args.timeout)
+    listed = _run(main, args.timeout, describe_target(args.server), started)
     if isinstance(listed, int):
         return listed
     if args.json:
@@ -209,6 +244,7 @@ def list_interceptors(args: argparse.Namespace) -> int:
 
 
 def invoke_interceptor(args: argparse.Namespace) -> int:
+    started = time.monotonic()
     from interceptors import INVOKE_METHOD
 
     try:
@@ -227,7 +263,7 @@ def invoke_interceptor(args: argparse.Namespace) -> int:
         async with connect(args.server) as connection:
             return await connection.request(INVOKE_METHOD, params, args.timeout)
 
-    result = _run(main, args.timeout)
+    result = _run(main, args.timeout, describe_target(args.server), started)
     if isinstance(result, int):
         return result
     if args.json:

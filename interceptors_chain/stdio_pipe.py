@@ -464,10 +464,13 @@ async def open_stdio_pipe(
     who: str = "the server",
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     junk_limit: int | None = None,
+    stop_grace_s: float | None = None,
 ) -> AsyncIterator[StdioPipe]:
     """Spawn the server in its own process group and yield its pipe; stop it (bounded) on exit.
 
-    A program that cannot be started is an OSError naming it (`FileNotFoundError.filename`)."""
+    `stop_grace_s`: each of the two waits of the stop (after closing stdin, after SIGTERM); default
+    `$MCP_INTERCEPTORS_STOP_GRACE_S`. A program that cannot be started is an OSError naming it
+    (`FileNotFoundError.filename`)."""
     process = await anyio.open_process(
         [parameters.command, *parameters.args],
         env=get_default_environment() | (parameters.env or {}),
@@ -486,16 +489,16 @@ async def open_stdio_pipe(
             with anyio.CancelScope(shield=True):
                 pipe.read_stream.close()  # the reader drains from now on: a server blocked writing can exit
                 await pipe.flush()
-                await _stop(process)
+                await _stop(process, stop_grace_s)
             group.cancel_scope.cancel()
 
 
-async def _stop(process: anyio.abc.Process) -> None:
+async def _stop(process: anyio.abc.Process, grace_s: float | None = None) -> None:
     """Close stdin, wait, then terminate the whole group: nothing the server started outlives it."""
     assert process.stdin is not None and process.stdout is not None
     with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         await process.stdin.aclose()
-    grace = stop_grace_s()
+    grace = stop_grace_s() if grace_s is None else grace_s
     if not await _exited(process, grace):
         await terminate_posix_process_tree(process, grace)
         if not await _exited(process, grace):

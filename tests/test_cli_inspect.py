@@ -78,7 +78,8 @@ def test_bad_input_is_a_clear_error_not_a_traceback(cli: CLI_FIXTURE) -> None:
     bad_json = run("invoke", "--server", SERVE, "x", "--event", "e", "--phase", "request", "--payload", "{nope")
     assert bad_json.returncode == 2 and "not JSON" in bad_json.stderr
     dead = cli("list", "--server", f"{sys.executable} -c 'import sys; sys.exit(3)'")
-    assert dead.returncode == 1 and "could not talk to the server" in dead.stderr
+    assert dead.returncode == 1 and "the connection closed" in dead.stderr
+    assert "sys.exit(3)" in dead.stderr  # the server named by its command line
     assert "Traceback" not in dead.stderr
     missing = cli("list", "--server", "no-such-program-anywhere --flag")
     assert missing.returncode == 1
@@ -191,7 +192,8 @@ def test_invoke_times_out_and_reaps_a_server_that_ignores_sigterm(tmp_path: Path
     done = run("invoke", "--server", hang_server(marker), "faulty/check", "--event", "tools/call", "--phase",
                "request", "--payload", "{}", "--timeout", "5", env=SHORT_GRACE)  # fmt: skip
     assert done.returncode == 1
-    assert "error: the server did not answer within 5 s (see --timeout)" in done.stderr, done.stderr
+    assert "' did not answer within 5 s (see --timeout)" in done.stderr, done.stderr  # named by its command
+    assert "error: the server '" in done.stderr and "faulty_host" in done.stderr
     assert not process_alive(int(marker.read_text()))
 
 
