@@ -3,7 +3,7 @@
 Exit status of `list` and `invoke`: 0 success; 1 the request failed (the server could not be started or
 reached, timed out, answered an error) or, for `invoke`, the validator rejected the payload (`valid: false`,
 the result is still printed); 2 bad input; 130 interrupted. `serve`: 0 when the client leaves (stdin at
-end of file) or on SIGINT; 2 bad input.
+end of file) or on SIGINT or SIGTERM; 2 bad input (stdin or stdout closed, over stdio, too).
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ def serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    _stop_on_sigterm()
     if args.http:
         host, _, port = args.http.rpartition(":")
         if not host or not port.isdigit():
@@ -86,11 +87,25 @@ def serve(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             return 0
     else:
+        if sys.stdin is None or sys.stdout is None:  # fd 0 or 1 closed: no client can be there
+            print("error: serve speaks MCP on stdin and stdout, and one of them is closed: start it with a "
+                  "client's pipes, or use serve --http HOST:PORT", file=sys.stderr)  # fmt: skip
+            return 2
         try:
             anyio.run(serve_stdio, server)
         except KeyboardInterrupt:
             return 0
     return 0
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM stops `serve` as SIGINT does, with status 0: uvicorn hands the signal back to the process once
+    it has shut down, and the default action would end it with 143."""
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 @asynccontextmanager

@@ -394,7 +394,7 @@ def add_proxy_command(sub: Any) -> None:
     parser.add_argument(
         "--reload",
         action="store_true",
-        help="with --router: reload the policy and chain files when they change (SIGHUP always reloads them)",
+        help="reload the policy and chain files when they change (SIGHUP always reloads them)",
     )
     parser.add_argument("upstream", nargs=argparse.REMAINDER, help="-- then the upstream server command")
     parser.set_defaults(func=proxy)

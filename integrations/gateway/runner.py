@@ -200,8 +200,33 @@ class Runner:
             self._finish(0 if ready else 1)
             return
         self.router.open_session(STDIO_SESSION, context=self.context, principal=self.principal)
-        if await self._handshake(_declared_capabilities(first)):
-            await self._pump_downstream(lines, first)
+        held, reading = await self._handshake_watching(lines, _declared_capabilities(first))
+        if reading is not None:
+            await self._pump_downstream(_after_handshake(held, reading, lines), first)
+
+    async def _handshake_watching(
+        self, lines: AsyncIterator[bytes | Oversized], capabilities: dict[str, Any] | None
+    ) -> tuple[list[bytes | Oversized], asyncio.Future[bytes | Oversized | None] | None]:
+        """The upstream's handshake while the client's next lines are read (up to `MAX_HELD_LINES`, kept for
+        after it): a client that closes stdin before the upstream answers ends the gateway at once (status 0).
+        Returns the lines held and the read in progress; (_, None) when clients may not be let in."""
+        handshake = asyncio.ensure_future(self._handshake(capabilities))
+        held: list[bytes | Oversized] = []
+        reading: asyncio.Future[bytes | Oversized | None] | None = asyncio.ensure_future(anext(lines, None))
+        while not handshake.done() and reading is not None and len(held) < MAX_HELD_LINES:
+            await asyncio.wait((handshake, reading), return_when=asyncio.FIRST_COMPLETED)
+            if handshake.done() or not reading.done():
+                break
+            line = reading.result()
+            if line is None:
+                logger.info("the client closed stdin before the upstream server finished its handshake")
+                self._finish(0)
+                reading = None
+                break
+            held.append(line)
+            reading = asyncio.ensure_future(anext(lines, None))
+        ready = await handshake
+        return held, reading if ready else None
 
     async def _prime(self) -> None:
         catalog = self.catalog
@@ -532,6 +557,26 @@ def _oversized_reply(item: Oversized, router: Router, limit: int) -> bytes | Non
         return None
     message = f"the upstream server sent a malformed reply: it is larger than the {_size(limit)} line limit"
     return _error_line(upstream_id, INTERNAL_ERROR, message)
+
+
+MAX_HELD_LINES: Final = 64
+"""Client lines read ahead while the upstream's handshake runs; past them the pipe holds the client back."""
+
+
+async def _after_handshake(
+    held: list[bytes | Oversized],
+    reading: asyncio.Future[bytes | Oversized | None],
+    lines: AsyncIterator[bytes | Oversized],
+) -> AsyncIterator[bytes | Oversized]:
+    """The client's lines in order: those read during the handshake, the read in progress, then the rest."""
+    for line in held:
+        yield line
+    pending = await reading
+    if pending is None:
+        return
+    yield pending
+    async for line in lines:
+        yield line
 
 
 def _declared_capabilities(first: bytes | Oversized) -> dict[str, Any]:

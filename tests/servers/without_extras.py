@@ -1,5 +1,6 @@
-"""`python -m tests.servers.without_extras MODULE[,MODULE] -- CLI ARGS`: the command line as a plain install runs
-it, where the named top-level modules (an extra's packages: prometheus_client, opentelemetry, ...) are missing."""
+"""`python -m tests.servers.without_extras MODULE[,MODULE] -- CLI ARGS` (or `-- -c CODE`): the command line as a
+plain install runs it, where the named top-level modules (an extra's packages: prometheus_client, hypothesis,
+...) are missing."""
 
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ class _Missing(importlib.abc.MetaPathFinder):
 if __name__ == "__main__":
     blocked, _, *argv = sys.argv[1:]
     sys.meta_path.insert(0, _Missing({name for name in blocked.split(",") if name}))
+    if argv[:1] == ["-c"]:  # `-- -c CODE`: Python code instead of the command line
+        exec(compile(argv[1], "<without_extras>", "exec"), {"__name__": "__main__"})
+        sys.exit(0)
     from integrations.cli import main
 
     sys.exit(main(argv))
