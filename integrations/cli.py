@@ -70,7 +70,8 @@ def _bench(args: argparse.Namespace) -> int:
     except ImportError as exc:  # --quality draws its corpus with the testing kit
         if (exc.name or "").split(".", 1)[0] not in ("hypothesis", "pytest", "_pytest"):
             raise
-        print('error: bench --quality needs the testing extra: pip install "mcp-interceptors[testing]"', file=sys.stderr)
+        extra = 'pip install "mcp-interceptors[testing]"'
+        print(f"error: bench --quality needs the testing extra: {extra}", file=sys.stderr)
         return 2
     return code
 
