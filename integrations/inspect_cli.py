@@ -221,7 +221,9 @@ def _run(
         elif isinstance(leaf, OSError):
             print(f"error: could not talk to {who}: {describe(leaf)}", file=sys.stderr)
         else:
-            print(f"error: {who}: {describe(leaf)}", file=sys.stderr)
+            text = describe(leaf)  # an HTTP failure names the URL itself
+            named = who.startswith("the server at ") and who.removeprefix("the server at ") in text
+            print(f"error: {text}" if named else f"error: {who}: {text}", file=sys.stderr)
             logger.info("the request failed", exc_info=leaf)
         return EXIT_FAILED
 

@@ -46,3 +46,18 @@ def test_a_crashed_server_is_named() -> None:
     done = invoke(server, name="faulty/check")
     assert done.returncode == 1
     assert done.stderr.strip().endswith(f"error: the server '{server}': the connection closed"), done.stderr
+
+
+def test_an_unreachable_url_is_named_once() -> None:
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/mcp"
+    done = subprocess.run(
+        [sys.executable, "-m", "integrations.cli", "list", "--server", url, "--timeout", str(PATIENT_S)],
+        cwd=ROOT, capture_output=True, text=True, timeout=BOUND_S, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == f"error: could not reach {url}: All connection attempts failed"
