@@ -172,6 +172,9 @@ async def test_claims_become_the_principal_and_its_roles() -> None:
         principal = await keycloak.admit(f"Bearer {token}")
         assert isinstance(principal, Principal) and principal.claims is not None
         assert principal.claims["roles"] == ["admin", "ops"]
+        by_scope = await verifier(issuer, roles_claim="scope").admit(f"Bearer {issuer.token(scope='read write')}")
+        assert isinstance(by_scope, Principal) and by_scope.claims is not None
+        assert by_scope.claims["roles"] == ["read", "write"]  # the scopes as roles
         service = await verifier(issuer).admit(f"Bearer {issuer.token(sub='ci-bot', client_id='ci-bot')}")
         assert isinstance(service, Principal) and service.type == "service"
 

@@ -345,12 +345,13 @@ def scopes_of(claims: Mapping[str, Any]) -> set[str]:
 
 
 def roles_from(claims: Mapping[str, Any], path: str) -> list[str]:
-    """The roles at a dotted claim path: a list of strings, or one string; anything else is no role."""
+    """The roles at a dotted claim path: a list of strings, or a string of space-separated ones (so
+    `--auth-roles-claim scope` makes the token's scopes its roles); anything else is no role."""
     value: Any = claims
     for part in path.split("."):
         value = value.get(part) if isinstance(value, Mapping) else None
     if isinstance(value, str):
-        return [value]
+        return sorted(set(value.split()))
     if isinstance(value, list):
         return sorted({item for item in value if isinstance(item, str)})
     return []
