@@ -22,6 +22,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from mcp.shared.exceptions import MCPError
 
 from integrations.gateway.auth import JwtSettings, JwtVerifier, Refusal
 from interceptors import Principal
@@ -108,9 +109,17 @@ def challenge_of(response: httpx2.Response) -> dict[str, str]:
 # The gateway process ------------------------------------------------------------------------------
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_a_gateway_accepts_the_issuers_tokens_and_refuses_the_others_with_the_spec_challenge() -> None:
+async def test_a_gateway_accepts_the_issuers_tokens_and_refuses_the_others_with_the_spec_challenge(
+    tmp_path: Path,
+) -> None:
+    policy = tmp_path / "tourists.yaml"  # the token's roles claim reaches the policy's role rules
+    policy.write_text(
+        "name: tourists\nextends: open\nrules:\n  - name: no-echo\n    match: {roles: [tourist]}\n"
+        "    deny_tools: [echo]\n"
+    )
     with local_issuer() as issuer:
-        flags = ("--auth-issuer", issuer.url, "--auth-audience", AUDIENCE, "--auth-scope", "mcp:tools")
+        flags = ("--auth-issuer", issuer.url, "--auth-audience", AUDIENCE, "--auth-scope", "mcp:tools",
+                 "--policy", str(policy))  # fmt: skip
         with anyio.fail_after(TEST_S):
             async with http_gateway(*flags) as gateway, httpx2.AsyncClient(timeout=STEP_S) as raw:
                 base = gateway.url.rsplit("/mcp", 1)[0]
@@ -152,6 +161,10 @@ async def test_a_gateway_accepts_the_issuers_tokens_and_refuses_the_others_with_
                 http, client = sdk_client(gateway.url, "legacy", issuer.token())
                 async with http, client:
                     assert text_of(await client.call_tool("echo", {"text": "hello"})) == "hello"
+                http, client = sdk_client(gateway.url, "legacy", issuer.token(sub="tom", roles=["tourist"]))
+                async with http, client:
+                    with pytest.raises(MCPError):  # hidden from a tourist by the policy's role rule
+                        await client.call_tool("echo", {"text": "hello"})
                 assert issuer.jwks_requests == 1  # fetched at first use, then cached (an unknown kid: once per 30 s)
 
 
