@@ -203,18 +203,28 @@ class JwtVerifier(Authenticator):
 
     # Keys ------------------------------------------------------------------------------------------
     def _key(self, kid: str | None, refresh: bool) -> Any:
-        """The key for `kid` (None: the only key, when there is one); fetches the JWKS when `refresh` and
-        the cache is stale or lacks it (blocking: called in a worker thread)."""
+        """The key for `kid` (None: the only key, when there is one). Without `refresh` (the event loop) only the
+        cache is read, never a lock; with it (a worker thread) the JWKS is fetched when the cache is stale or
+        lacks the key, one fetch at a time. A stale key outlives an issuer that cannot be reached."""
+        found = self._pick(kid)
+        now = time.monotonic()
+        if not refresh:
+            return found if found is not None and now - self._fetched_at < KEYS_TTL_S else None
         with self._lock:
-            now = time.monotonic()
-            fresh = now - self._fetched_at < KEYS_TTL_S
             found = self._pick(kid)
-            if found is not None and fresh:
+            age = time.monotonic() - self._fetched_at
+            if found is not None and age < KEYS_TTL_S:
+                return found  # another request fetched it meanwhile
+            if found is None and age < self.settings.refetch_after_s:
+                return None  # an unknown key, and the set was fetched moments ago
+            try:
+                keys = self._fetch_keys()
+            except AuthUnavailable as exc:
+                if found is None:
+                    raise
+                logger.warning("keeping the issuer's cached keys: %s", exc)
                 return found
-            if not refresh or (found is None and fresh and now - self._fetched_at < self.settings.refetch_after_s):
-                return found
-            self._keys = self._fetch_keys()
-            self._fetched_at = now
+            self._keys, self._fetched_at = keys, time.monotonic()
             return self._pick(kid)
 
     def _pick(self, kid: str | None) -> Any:
