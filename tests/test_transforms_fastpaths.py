@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from interceptors.testing import json_values, secrets
@@ -24,6 +24,7 @@ from interceptors.transforms import (
 )
 from interceptors.transforms.depseudonymize import Depseudonymizer
 from interceptors.transforms.project import Projection
+from interceptors.transforms.triepattern import LiteralFinder
 
 FRAGMENTS = ["ghp_", "key-", "AKIA", "password=", "Bearer ", "{", "[", '{"token": "abc"}', "\n", OPEN_FENCE,
              CLOSE_FENCE, "é", "\u200b", " ", "sk-", "xoxb-", "==", "0123456789abcdef" * 2]  # fmt: skip
@@ -82,3 +83,23 @@ def test_projection_of_a_text_within_caps_equals_the_shaping(text: str, max_stri
     assert projection.apply(text, ctx) == expected
     if report:
         assert ctx.report.get("projection") == report
+
+
+_WORDS = st.lists(st.text(alphabet="abk-_$:", min_size=1, max_size=5), min_size=1, max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_WORDS, st.text(alphabet="abk-_$:xé\n", max_size=80))
+@example(["sk", "sk-ant-", "k-a"], "xsk-ant-")  # overlapping: a hint inside and after a longer one
+@example(["aa", "aaa"], "aaaa")
+def test_literal_finder_finds_exactly_the_literals_present(words: list[str], text: str) -> None:
+    """The narrowing's grouped hint search answers what a substring test of every hint answers."""
+    assert LiteralFinder(words).present(text) == {w for w in words if w in text}
+
+
+def test_narrowing_keeps_exactly_the_detectors_whose_hints_occur() -> None:
+    scanner = _standard_redactor().scanner
+    text = 'xoxb-… "password": "x", key-abc ghp_ sk-ant- aws pat token'
+    narrowed = scanner.narrow(text, text)
+    hinted = {d.name for d in scanner.detectors if d.hints and any(h in text for h in d.hints)}
+    assert {d.name for d in narrowed.detectors if d.hints} == hinted

@@ -9,7 +9,7 @@ from typing import Any
 
 from .entities import CATEGORIES, classify_ip_text, fold_for_hints, is_placeholder, looks_high_entropy, shannon_entropy
 from .normalize import needs_normalizing, normalize_for_matching
-from .triepattern import literal_alternation
+from .triepattern import LiteralFinder
 
 Validator = Callable[[str, str], "str | None"]
 """`(matched text, detector entity) -> entity to report (possibly refined), or None to reject the match`."""
@@ -133,8 +133,7 @@ class Scanner:
     min_length: int = 0
     _subsets: dict[int, Scanner] = field(default_factory=dict, repr=False)
     _hints: tuple[str, ...] = field(default=(), repr=False)
-    _hint_finder: re.Pattern[str] | None = field(default=None, repr=False)
-    _hint_prefixes: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
+    _hint_finder: LiteralFinder | None = field(default=None, repr=False)
     _hint_masks: dict[str, int] = field(default_factory=dict, repr=False)
     _always_mask: int = field(default=0, repr=False)
     _gated: tuple[tuple[int, re.Pattern[str]], ...] = field(default=(), repr=False)
@@ -153,21 +152,17 @@ class Scanner:
             else:
                 gated.append((index, detector.gate))
         self._gated = tuple(gated)
-        if len(self._hints) > 16:
-            # One pass finds every hint: at each position the longest hint starting there, and with it the hints
-            # that are its own prefixes (so `sk` still counts where `sk-ant-` starts).
-            self._hint_finder = re.compile("(?=(" + literal_alternation(self._hints) + "))")
-            self._hint_prefixes = {h: tuple(p for p in self._hints if h.startswith(p)) for h in self._hints}
 
     def __bool__(self) -> bool:
         return bool(self.detectors)
 
     def narrow(self, folded_payload: str, raw_payload: str) -> Scanner:
         """The detectors that could match anywhere in a payload (its JSON text, folded for hints)."""
-        if self._hint_finder is not None:
-            present: set[str] = set()
-            for found in set(self._hint_finder.findall(folded_payload)):
-                present.update(self._hint_prefixes[found])
+        if len(self._hints) > 16:
+            finder = self._hint_finder
+            if finder is None:  # built on first use: a narrowed subset is never narrowed again
+                finder = self._hint_finder = LiteralFinder(self._hints)
+            present = finder.present(folded_payload)  # every hint present, in a few fast passes
         else:
             present = {hint for hint in self._hints if hint in folded_payload}
         mask = self._always_mask

@@ -48,3 +48,37 @@ def _pattern(node: dict[str, Any]) -> str:
 
 def _class_char(char: str) -> str:
     return "\\" + char if char in "\\]^-[" else char
+
+
+class LiteralFinder:
+    """Which of many literals occur anywhere in a text, overlapping occurrences included.
+
+    One alternation of them all (`(?=(...))`, tried at every position) costs the regex engine a walk through
+    every first character's branch at every position of the text. Grouped by first character instead, each
+    group's pattern starts with that character, which the engine skips to in a tight loop, and only where one
+    occurs is the rest of the group tried: several times faster on prose and JSON, with the same answer."""
+
+    __slots__ = ("_groups", "_prefixes")
+
+    def __init__(self, words: Iterable[str]) -> None:
+        unique = sorted({w for w in words if w})
+        by_first: dict[str, list[str]] = {}
+        for word in unique:
+            by_first.setdefault(word[0], []).append(word)
+        self._groups = tuple(re.compile(literal_alternation(group)).search for group in by_first.values())
+        # The longest literal found at a position stands for every literal that is a prefix of it there.
+        self._prefixes = {w: tuple(p for p in unique if w.startswith(p)) for w in unique}
+
+    def present(self, text: str) -> set[str]:
+        """The literals that occur in `text`."""
+        longest: set[str] = set()
+        for search in self._groups:
+            match = search(text)
+            while match is not None:
+                longest.add(match.group())
+                match = search(text, match.start() + 1)
+        found: set[str] = set()
+        prefixes = self._prefixes
+        for word in longest:
+            found.update(prefixes[word])
+        return found
