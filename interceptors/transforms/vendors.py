@@ -291,7 +291,8 @@ VENDOR_DETECTORS: tuple[Detector, ...] = (
        (), "('key-' [0-9a-f]{32}|[0-9a-f]{32} '-' [0-9a-f]{8} '-' [0-9a-f]{8})",
        "Mailgun API keys (documentation.mailgun.com, 'API keys')",
        "Mailgun private API keys: key- + 32 hex, or 32 hex - 8 hex - 8 hex", min_length=36,
-       gate=r"key-[0-9a-f]{32}|[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}"),
+       # the same test as `[0-9a-f]{32}-…`, started from the dash (a rare character the engine skips to)
+       gate=r"key-[0-9a-f]{32}|-[0-9a-f]{8}-[0-9a-f]{8}(?<=[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8})"),
     _v("mailchimp_api_key", r"(?<![0-9A-Za-z])[0-9a-f]{32}-us\d{1,2}(?![0-9A-Za-z])", ("-us",),
        "[0-9a-f]{32} '-us' [1-9] [0-9]",
        "Mailchimp Marketing API keys (mailchimp.com/developer/marketing/guides/quick-start)",
