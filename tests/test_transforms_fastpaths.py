@@ -94,7 +94,9 @@ _WORDS = st.lists(st.text(alphabet="abk-_$:", min_size=1, max_size=5), min_size=
 @example(["aa", "aaa"], "aaaa")
 def test_literal_finder_finds_exactly_the_literals_present(words: list[str], text: str) -> None:
     """The narrowing's grouped hint search answers what a substring test of every hint answers."""
-    assert LiteralFinder(words).present(text) == {w for w in words if w in text}
+    finder = LiteralFinder(words)
+    assert finder.present(text) == {w for w in words if w in text}
+    assert finder.any_in(text) == any(w in text for w in words)
 
 
 def test_narrowing_keeps_exactly_the_detectors_whose_hints_occur() -> None:

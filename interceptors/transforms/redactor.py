@@ -419,7 +419,10 @@ class _Run:
                 continue
             new_key = key
             if isinstance(key, str):
-                if red.scan_keys:
+                if red.scan_keys and (
+                    len(key) >= self.scanner.min_length or (self.decoding and len(key) >= _MIN_MARKED)
+                ):
+                    # (a shorter key is what `string` gives back unchanged: too short for a finding, nothing marked)
                     new_key = self.string(key, structured=False)
                     if new_key is DROP:
                         changed = True

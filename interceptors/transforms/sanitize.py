@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .base import Options, Transform, TransformContext
-from .triepattern import literal_alternation
+from .triepattern import LiteralFinder, literal_alternation
 
 OPEN_FENCE = "\u27e6untrusted\u27e7"
 CLOSE_FENCE = "\u27e6/untrusted\u27e7"
@@ -159,6 +159,9 @@ INJECTION = re.compile("|".join(f"(?:{pattern})" for pattern, _ in _FAMILIES), r
 _FIRST_GATES = tuple(sorted({piece for _, gates in _FAMILIES for piece in gates[0]}))
 _FIRST_GATE = re.compile(literal_alternation(_FIRST_GATES))
 """Whether any family's first gate occurs: one search instead of a substring test per piece."""
+_FIRST_GATE_FINDER = LiteralFinder(_FIRST_GATES)
+"""The same question for a long text: a pass per first character beats one alternation tried everywhere."""
+_LONG_TEXT = 256
 
 NOTICE = (
     "Some values in this result came from untrusted sources and looked like instructions. They are marked as "
@@ -298,7 +301,7 @@ class Sanitizer(Transform):
         if not text.isascii():
             return INJECTION.search(text) is not None
         folded = text.lower()
-        if _FIRST_GATE.search(folded) is None:
+        if not (_FIRST_GATE_FINDER.any_in(folded) if len(folded) > _LONG_TEXT else _FIRST_GATE.search(folded)):
             return False
         for pattern, gates in FAMILIES:
             if all(any(piece in folded for piece in gate) for gate in gates) and pattern.search(text):

@@ -69,6 +69,10 @@ class LiteralFinder:
         # The longest literal found at a position stands for every literal that is a prefix of it there.
         self._prefixes = {w: tuple(p for p in unique if w.startswith(p)) for w in unique}
 
+    def any_in(self, text: str) -> bool:
+        """Whether any of the literals occurs in `text`."""
+        return any(search(text) is not None for search in self._groups)
+
     def present(self, text: str) -> set[str]:
         """The literals that occur in `text`."""
         longest: set[str] = set()
