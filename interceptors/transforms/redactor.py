@@ -470,7 +470,8 @@ class _Run:
 
     def string(self, text: str, structured: bool = True) -> Any:
         red = self.red
-        if structured and red.structured_text and len(text) > 1:
+        # (`_json_text` looks past leading blanks for `{` or `[`: a text starting with neither is not JSON)
+        if structured and red.structured_text and len(text) > 1 and (text[0] in "{[" or text[0].isspace()):
             parsed = _json_text(text)
             if parsed is not None:
                 new = self.value(parsed)
