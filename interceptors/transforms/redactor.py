@@ -423,6 +423,7 @@ class _Run:
         jwk = red.jwk_detector if "kty" in data else None
         rules = bool(red.key_rules) and keyed
         tags = red.tags
+        rule_memo, opaque_memo = red._rule_memo, red._opaque_memo
         for key, item in data.items():
             if key in skip_keys:
                 out[key] = item
@@ -449,10 +450,11 @@ class _Run:
                     # decoded first: key rules apply inside
                     new = red.decoder.field(self, key, item, encoded[key])
                 if new is UNDECODED:
-                    rule = red.rule_for(key, norm, siblings) if rules else None
+                    # (the memos answered inline for the usual key: no rule could match it, not an opaque key)
+                    rule = red.rule_for(key, norm, siblings) if rules and rule_memo.get(norm) != () else None
                     if rule is not None:
                         new = self.ruled(rule, item, norm)
-                    elif red.opaque_key(norm):
+                    elif opaque_memo.get(norm, True) and red.opaque_key(norm):
                         new = self.without_fallback(item)
                     elif tags and norm in TAG_CONTAINERS:
                         new = self.tag_container(item)
