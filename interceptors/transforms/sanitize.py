@@ -248,7 +248,7 @@ class Sanitizer(Transform):
         if not self.strip:
             return key
         if key.isascii():
-            if _ASCII_INVISIBLE.search(key) is None:
+            if key.isprintable() or _ASCII_INVISIBLE.search(key) is None:  # printable ASCII holds no control code
                 return key
             cleaned = _ASCII_INVISIBLE.sub("", key)
         else:
@@ -269,8 +269,10 @@ class Sanitizer(Transform):
     def _string(self, text: str, key: str | None, path: str, state: _State) -> str:
         original = text
         if self.strip:
-            pattern = _ASCII_INVISIBLE if text.isascii() else _INVISIBLE
-            if pattern.search(text) is not None:
+            ascii_text = text.isascii()
+            pattern = _ASCII_INVISIBLE if ascii_text else _INVISIBLE
+            # (printable ASCII holds no control code: the search is skipped, C-speed test first)
+            if not (ascii_text and text.isprintable()) and pattern.search(text) is not None:
                 cleaned = pattern.sub("", text) if pattern is _ASCII_INVISIBLE else _strip_invisible(text)
                 if len(cleaned) != len(text):  # emoji selectors and joiners alone stay: nothing was stripped
                     state.stripped += len(text) - len(cleaned)
