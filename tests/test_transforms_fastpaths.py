@@ -89,7 +89,7 @@ _WORDS = st.lists(st.text(alphabet="abk-_$:", min_size=1, max_size=5), min_size=
 
 
 @settings(max_examples=300, deadline=None)
-@given(_WORDS, st.text(alphabet="abk-_$:xé\n", max_size=80))
+@given(_WORDS, st.text(alphabet="abk-_$:xé\n", max_size=200))  # both sides of `LiteralFinder.SHORT`
 @example(["sk", "sk-ant-", "k-a"], "xsk-ant-")  # overlapping: a hint inside and after a longer one
 @example(["aa", "aaa"], "aaaa")
 def test_literal_finder_finds_exactly_the_literals_present(words: list[str], text: str) -> None:
