@@ -217,7 +217,10 @@ class Scanner:
             if detector.hints:
                 if folded is None:
                     folded = fold_for_hints(text)
-                if not any(hint in folded for hint in detector.hints):
+                for hint in detector.hints:  # (a loop, not `any` over a generator: this runs per string and detector)
+                    if hint in folded:
+                        break
+                else:
                     continue
             validator = detector.validator
             for match in detector.pattern.finditer(text):

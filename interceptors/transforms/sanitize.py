@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .base import Options, Transform, TransformContext
-from .triepattern import LiteralFinder, literal_alternation
+from .triepattern import LiteralFinder
 
 OPEN_FENCE = "\u27e6untrusted\u27e7"
 CLOSE_FENCE = "\u27e6/untrusted\u27e7"
@@ -157,11 +157,8 @@ FAMILIES: tuple[tuple[re.Pattern[str], tuple[tuple[str, ...], ...]], ...] = tupl
 INJECTION = re.compile("|".join(f"(?:{pattern})" for pattern, _ in _FAMILIES), re.IGNORECASE)
 """All families in one pattern (used on text that cannot be prefiltered)."""
 _FIRST_GATES = tuple(sorted({piece for _, gates in _FAMILIES for piece in gates[0]}))
-_FIRST_GATE = re.compile(literal_alternation(_FIRST_GATES))
-"""Whether any family's first gate occurs: one search instead of a substring test per piece."""
 _FIRST_GATE_FINDER = LiteralFinder(_FIRST_GATES)
-"""The same question for a long text: a pass per first character beats one alternation tried everywhere."""
-_LONG_TEXT = 256
+"""Whether any family's first gate occurs: a few searches instead of a substring test per piece."""
 
 NOTICE = (
     "Some values in this result came from untrusted sources and looked like instructions. They are marked as "
@@ -303,7 +300,7 @@ class Sanitizer(Transform):
         if not text.isascii():
             return INJECTION.search(text) is not None
         folded = text.lower()
-        if not (_FIRST_GATE_FINDER.any_in(folded) if len(folded) > _LONG_TEXT else _FIRST_GATE.search(folded)):
+        if not _FIRST_GATE_FINDER.any_in(folded):
             return False
         for pattern, gates in FAMILIES:
             if all(any(piece in folded for piece in gate) for gate in gates) and pattern.search(text):
