@@ -8,8 +8,10 @@ JSON-looking text, with the walk it skips: a subclass with the shortcut turned o
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
+import orjson
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +25,7 @@ from interceptors.transforms import (
     assemble_output,
 )
 from interceptors.transforms.depseudonymize import Depseudonymizer
+from interceptors.transforms.jsonspans import _SPLIT, _strings_only
 from interceptors.transforms.project import Projection
 from interceptors.transforms.triepattern import LiteralFinder
 
@@ -105,3 +108,50 @@ def test_narrowing_keeps_exactly_the_detectors_whose_hints_occur() -> None:
     narrowed = scanner.narrow(text, text)
     hinted = {d.name for d in scanner.detectors if d.hints and any(h in text for h in d.hints)}
     assert {d.name for d in narrowed.detectors if d.hints} == hinted
+
+
+def _reference_strings_only(text: str, old: Any, new: Any) -> str | None:
+    """`_strings_only` as it was: every split by the literal pattern."""
+    before, after = _SPLIT.split(orjson.dumps(old).decode()), _SPLIT.split(orjson.dumps(new).decode())
+    if len(before) != len(after) or before[::2] != after[::2]:
+        return None
+    changed = [i for i in range(1, len(before), 2) if before[i] != after[i]]
+    if not changed:
+        return text
+    parts = _SPLIT.split(text)
+    if len(parts) != len(before):
+        return None
+    for index in changed:
+        parts[index] = after[index]
+    return "".join(parts)
+
+
+def _swap_strings(value: Any, swaps: list[str]) -> Any:
+    if isinstance(value, str):
+        return swaps.pop() if swaps else value
+    if isinstance(value, dict):
+        return {k: _swap_strings(v, swaps) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_swap_strings(v, swaps) for v in value]
+    return value
+
+
+_QUOTY = st.text(alphabet='ab"\\é\n ', max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    json_values(text=_QUOTY),
+    st.lists(_QUOTY, max_size=4),
+    st.sampled_from([None, 2, 4]),
+    st.booleans(),
+)
+@example({"a": 'say "hi"', "b": "x"}, ["[R]"], 4, False)
+@example({"a": "x", "b": "y"}, ["q\\"], None, True)
+def test_string_rewrite_fast_path_equals_the_literal_pattern(value: Any, swaps: list[str], indent: int | None,
+                                                             ascii_only: bool) -> None:  # fmt: skip
+    """Splitting at quotes (no escaped quote anywhere) gives what the literal pattern gives."""
+    text = json.dumps(value, indent=indent, ensure_ascii=ascii_only)
+    old = json.loads(text)
+    new = _swap_strings(old, list(swaps))
+    assert _strings_only(text, old, new) == _reference_strings_only(text, old, new)
