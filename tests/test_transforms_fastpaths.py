@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from typing import Any
 
 import orjson
@@ -25,6 +26,7 @@ from interceptors.transforms import (
     assemble_output,
 )
 from interceptors.transforms.depseudonymize import Depseudonymizer
+from interceptors.transforms.detectors import gate_test
 from interceptors.transforms.jsonspans import _SPLIT, _strings_only
 from interceptors.transforms.project import Projection
 from interceptors.transforms.triepattern import LiteralFinder
@@ -155,3 +157,19 @@ def test_string_rewrite_fast_path_equals_the_literal_pattern(value: Any, swaps: 
     old = json.loads(text)
     new = _swap_strings(old, list(swaps))
     assert _strings_only(text, old, new) == _reference_strings_only(text, old, new)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["A-Za-z0-9+/_-", "0-9a-f", "a", "a-z_."]),
+    st.integers(1, 6),
+    st.text(alphabet="aZ9f+/_-.é\u017f\u212a \n\\", max_size=40),
+)
+@example("A-Za-z0-9+/_-", 20, "x" * 20)
+@example("A-Za-z0-9+/_-", 3, "\u212aab")  # the Kelvin sign is no ASCII letter without re.I
+def test_run_gate_answers_what_its_search_answers(klass: str, size: int, text: str) -> None:
+    """A gate of the run shape is asked by translation and a substring search: the same answer as the regex."""
+    gate = re.compile(f"(?<![{klass}])[{klass}]{{{size}}}")
+    assert gate_test(gate)(text) == (gate.search(text) is not None)
+    other = re.compile(f"(?<![{klass}])[{klass}]{{{size}}}(?!x)")  # not the run shape: searched as it is
+    assert gate_test(other)(text) == (other.search(text) is not None)
