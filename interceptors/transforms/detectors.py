@@ -145,14 +145,13 @@ class _RunMarks(dict[int, str]):
 
 
 @lru_cache(maxsize=256)
-def gate_test(gate: re.Pattern[str]) -> Callable[[str], bool]:
+def gate_test(gate: re.Pattern[str]) -> Callable[[str], object]:
     """How a gate is asked of a payload's JSON text: its search, or, for a run gate (`(?<![X])[X]{N}`, a run of N
     or more characters of class X), the same answer from the text translated to marks and one substring search
-    (C speed; the search tries the class at every position of a text that holds no such run)."""
+    (C speed; the search tries the class at every position of a text that holds no such run). Truthy: it holds."""
     shape = _RUN_GATE.fullmatch(gate.pattern)
     if shape is None or gate.flags != re.UNICODE:
-        search = gate.search
-        return lambda text: search(text) is not None
+        return gate.search
     table = _RunMarks(re.compile(f"[{shape.group(1)}]").fullmatch)
     run = "a" * int(shape.group(2))
     return lambda text: run in text.translate(table)
@@ -169,7 +168,7 @@ class Scanner:
     _hint_finder: LiteralFinder | None = field(default=None, repr=False)
     _hint_masks: dict[str, int] = field(default_factory=dict, repr=False)
     _always_mask: int = field(default=0, repr=False)
-    _gated: tuple[tuple[int, Callable[[str], bool]], ...] = field(default=(), repr=False)
+    _gated: tuple[tuple[int, Callable[[str], object]], ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         self.min_length = min((max(d.min_length, 1) for d in self.detectors), default=0)
