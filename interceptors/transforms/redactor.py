@@ -393,7 +393,7 @@ class _Run:
         out = []
         changed = False
         for item in items:
-            new = self.value(item)
+            new = self.string(item) if item.__class__ is str else self.value(item)  # (`value`'s first case, inline)
             if new is DROP:
                 changed = True
                 continue
