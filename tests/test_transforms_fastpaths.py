@@ -8,9 +8,12 @@ JSON-looking text, with the walk it skips: a subclass with the shortcut turned o
 from __future__ import annotations
 
 import copy
+import json
+import re
 from typing import Any
 
-from hypothesis import given, settings
+import orjson
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from interceptors.testing import json_values, secrets
@@ -23,7 +26,10 @@ from interceptors.transforms import (
     assemble_output,
 )
 from interceptors.transforms.depseudonymize import Depseudonymizer
+from interceptors.transforms.detectors import gate_test
+from interceptors.transforms.jsonspans import _SPLIT, _strings_only
 from interceptors.transforms.project import Projection
+from interceptors.transforms.triepattern import LiteralFinder
 
 FRAGMENTS = ["ghp_", "key-", "AKIA", "password=", "Bearer ", "{", "[", '{"token": "abc"}', "\n", OPEN_FENCE,
              CLOSE_FENCE, "é", "\u200b", " ", "sk-", "xoxb-", "==", "0123456789abcdef" * 2]  # fmt: skip
@@ -82,3 +88,88 @@ def test_projection_of_a_text_within_caps_equals_the_shaping(text: str, max_stri
     assert projection.apply(text, ctx) == expected
     if report:
         assert ctx.report.get("projection") == report
+
+
+_WORDS = st.lists(st.text(alphabet="abk-_$:", min_size=1, max_size=5), min_size=1, max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_WORDS, st.text(alphabet="abk-_$:xé\n", max_size=200))  # both sides of `LiteralFinder.SHORT`
+@example(["sk", "sk-ant-", "k-a"], "xsk-ant-")  # overlapping: a hint inside and after a longer one
+@example(["aa", "aaa"], "aaaa")
+def test_literal_finder_finds_exactly_the_literals_present(words: list[str], text: str) -> None:
+    """The narrowing's grouped hint search answers what a substring test of every hint answers."""
+    finder = LiteralFinder(words)
+    assert finder.present(text) == {w for w in words if w in text}
+    assert finder.any_in(text) == any(w in text for w in words)
+
+
+def test_narrowing_keeps_exactly_the_detectors_whose_hints_occur() -> None:
+    scanner = _standard_redactor().scanner
+    text = 'xoxb-… "password": "x", key-abc ghp_ sk-ant- aws pat token'
+    narrowed = scanner.narrow(text, text)
+    hinted = {d.name for d in scanner.detectors if d.hints and any(h in text for h in d.hints)}
+    assert {d.name for d in narrowed.detectors if d.hints} == hinted
+
+
+def _reference_strings_only(text: str, old: Any, new: Any) -> str | None:
+    """`_strings_only` as it was: every split by the literal pattern."""
+    before, after = _SPLIT.split(orjson.dumps(old).decode()), _SPLIT.split(orjson.dumps(new).decode())
+    if len(before) != len(after) or before[::2] != after[::2]:
+        return None
+    changed = [i for i in range(1, len(before), 2) if before[i] != after[i]]
+    if not changed:
+        return text
+    parts = _SPLIT.split(text)
+    if len(parts) != len(before):
+        return None
+    for index in changed:
+        parts[index] = after[index]
+    return "".join(parts)
+
+
+def _swap_strings(value: Any, swaps: list[str]) -> Any:
+    if isinstance(value, str):
+        return swaps.pop() if swaps else value
+    if isinstance(value, dict):
+        return {k: _swap_strings(v, swaps) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_swap_strings(v, swaps) for v in value]
+    return value
+
+
+_QUOTY = st.text(alphabet='ab"\\é\n ', max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    json_values(text=_QUOTY),
+    st.lists(_QUOTY, max_size=4),
+    st.sampled_from([None, 2, 4]),
+    st.booleans(),
+)
+@example({"a": 'say "hi"', "b": "x"}, ["[R]"], 4, False)
+@example({"a": "x", "b": "y"}, ["q\\"], None, True)
+def test_string_rewrite_fast_path_equals_the_literal_pattern(value: Any, swaps: list[str], indent: int | None,
+                                                             ascii_only: bool) -> None:  # fmt: skip
+    """Splitting at quotes (no escaped quote anywhere) gives what the literal pattern gives."""
+    text = json.dumps(value, indent=indent, ensure_ascii=ascii_only)
+    old = json.loads(text)
+    new = _swap_strings(old, list(swaps))
+    assert _strings_only(text, old, new) == _reference_strings_only(text, old, new)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["A-Za-z0-9+/_-", "0-9a-f", "a", "a-z_."]),
+    st.integers(1, 6),
+    st.text(alphabet="aZ9f+/_-.é\u017f\u212a \n\\", max_size=40),
+)
+@example("A-Za-z0-9+/_-", 20, "x" * 20)
+@example("A-Za-z0-9+/_-", 3, "\u212aab")  # the Kelvin sign is no ASCII letter without re.I
+def test_run_gate_answers_what_its_search_answers(klass: str, size: int, text: str) -> None:
+    """A gate of the run shape is asked by translation and a substring search: the same answer as the regex."""
+    gate = re.compile(f"(?<![{klass}])[{klass}]{{{size}}}")
+    assert bool(gate_test(gate)(text)) == (gate.search(text) is not None)
+    other = re.compile(f"(?<![{klass}])[{klass}]{{{size}}}(?!x)")  # not the run shape: searched as it is
+    assert bool(gate_test(other)(text)) == (other.search(text) is not None)

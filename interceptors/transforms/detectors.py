@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from .entities import CATEGORIES, classify_ip_text, fold_for_hints, is_placeholder, looks_high_entropy, shannon_entropy
 from .normalize import needs_normalizing, normalize_for_matching
-from .triepattern import literal_alternation
+from .triepattern import LiteralFinder
 
 Validator = Callable[[str, str], "str | None"]
 """`(matched text, detector entity) -> entity to report (possibly refined), or None to reject the match`."""
@@ -125,6 +126,37 @@ def _span(match: re.Match[str], group: int | tuple[int, ...]) -> tuple[int, int]
     return -1, -1
 
 
+_RUN_GATE = re.compile(r"\(\?<!\[([^\]\\^\[]+)\]\)\[\1\]\{([1-9][0-9]{0,3})\}")
+"""A gate that asks for a run of N or more characters of one class: `(?<![X])[X]{N}`."""
+
+
+class _RunMarks(dict[int, str]):
+    """`str.translate` table: a character of the class to `a`, any other to a space (filled on first use)."""
+
+    __slots__ = ("_member",)
+
+    def __init__(self, member: Callable[[str], object]) -> None:
+        super().__init__()
+        self._member = member
+
+    def __missing__(self, code: int) -> str:
+        mark = self[code] = "a" if self._member(chr(code)) else " "
+        return mark
+
+
+@lru_cache(maxsize=256)
+def gate_test(gate: re.Pattern[str]) -> Callable[[str], object]:
+    """How a gate is asked of a payload's JSON text: its search, or, for a run gate (`(?<![X])[X]{N}`, a run of N
+    or more characters of class X), the same answer from the text translated to marks and one substring search
+    (C speed; the search tries the class at every position of a text that holds no such run). Truthy: it holds."""
+    shape = _RUN_GATE.fullmatch(gate.pattern)
+    if shape is None or gate.flags != re.UNICODE:
+        return gate.search
+    table = _RunMarks(re.compile(f"[{shape.group(1)}]").fullmatch)
+    run = "a" * int(shape.group(2))
+    return lambda text: run in text.translate(table)
+
+
 @dataclass(slots=True)
 class Scanner:
     """Runs detectors over text; candidates are sorted by start and earlier detectors win at equal starts."""
@@ -133,11 +165,10 @@ class Scanner:
     min_length: int = 0
     _subsets: dict[int, Scanner] = field(default_factory=dict, repr=False)
     _hints: tuple[str, ...] = field(default=(), repr=False)
-    _hint_finder: re.Pattern[str] | None = field(default=None, repr=False)
-    _hint_prefixes: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
+    _hint_finder: LiteralFinder | None = field(default=None, repr=False)
     _hint_masks: dict[str, int] = field(default_factory=dict, repr=False)
     _always_mask: int = field(default=0, repr=False)
-    _gated: tuple[tuple[int, re.Pattern[str]], ...] = field(default=(), repr=False)
+    _gated: tuple[tuple[int, Callable[[str], object]], ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         self.min_length = min((max(d.min_length, 1) for d in self.detectors), default=0)
@@ -151,23 +182,19 @@ class Scanner:
             elif detector.gate is None:
                 self._always_mask |= 1 << index
             else:
-                gated.append((index, detector.gate))
+                gated.append((index, gate_test(detector.gate)))
         self._gated = tuple(gated)
-        if len(self._hints) > 16:
-            # One pass finds every hint: at each position the longest hint starting there, and with it the hints
-            # that are its own prefixes (so `sk` still counts where `sk-ant-` starts).
-            self._hint_finder = re.compile("(?=(" + literal_alternation(self._hints) + "))")
-            self._hint_prefixes = {h: tuple(p for p in self._hints if h.startswith(p)) for h in self._hints}
 
     def __bool__(self) -> bool:
         return bool(self.detectors)
 
     def narrow(self, folded_payload: str, raw_payload: str) -> Scanner:
         """The detectors that could match anywhere in a payload (its JSON text, folded for hints)."""
-        if self._hint_finder is not None:
-            present: set[str] = set()
-            for found in set(self._hint_finder.findall(folded_payload)):
-                present.update(self._hint_prefixes[found])
+        if len(self._hints) > 16:
+            finder = self._hint_finder
+            if finder is None:  # built on first use: a narrowed subset is never narrowed again
+                finder = self._hint_finder = LiteralFinder(self._hints)
+            present = finder.present(folded_payload)  # every hint present, in a few fast passes
         else:
             present = {hint for hint in self._hints if hint in folded_payload}
         mask = self._always_mask
@@ -175,7 +202,7 @@ class Scanner:
         for hint in present:
             mask |= hint_masks[hint]
         for index, gate in self._gated:
-            if gate.search(raw_payload):
+            if gate(raw_payload):
                 mask |= 1 << index
         if mask == (1 << len(self.detectors)) - 1:
             return self
@@ -222,7 +249,10 @@ class Scanner:
             if detector.hints:
                 if folded is None:
                     folded = fold_for_hints(text)
-                if not any(hint in folded for hint in detector.hints):
+                for hint in detector.hints:  # (a loop, not `any` over a generator: this runs per string and detector)
+                    if hint in folded:
+                        break
+                else:
                     continue
             validator = detector.validator
             for match in detector.pattern.finditer(text):

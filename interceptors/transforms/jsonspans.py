@@ -160,10 +160,16 @@ def _strings_only(text: str, old: Any, new: Any) -> str | None:
     are the n-th literal of the text; the differing ones are written in place. None when the value changed
     otherwise or the literals do not line up (duplicate keys)."""
     try:
-        before = _SPLIT.split(orjson.dumps(old).decode())
-        after = _SPLIT.split(orjson.dumps(new).decode())
+        compact_old = orjson.dumps(old).decode()
+        compact_new = orjson.dumps(new).decode()
     except TypeError:
         return None
+    # With no escaped quote in any of the three, every `"` delimits a literal: `str.split` finds them all, several
+    # times faster than the literal pattern (the literals then come without their quotes, put back by the join).
+    bare = '\\"' not in text and '\\"' not in compact_old and '\\"' not in compact_new
+    split = _split_at_quotes if bare else _SPLIT.split
+    before = split(compact_old)
+    after = split(compact_new)
     if len(before) != len(after) or before[::2] != after[::2]:
         return None
     changed: list[int] = []
@@ -172,12 +178,16 @@ def _strings_only(text: str, old: Any, new: Any) -> str | None:
             changed += (i for i in range(start, min(start + 1024, len(before)), 2) if before[i] != after[i])
     if not changed:
         return text
-    parts = _SPLIT.split(text)
+    parts = split(text)
     if len(parts) != len(before):
         return None
     for index in changed:
         parts[index] = after[index]
-    return "".join(parts)
+    return ('"' if bare else "").join(parts)
+
+
+def _split_at_quotes(text: str) -> list[str]:
+    return text.split('"')
 
 
 def rewrite(text: str, old: Any, new: Any) -> str:

@@ -28,6 +28,7 @@ class PathGlobs:
         self.patterns = [tuple(self._segment(s) for s in glob.split(".")) for glob in globs]
         self.start = self._closure({(i, 0) for i in range(len(self.patterns))})
         self._memo: dict[tuple[frozenset[tuple[int, int]], str], frozenset[tuple[int, int]]] = {}
+        self._accepting: dict[frozenset[tuple[int, int]], bool] = {}
 
     @staticmethod
     def _segment(text: str) -> Any:
@@ -73,7 +74,12 @@ class PathGlobs:
         return found
 
     def accepts(self, states: frozenset[tuple[int, int]]) -> bool:
-        return any(pos == len(self.patterns[index]) for index, pos in states)
+        known = self._accepting.get(states)  # asked at every node of the walk, of the few states `step` makes
+        if known is None:
+            if len(self._accepting) > 65_536:
+                self._accepting.clear()
+            known = self._accepting[states] = any(pos == len(self.patterns[index]) for index, pos in states)
+        return known
 
 
 @dataclass(slots=True)

@@ -393,7 +393,7 @@ class _Run:
         out = []
         changed = False
         for item in items:
-            new = self.value(item)
+            new = self.string(item) if item.__class__ is str else self.value(item)  # (`value`'s first case, inline)
             if new is DROP:
                 changed = True
                 continue
@@ -413,13 +413,24 @@ class _Run:
             encoded = red.decoder.fields(data, normalized, siblings)
         out: dict[Any, Any] = {}
         changed = False
+        # Loop invariants (the scanner and `decoding` are restored by whatever swaps them below): a key shorter than
+        # `short` is what `string` gives back unchanged (too short for a finding, nothing marked to decode).
+        skip_keys = red.skip_keys
+        short = min(self.scanner.min_length, _MIN_MARKED) if self.decoding else self.scanner.min_length
+        if not red.scan_keys:
+            short = -1  # keys are not read at all
+        binary_kept = red.context is not None
+        jwk = red.jwk_detector if "kty" in data else None
+        rules = bool(red.key_rules) and keyed
+        tags = red.tags
+        rule_memo, opaque_memo = red._rule_memo, red._opaque_memo
         for key, item in data.items():
-            if key in red.skip_keys:
+            if key in skip_keys:
                 out[key] = item
                 continue
             new_key = key
             if isinstance(key, str):
-                if red.scan_keys:
+                if 0 <= short <= len(key):
                     new_key = self.string(key, structured=False)
                     if new_key is DROP:
                         changed = True
@@ -428,30 +439,27 @@ class _Run:
                         new_key = _unique_key(new_key, out)
                 norm = normalized[key]
                 new = UNDECODED
-                if red.context is not None and key in ("data", "blob") and binary_field(key, data, item):
+                if binary_kept and (key == "data" or key == "blob") and binary_field(key, data, item):
                     self.counts[("spared", "binary_payload")] = self.counts.get(("spared", "binary_payload"), 0) + 1
                     out[new_key] = item  # image or audio bytes, a resource blob: binary, not text to read
                     changed = changed or new_key is not key
                     continue
-                if (
-                    red.jwk_detector is not None
-                    and norm in _JWK_PRIVATE
-                    and "kty" in data
-                    and isinstance(item, str)
-                    and len(item) >= 16
-                ):
-                    new = self.jwk_member(red.jwk_detector, item)
+                if jwk is not None and norm in _JWK_PRIVATE and isinstance(item, str) and len(item) >= 16:
+                    new = self.jwk_member(jwk, item)
                 if new is UNDECODED and encoded and key in encoded and red.decoder is not None:
                     # decoded first: key rules apply inside
                     new = red.decoder.field(self, key, item, encoded[key])
                 if new is UNDECODED:
-                    rule = red.rule_for(key, norm, siblings) if red.key_rules and keyed else None
+                    # (the memos answered inline for the usual key: no rule could match it, not an opaque key)
+                    rule = red.rule_for(key, norm, siblings) if rules and rule_memo.get(norm) != () else None
                     if rule is not None:
                         new = self.ruled(rule, item, norm)
-                    elif red.opaque_key(norm):
+                    elif opaque_memo.get(norm, True) and red.opaque_key(norm):
                         new = self.without_fallback(item)
-                    elif red.tags and norm in TAG_CONTAINERS:
+                    elif tags and norm in TAG_CONTAINERS:
                         new = self.tag_container(item)
+                    elif item.__class__ is str:
+                        new = self.string(item)  # what `value` does with a string, one call fewer
                     else:
                         new = self.value(item)
             else:
@@ -467,7 +475,8 @@ class _Run:
 
     def string(self, text: str, structured: bool = True) -> Any:
         red = self.red
-        if structured and red.structured_text and len(text) > 1:
+        # (`_json_text` looks past leading blanks for `{` or `[`: a text starting with neither is not JSON)
+        if structured and red.structured_text and len(text) > 1 and (text[0] in "{[" or text[0].isspace()):
             parsed = _json_text(text)
             if parsed is not None:
                 new = self.value(parsed)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .base import Options, Transform, TransformContext
-from .triepattern import literal_alternation
+from .triepattern import LiteralFinder
 
 OPEN_FENCE = "\u27e6untrusted\u27e7"
 CLOSE_FENCE = "\u27e6/untrusted\u27e7"
@@ -157,8 +157,8 @@ FAMILIES: tuple[tuple[re.Pattern[str], tuple[tuple[str, ...], ...]], ...] = tupl
 INJECTION = re.compile("|".join(f"(?:{pattern})" for pattern, _ in _FAMILIES), re.IGNORECASE)
 """All families in one pattern (used on text that cannot be prefiltered)."""
 _FIRST_GATES = tuple(sorted({piece for _, gates in _FAMILIES for piece in gates[0]}))
-_FIRST_GATE = re.compile(literal_alternation(_FIRST_GATES))
-"""Whether any family's first gate occurs: one search instead of a substring test per piece."""
+_FIRST_GATE_FINDER = LiteralFinder(_FIRST_GATES)
+"""Whether any family's first gate occurs: a few searches instead of a substring test per piece."""
 
 NOTICE = (
     "Some values in this result came from untrusted sources and looked like instructions. They are marked as "
@@ -245,7 +245,7 @@ class Sanitizer(Transform):
         if not self.strip:
             return key
         if key.isascii():
-            if _ASCII_INVISIBLE.search(key) is None:
+            if key.isprintable() or _ASCII_INVISIBLE.search(key) is None:  # printable ASCII holds no control code
                 return key
             cleaned = _ASCII_INVISIBLE.sub("", key)
         else:
@@ -266,8 +266,10 @@ class Sanitizer(Transform):
     def _string(self, text: str, key: str | None, path: str, state: _State) -> str:
         original = text
         if self.strip:
-            pattern = _ASCII_INVISIBLE if text.isascii() else _INVISIBLE
-            if pattern.search(text) is not None:
+            ascii_text = text.isascii()
+            pattern = _ASCII_INVISIBLE if ascii_text else _INVISIBLE
+            # (printable ASCII holds no control code: the search is skipped, C-speed test first)
+            if not (ascii_text and text.isprintable()) and pattern.search(text) is not None:
                 cleaned = pattern.sub("", text) if pattern is _ASCII_INVISIBLE else _strip_invisible(text)
                 if len(cleaned) != len(text):  # emoji selectors and joiners alone stay: nothing was stripped
                     state.stripped += len(text) - len(cleaned)
@@ -298,7 +300,7 @@ class Sanitizer(Transform):
         if not text.isascii():
             return INJECTION.search(text) is not None
         folded = text.lower()
-        if _FIRST_GATE.search(folded) is None:
+        if not _FIRST_GATE_FINDER.any_in(folded):
             return False
         for pattern, gates in FAMILIES:
             if all(any(piece in folded for piece in gate) for gate in gates) and pattern.search(text):

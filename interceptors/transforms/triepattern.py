@@ -48,3 +48,55 @@ def _pattern(node: dict[str, Any]) -> str:
 
 def _class_char(char: str) -> str:
     return "\\" + char if char in "\\]^-[" else char
+
+
+class LiteralFinder:
+    """Which of many literals occur anywhere in a text, overlapping occurrences included.
+
+    One alternation of them all (`(?=(...))`, tried at every position) costs the regex engine a walk through
+    every first character's branch at every position of the text. Grouped by first character instead, each
+    group's pattern starts with that character, which the engine skips to in a tight loop, and only where one
+    occurs is the rest of the group tried: several times faster on long prose and JSON, with the same answer.
+    A short text (under `SHORT` characters) still gets the one alternation: a pass per group costs more there."""
+
+    SHORT = 64
+
+    __slots__ = ("_any", "_every", "_groups", "_prefixes")
+
+    def __init__(self, words: Iterable[str]) -> None:
+        unique = sorted({w for w in words if w})
+        by_first: dict[str, list[str]] = {}
+        for word in unique:
+            by_first.setdefault(word[0], []).append(word)
+        # (first character, the group's search): a character absent from the text skips its group at memchr speed
+        self._groups = tuple((c, re.compile(literal_alternation(group)).search) for c, group in by_first.items())
+        alternation = literal_alternation(unique)
+        self._any = re.compile(alternation).search
+        self._every = re.compile("(?=(" + alternation + "))").findall
+        # The longest literal found at a position stands for every literal that is a prefix of it there.
+        self._prefixes = {w: tuple(p for p in unique if w.startswith(p)) for w in unique}
+
+    def any_in(self, text: str) -> bool:
+        """Whether any of the literals occurs in `text`."""
+        if len(text) < self.SHORT:
+            return self._any(text) is not None
+        return any(first in text and search(text) is not None for first, search in self._groups)
+
+    def present(self, text: str) -> set[str]:
+        """The literals that occur in `text`."""
+        longest: set[str] = set()
+        if len(text) < self.SHORT:
+            longest.update(self._every(text))
+        else:
+            for first, search in self._groups:
+                if first not in text:
+                    continue
+                match = search(text)
+                while match is not None:
+                    longest.add(match.group())
+                    match = search(text, match.start() + 1)
+        found: set[str] = set()
+        prefixes = self._prefixes
+        for word in longest:
+            found.update(prefixes[word])
+        return found

@@ -276,7 +276,9 @@ VENDOR_DETECTORS: tuple[Detector, ...] = (
        (), "('M'|'N'|'O') [A-Za-z0-9]{23} '.' [A-Za-z0-9_-]{6} '.' [A-Za-z0-9_-]{27,38}",
        "Discord bot tokens (discord.com/developers/docs/reference#authentication)",
        "Discord bot tokens: base64 user id (M/N/O…) . 6 . 27 or more", min_length=59,
-       gate=r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.", confidence=0.9),
+       # `[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.`, started from the dot (a literal the engine skips to)
+       gate=r"\.[A-Za-z0-9_-]{6}\.(?:" + "|".join(rf"(?<=[MNO][A-Za-z0-9_-]{{{n}}}\.[A-Za-z0-9_-]{{6}}\.)"
+                                                  for n in range(23, 28)) + ")", confidence=0.9),
     _v("telegram_bot_token", r"(?<![A-Za-z0-9_:-])\d{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])", (":aa",),
        "[1-9] [0-9]{7,9} ':AA' [A-Za-z0-9_-]{33}",
        "Telegram Bot API tokens (core.telegram.org/bots/api#authorizing-your-bot)",
@@ -291,7 +293,8 @@ VENDOR_DETECTORS: tuple[Detector, ...] = (
        (), "('key-' [0-9a-f]{32}|[0-9a-f]{32} '-' [0-9a-f]{8} '-' [0-9a-f]{8})",
        "Mailgun API keys (documentation.mailgun.com, 'API keys')",
        "Mailgun private API keys: key- + 32 hex, or 32 hex - 8 hex - 8 hex", min_length=36,
-       gate=r"key-[0-9a-f]{32}|[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}"),
+       # the same test as `[0-9a-f]{32}-…`, started from the dash (a rare character the engine skips to)
+       gate=r"key-[0-9a-f]{32}|-[0-9a-f]{8}-[0-9a-f]{8}(?<=[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8})"),
     _v("mailchimp_api_key", r"(?<![0-9A-Za-z])[0-9a-f]{32}-us\d{1,2}(?![0-9A-Za-z])", ("-us",),
        "[0-9a-f]{32} '-us' [1-9] [0-9]",
        "Mailchimp Marketing API keys (mailchimp.com/developer/marketing/guides/quick-start)",
