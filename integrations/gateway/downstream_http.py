@@ -1046,7 +1046,7 @@ class HttpServer(uvicorn.Server):
     """uvicorn serving one ASGI app on a given socket; the gateway owns the signals (uvicorn would re-raise)."""
 
     def __init__(self, app: Any, *, header_timeout_s: float = HEADER_TIMEOUT_S) -> None:
-        protocol = NoDelayProtocol
+        protocol: type[NoDelayProtocol] = NoDelayProtocol
         if header_timeout_s != HEADER_TIMEOUT_S:
             protocol = type("NoDelayProtocol", (NoDelayProtocol,), {"header_timeout_s": header_timeout_s})
         config = uvicorn.Config(
