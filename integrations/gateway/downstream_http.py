@@ -650,7 +650,10 @@ class HttpFront:
             if isinstance(item, tuple) and item[1] and has_json:
                 data = item[0]
                 status = 200 if status_of is None else status_of(data)
-                await send({"type": "http.response.start", "status": status, "headers": [*_JSON_HEADERS, *extra]})
+                length = (b"content-length", b"%d" % len(data))  # one write for the body, no chunked framing
+                await send(
+                    {"type": "http.response.start", "status": status, "headers": [*_JSON_HEADERS, length, *extra]}
+                )
                 await send({"type": "http.response.body", "body": data})
                 exchange.done = True
                 return
@@ -961,7 +964,8 @@ async def _send_error(
     if data is not None:
         error["data"] = data
     body = dumps_exact({"jsonrpc": "2.0", "id": request_id, "error": error})
-    await send({"type": "http.response.start", "status": status, "headers": [*_JSON_HEADERS, *(extra or [])]})
+    headers = [*_JSON_HEADERS, (b"content-length", b"%d" % len(body)), *(extra or [])]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
