@@ -161,7 +161,7 @@ class Response:
         async for chunk in self.chunks():
             for event in parser.feed(chunk):
                 yield event
-        for event in parser.feed(b"\n\n" if parser.pending else b""):
+        for event in parser.close():
             yield event
 
     async def aclose(self) -> None:
@@ -426,6 +426,11 @@ class SseParser:
         if self._size + len(self._buffer) > self._max:
             raise EventTooLarge(f"a server-sent event larger than {self._max} bytes")
         return events
+
+    def close(self) -> list[Event]:
+        """The end of the stream: a CR held back for its LF ends its line (an event without its blank line is
+        dropped, as the standard says)."""
+        return self.feed(b"\n") if self._buffer.endswith(b"\r") else []
 
     def _line(self, line: bytes, events: list[Event]) -> None:
         if not line:
