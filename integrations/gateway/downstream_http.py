@@ -51,7 +51,7 @@ from interceptors.codec import dumps_exact
 
 from .catalog import Catalog
 from .chain_adapter import ChainAdapter
-from .framing import MAX_LINE_BYTES
+from .framing import HEAD_BYTES, MAX_LINE_BYTES, Oversized
 from .replay import (
     DEFAULT_MAX_DETACHED_PER_SESSION,
     DEFAULT_MAX_REPLAY_BYTES,
@@ -493,9 +493,15 @@ class HttpFront:
                 send, 408, None, INVALID_REQUEST, "Request Timeout: the body stopped coming", extra=[_CLOSE]
             )
             return
-        if body is None:
-            reason = {"reason": f"a message larger than {MAX_LINE_BYTES} bytes"}
-            await _send_error(send, 413, None, INVALID_REQUEST, "Invalid Request", reason)
+        if isinstance(body, Oversized):  # answered with its id when its first bytes hold one, as on stdio
+            request_id = parse(body.head).id  # truncated: read by the string-aware scan, never decoded whole
+            size = f"{MAX_LINE_BYTES >> 20} MiB"
+            if request_id is None:
+                logger.warning("dropped a client message over the %s limit (no id in its first bytes)", size)
+            else:
+                logger.warning("refused a client request over the %s limit", size)
+            reason = {"reason": f"a message larger than the {size} limit"}
+            await _send_error(send, 413, request_id, INVALID_REQUEST, "Invalid Request", reason, extra=[_CLOSE])
             return
         message = parse(body)
         if message.kind is Kind.INVALID:
@@ -832,14 +838,15 @@ def _header_rejection(message: Message, headers: dict[str, str]) -> tuple[int, s
 
 
 async def _read_body(receive: Any, pause_s: float = BODY_TIMEOUT_S) -> Any:
-    """The whole request body; None when it is larger than one message may be, `_TIMEOUT` when it paused for
-    longer than `pause_s` (a body that has all come in, the usual case, is read without a timer)."""
+    """The whole request body; its first bytes (`Oversized`) when it is larger than one message may be, `_TIMEOUT`
+    when it paused for longer than `pause_s` (a body that has all come in, the usual case, is read without a
+    timer)."""
     event = await receive()
     if event["type"] == "http.disconnect":
         return b""
     chunk = event.get("body", b"")
     if not event.get("more_body", False):
-        return chunk if len(chunk) <= MAX_LINE_BYTES else None
+        return chunk if len(chunk) <= MAX_LINE_BYTES else Oversized(chunk[:HEAD_BYTES])
     chunks = [chunk]
     size = len(chunk)
     while True:
@@ -851,10 +858,15 @@ async def _read_body(receive: Any, pause_s: float = BODY_TIMEOUT_S) -> Any:
         if event["type"] == "http.disconnect":
             return b""
         chunk = event.get("body", b"")
+        chunks.append(chunk)
         size += len(chunk)
         if size > MAX_LINE_BYTES:
-            return None
-        chunks.append(chunk)
+            head = b""
+            for part in chunks:  # (no copy of the whole: only up to the head's length)
+                head += part[: HEAD_BYTES - len(head)]
+                if len(head) >= HEAD_BYTES:
+                    break
+            return Oversized(head)
         if not event.get("more_body", False):
             return b"".join(chunks)
 
