@@ -12,7 +12,8 @@ python -m bench.http_upstream_bench [--iterations N] [--rounds R]
 rows of `mcp-interceptors bench`): the issue-31 targets. SDK clients on Streamable HTTP (2025-11-25, a session
 each), 1, 8 and 32 at once, each calling `echo` back to back: straight to the echo server, and to
 `proxy --policy none --listen --upstream URL` in front of it; calls/s and the median call in the best of the
-interleaved rounds, and the gateway process's CPU per call (from /proc).
+interleaved rounds, and the gateway process's CPU per call (from /proc), also against the same gateway in front
+of the echo server on stdio (the "stdio path").
 """
 
 from __future__ import annotations
@@ -128,19 +129,26 @@ async def _round(clients: list[Client], calls: int) -> tuple[float, list[float]]
 async def upstream_benchmarks(
     calls: int, rounds: int, counts: tuple[int, ...] = (1, 8, 32)
 ) -> tuple[dict[str, Measurement], dict[str, float]]:
-    """Direct vs `proxy --listen --upstream URL` with 1, 8 and 32 HTTP clients: best-round calls/s, the median call
-    of that round, the gateway's CPU per call; ratios (x direct) and ms added at the median."""
+    """Direct vs `proxy --listen --upstream URL` (and, for the CPU yardstick, the same gateway in front of the echo
+    server on stdio) with 1, 8 and 32 HTTP clients: each target's best round (calls/s) and its median call; ratios
+    x direct, ms added at the median, and the gateway's CPU per call (its /proc times over all rounds)."""
     from .gateway_bench import _listening
 
     upstream, url = _start(False)
-    proxy = [sys.executable, "-m", "integrations.cli", "proxy", "--policy", "none", "--listen", "127.0.0.1:0"]
+    proxy = [*GATEWAY, "--listen", "127.0.0.1:0"]
+    stdio_upstream = [sys.executable, "-c", "from bench.http_upstream_bench import serve_stdio; serve_stdio()"]
     results: dict[str, Measurement] = {}
     ratios: dict[str, float] = {}
     try:
         async with AsyncExitStack() as stack:
-            pids: dict[str, int] = {}
-            gateway_url = await stack.enter_async_context(_listening([*proxy, "--upstream", url], pids))
-            targets = {"direct": url, "gateway": gateway_url}
+            pids: dict[str, dict[str, int]] = {"gateway": {}, "stdio gateway": {}}
+            targets = {
+                "direct": url,
+                "gateway": await stack.enter_async_context(_listening([*proxy, "--upstream", url], pids["gateway"])),
+                "stdio gateway": await stack.enter_async_context(
+                    _listening([*proxy, "--", *stdio_upstream], pids["stdio gateway"])
+                ),
+            }
             for count in counts:
                 per = max(1, calls // count)
                 async with AsyncExitStack() as sessions:
@@ -154,27 +162,29 @@ async def upstream_benchmarks(
                     for key in targets:  # warm-up
                         await _round(clients[key], max(2, per // 10))
                     best: dict[str, tuple[float, float]] = {}
-                    cpu: list[float] = []
+                    cpu = dict.fromkeys(pids, 0.0)
                     for _ in range(rounds):
                         for key in targets:
-                            before = _cpu_s(pids["pid"]) if key == "gateway" else 0.0
+                            before = _cpu_s(pids[key]["pid"]) if key in pids else 0.0
                             wall, latencies = await _round(clients[key], per)
-                            if key == "gateway":
-                                cpu.append((_cpu_s(pids["pid"]) - before) / (per * count))
+                            if key in pids:
+                                cpu[key] += _cpu_s(pids[key]["pid"]) - before
                             if key not in best or wall < best[key][0]:
                                 best[key] = (wall, statistics.median(latencies))
                 for key in targets:
                     wall, median = best[key]
                     name = f"--upstream bench, {count} client(s): {key}"
                     results[name] = Measurement(name, round(median * 1e6, 1), round(per * count / wall, 1))
+                label = f"--upstream URL, {count} client(s)"
                 direct, gateway = best["direct"], best["gateway"]
-                ratios[f"--upstream URL, {count} client(s) (x direct HTTP)"] = round(direct[0] / gateway[0], 3)
-                ratios[f"--upstream URL, {count} client(s): ms added at the median"] = round(
-                    (gateway[1] - direct[1]) * 1000, 3
-                )
-                ratios[f"--upstream URL, {count} client(s): gateway CPU ms per call"] = round(
-                    statistics.median(cpu) * 1000, 3
-                )
+                ratios[f"{label} (x direct HTTP)"] = round(direct[0] / gateway[0], 3)
+                ratios[f"{label}: ms added at the median"] = round((gateway[1] - direct[1]) * 1000, 3)
+                per_call = {key: used * 1000 / (per * count * rounds) for key, used in cpu.items()}
+                ratios[f"{label}: gateway CPU ms per call"] = round(per_call["gateway"], 3)
+                if per_call["stdio gateway"]:
+                    ratios[f"{label}: gateway CPU (x the same with a stdio upstream)"] = round(
+                        per_call["gateway"] / per_call["stdio gateway"], 3
+                    )
     finally:
         upstream.kill()
         upstream.wait()
