@@ -106,6 +106,11 @@ class Response:
     def content_type(self) -> str:
         return self.headers.get("content-type", "")
 
+    @property
+    def sized(self) -> bool:
+        """Whether the body's length is known (Content-Length, or none): reading it cannot wait on a stream."""
+        return self._state in ("length", "done")
+
     async def chunks(self) -> AsyncIterator[bytes]:
         """The body's bytes as they come (ProtocolFailure when the connection ends early)."""
         connection = self._connection

@@ -336,8 +336,8 @@ class HttpUpstream:
             if request_id is None:
                 if status >= 400:
                     logger.warning("the upstream refused a notification or reply (HTTP %d)", status)
-                else:
-                    await response.read(ERROR_BODY_BYTES)  # (empty, as a rule: the connection is reused)
+                elif response.sized:
+                    await response.read(ERROR_BODY_BYTES)  # (empty, as a rule): its connection is reused
                 return False
             if status != 200:
                 await self._refused(response, request_id)
@@ -449,7 +449,8 @@ class HttpUpstream:
             initialized = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
             answer = await self._pool.request("POST", self._headers(), initialized, timeout=NOTIFY_S)
             try:
-                await answer.read(ERROR_BODY_BYTES)
+                if answer.sized:
+                    await answer.read(ERROR_BODY_BYTES)
             finally:
                 await answer.aclose()
             if answer.status >= 400:
