@@ -513,7 +513,7 @@ class HttpUpstream:
         """Hand every message of one SSE response to the router; False when one was too large (answered)."""
         try:
             async for event in response.events(self.max_message):
-                if event.id:
+                if event.id and _sendable(event.id):
                     stream.last_event = event.id
                 if event.retry is not None:
                     stream.retry = event.retry / 1000
@@ -568,7 +568,7 @@ class HttpUpstream:
                     if response.status != 200 or not _is_sse(response):
                         return  # the server offers no standalone stream
                     async for event in response.events(self.max_message):
-                        if event.id:
+                        if event.id and _sendable(event.id):
                             last_event = event.id
                         if event.retry is not None:
                             delay = event.retry / 1000
@@ -635,6 +635,11 @@ class _Stream:
         self.answered = False
         self.last_event: str | None = None
         self.retry = RECONNECT_S
+
+
+def _sendable(event_id: str) -> bool:
+    """Whether an event id can go back in a `Last-Event-ID` header (printable ASCII); another is not resumed."""
+    return event_id.isascii() and event_id.isprintable()
 
 
 def _is_json(raw: bytes) -> bool:
