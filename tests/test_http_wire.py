@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import anyio
+import orjson
 import pytest
 from httpx2._sse import _SSEParser
 from hypothesis import example, given
@@ -293,3 +294,42 @@ def test_an_event_or_a_line_over_the_bound_is_refused_whatever_the_split() -> No
         _ours(b"data: " + b"x" * 100, [10, 20, 60], max_event=50)
     with pytest.raises(EventTooLarge):  # many small data lines of one event
         _ours(b"data: xxxxxxxxxx\n" * 10 + b"\n", [], max_event=50)
+
+
+async def test_the_upstream_resends_only_safe_requests_on_a_connection_the_server_closed_unanswered() -> None:
+    """Each connection answers its first request and closes on its second unanswered (as a server whose keep-alive
+    ends as a request arrives): a `tools/list` is sent again on a new connection and answered; a `tools/call`
+    (it may act) is answered with an error instead, never sent twice."""
+    from integrations.gateway.upstream_http import HttpUpstream
+
+    seen: list[str] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        _, body = await read_request(reader)
+        message = orjson.loads(body)
+        seen.append(message["method"])
+        reply = orjson.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"n": len(seen)}})
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(reply))
+        writer.write(reply)
+        await writer.drain()
+        _, body = await read_request(reader)
+        seen.append(orjson.loads(body)["method"] + " (dropped)")
+
+    async with raw_server(handler) as (url, connections):
+        upstream = await HttpUpstream.start(url)
+        try:
+            replies = upstream.lines()
+            with anyio.fail_after(WAIT_S):
+                for request_id, method in ((1, "tools/list"), (2, "tools/list"), (3, "tools/call")):
+                    upstream.send(orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": method}), request_id)
+                    item = await replies.__anext__()
+                    assert isinstance(item, tuple) and item[1] == request_id
+                    answer = orjson.loads(item[0])
+                    if method == "tools/list":
+                        assert "result" in answer
+                    else:
+                        assert answer["error"]["data"]["connectionClosed"] is True
+            assert seen == ["tools/list", "tools/list (dropped)", "tools/list", "tools/call (dropped)"]
+            assert len(connections) == 2
+        finally:
+            await upstream.aclose()
