@@ -1073,6 +1073,7 @@ class HttpServer(uvicorn.Server):
             log_level="warning",
             access_log=False,
             timeout_graceful_shutdown=1,
+            proxy_headers=False,  # loopback only: no proxy in front whose X-Forwarded-* to believe (nor the cost)
         )
         super().__init__(config)
 
