@@ -97,11 +97,14 @@ async def router_benchmarks(iterations: int, rounds: int) -> tuple[dict[str, Mea
 
 
 @asynccontextmanager
-async def _listening(argv: list[str]) -> AsyncIterator[str]:
-    """A server subprocess that announces `listening on http://...` on stderr; stopped with SIGTERM and reaped."""
+async def _listening(argv: list[str], pid: dict[str, int] | None = None) -> AsyncIterator[str]:
+    """A server subprocess that announces `listening on http://...` on stderr; stopped with SIGTERM and reaped
+    (its process id in `pid["pid"]` when given)."""
     process = subprocess.Popen(
         argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
+    if pid is not None:
+        pid["pid"] = process.pid
     try:
         assert process.stderr is not None
         url = None

@@ -256,8 +256,13 @@ async def test_the_upstream_url_and_headers_are_never_echoed_to_stderr() -> None
 async def test_a_remote_request_that_is_never_answered_times_out_and_is_cancelled_upstream() -> None:
     with http_upstream() as (url, _), anyio.fail_after(TEST_S):
         async with client_for(url, "--upstream-timeout", "1") as client:
+            started = time.monotonic()
             with pytest.raises(MCPError) as timed_out:
                 await client.call_tool("sleep", {"seconds": 600})
+            elapsed = time.monotonic() - started
+            # On time: never early, and late by far less than its own length (the clock is read every 0.1 s;
+            # the bound is 3x the timeout, the duration being the behaviour under test).
+            assert 1.0 <= elapsed < 3.0, elapsed
             assert timed_out.value.error.code == -32001
             assert timed_out.value.error.data == {"reason": "upstream timeout", "timeoutSeconds": 1.0}
             with anyio.fail_after(STEP_S):  # the cancellation reached the remote server

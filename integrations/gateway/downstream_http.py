@@ -21,7 +21,10 @@ once, hands it to the router and writes back what the router releases for that r
   `Mcp-Method`, `Mcp-Name`) is checked with the SDK's own classifier; closing the response cancels it.
 
 Every accepted connection has TCP_NODELAY: a reply is a few small writes, and Nagle's algorithm with the
-peer's delayed ACK would hold each one back ~40 ms.
+peer's delayed ACK would hold each one back ~40 ms. A connection must send a request's head within
+`HEADER_TIMEOUT_S` of opening (or of its first byte after a response; an idle keep-alive connection is uvicorn's
+to close, after 5 s), and may pause at most `BODY_TIMEOUT_S` within a body (then 408): a connection that never
+sends a request is closed instead of holding a file descriptor forever.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import anyio
+import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -47,7 +51,7 @@ from interceptors.codec import dumps_exact
 
 from .catalog import Catalog
 from .chain_adapter import ChainAdapter
-from .framing import MAX_LINE_BYTES
+from .framing import HEAD_BYTES, MAX_LINE_BYTES, Oversized
 from .replay import (
     DEFAULT_MAX_DETACHED_PER_SESSION,
     DEFAULT_MAX_REPLAY_BYTES,
@@ -71,6 +75,11 @@ logger = logging.getLogger("interceptors.gateway")
 
 DEFAULT_MAX_SESSIONS_PER_PRINCIPAL: Final = 256
 DEFAULT_IDLE_TIMEOUT_S: Final = 1800.0
+HEADER_TIMEOUT_S: Final = 10.0
+"""How long a connection may take to send a request's head (from its opening, or from its first byte after a
+response) before it is closed."""
+BODY_TIMEOUT_S: Final = 30.0
+"""The longest pause within a request's body before the request is refused (408) and its connection closed."""
 SSE_PING_S: Final = 15.0
 """Seconds without a message before the front commits a waiting request to SSE and pings (proxy timeouts)."""
 MCP_PATH: Final = "/mcp"
@@ -87,6 +96,7 @@ _SSE_HEADERS: Final = [
 ]
 _ERROR_STATUS: Final = {-32700: 400, -32600: 400, -32602: 400, -32020: 400, -32021: 400, -32022: 400, -32601: 404}
 """HTTP status of a 2026-07-28 error reply sent as JSON (the SDK's table); handshake replies are always 200."""
+_CLOSE: Final = (b"connection", b"close")
 _ROUTING_HEADERS: Final = frozenset({"mcp-protocol-version", "mcp-method", "mcp-name"})
 _DUPLICATED: Final = " duplicated"  # not a header name (headers have no spaces)
 _CLOSED: Final = object()
@@ -228,6 +238,11 @@ class HttpSettings:
     any_host: bool = False
     """Listening beyond loopback, behind authentication: any Host is admitted (a bearer token, which a page
     that rebound its DNS name has not got, guards `/mcp`), and an Origin must be loopback or the Host's own."""
+    header_timeout_s: float = HEADER_TIMEOUT_S
+    """A connection that has not sent a whole request head this long after opening (or after its first byte
+    following a response) is closed."""
+    body_timeout_s: float = BODY_TIMEOUT_S
+    """The longest pause within a request's body (then 408, and the connection closes)."""
 
 
 class HttpFront:
@@ -487,10 +502,21 @@ class HttpFront:
         if headers.get("content-type", "").split(";", 1)[0].strip().lower() != "application/json":
             await _send_error(send, 415, None, INVALID_REQUEST, "Unsupported Media Type: send application/json")
             return
-        body = await _read_body(receive)
-        if body is None:
-            reason = {"reason": f"a message larger than {MAX_LINE_BYTES} bytes"}
-            await _send_error(send, 413, None, INVALID_REQUEST, "Invalid Request", reason)
+        body = await _read_body(receive, self.settings.body_timeout_s)
+        if body is _TIMEOUT:
+            await _send_error(
+                send, 408, None, INVALID_REQUEST, "Request Timeout: the body stopped coming", extra=[_CLOSE]
+            )
+            return
+        if isinstance(body, Oversized):  # answered with its id when its first bytes hold one, as on stdio
+            request_id = parse(body.head).id  # truncated: read by the string-aware scan, never decoded whole
+            size = f"{MAX_LINE_BYTES >> 20} MiB"
+            if request_id is None:
+                logger.warning("dropped a client message over the %s limit (no id in its first bytes)", size)
+            else:
+                logger.warning("refused a client request over the %s limit", size)
+            reason = {"reason": f"a message larger than the {size} limit"}
+            await _send_error(send, 413, request_id, INVALID_REQUEST, "Invalid Request", reason, extra=[_CLOSE])
             return
         message = parse(body)
         if message.kind is Kind.INVALID:
@@ -645,7 +671,10 @@ class HttpFront:
             if isinstance(item, tuple) and item[1] and has_json:
                 data = item[0]
                 status = 200 if status_of is None else status_of(data)
-                await send({"type": "http.response.start", "status": status, "headers": [*_JSON_HEADERS, *extra]})
+                length = (b"content-length", b"%d" % len(data))  # one write for the body, no chunked framing
+                await send(
+                    {"type": "http.response.start", "status": status, "headers": [*_JSON_HEADERS, length, *extra]}
+                )
                 await send({"type": "http.response.body", "body": data})
                 exchange.done = True
                 return
@@ -823,21 +852,38 @@ def _header_rejection(message: Message, headers: dict[str, str]) -> tuple[int, s
     return None
 
 
-async def _read_body(receive: Any) -> bytes | None:
-    """The whole request body, or None when it is larger than one message may be."""
-    chunks: list[bytes] = []
-    size = 0
+async def _read_body(receive: Any, pause_s: float = BODY_TIMEOUT_S) -> Any:
+    """The whole request body; its first bytes (`Oversized`) when it is larger than one message may be, `_TIMEOUT`
+    when it paused for longer than `pause_s` (a body that has all come in, the usual case, is read without a
+    timer)."""
+    event = await receive()
+    if event["type"] == "http.disconnect":
+        return b""
+    chunk = event.get("body", b"")
+    if not event.get("more_body", False):
+        return chunk if len(chunk) <= MAX_LINE_BYTES else Oversized(chunk[:HEAD_BYTES])
+    chunks = [chunk]
+    size = len(chunk)
     while True:
-        event = await receive()
+        try:
+            event = await asyncio.wait_for(receive(), pause_s)
+        except TimeoutError:
+            logger.info("refused a request whose body paused for over %g s", pause_s)
+            return _TIMEOUT
         if event["type"] == "http.disconnect":
             return b""
         chunk = event.get("body", b"")
+        chunks.append(chunk)
         size += len(chunk)
         if size > MAX_LINE_BYTES:
-            return None
-        chunks.append(chunk)
+            head = b""
+            for part in chunks:  # (no copy of the whole: only up to the head's length)
+                head += part[: HEAD_BYTES - len(head)]
+                if len(head) >= HEAD_BYTES:
+                    break
+            return Oversized(head)
         if not event.get("more_body", False):
-            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            return b"".join(chunks)
 
 
 async def _watch_disconnect(receive: Any, exchange: _Exchange, generation: int) -> None:
@@ -945,7 +991,8 @@ async def _send_error(
     if data is not None:
         error["data"] = data
     body = dumps_exact({"jsonrpc": "2.0", "id": request_id, "error": error})
-    await send({"type": "http.response.start", "status": status, "headers": [*_JSON_HEADERS, *(extra or [])]})
+    headers = [*_JSON_HEADERS, (b"content-length", b"%d" % len(body)), *(extra or [])]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -992,11 +1039,39 @@ async def _lifespan(receive: Any, send: Any) -> None:
 
 # Serving ------------------------------------------------------------------------------------------
 class NoDelayProtocol(H11Protocol):
-    """uvicorn's h11 protocol with TCP_NODELAY set on every accepted connection."""
+    """uvicorn's h11 protocol with TCP_NODELAY set on every accepted connection, and a deadline for each request's
+    head: uvicorn times only the keep-alive pause after a response, so a connection that opens and sends
+    nothing (or half a head) would be held forever."""
+
+    header_timeout_s: float = HEADER_TIMEOUT_S
+    _head_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         set_nodelay(transport.get_extra_info("socket"))
         super().connection_made(transport)
+        self._head_timer = self.loop.call_later(self.header_timeout_s, self._head_timed_out)
+
+    def data_received(self, data: bytes) -> None:
+        if self._head_timer is None and self.conn.their_state is h11.IDLE:  # a new request begins
+            self._head_timer = self.loop.call_later(self.header_timeout_s, self._head_timed_out)
+        super().data_received(data)
+        timer = self._head_timer
+        if timer is not None and self.conn.their_state is not h11.IDLE:  # its head is in
+            timer.cancel()
+            self._head_timer = None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+        super().connection_lost(exc)
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        busy = self.cycle is not None and not self.cycle.response_complete
+        if self.conn.their_state is h11.IDLE and not busy and not self.transport.is_closing():
+            logger.info("closed a connection that sent no request within %g s", self.header_timeout_s)
+            self.transport.close()
 
 
 def set_nodelay(sock: Any) -> None:
@@ -1027,15 +1102,19 @@ def listening_socket(host: str, port: int) -> socket.socket:
 class HttpServer(uvicorn.Server):
     """uvicorn serving one ASGI app on a given socket; the gateway owns the signals (uvicorn would re-raise)."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, *, header_timeout_s: float = HEADER_TIMEOUT_S) -> None:
+        protocol: type[NoDelayProtocol] = NoDelayProtocol
+        if header_timeout_s != HEADER_TIMEOUT_S:
+            protocol = type("NoDelayProtocol", (NoDelayProtocol,), {"header_timeout_s": header_timeout_s})
         config = uvicorn.Config(
             app,
-            http=NoDelayProtocol,
+            http=protocol,
             ws="none",
             lifespan="off",
             log_level="warning",
             access_log=False,
             timeout_graceful_shutdown=1,
+            proxy_headers=False,  # loopback only: no proxy in front whose X-Forwarded-* to believe (nor the cost)
         )
         super().__init__(config)
 
@@ -1084,7 +1163,7 @@ class HttpRunner(Runner):
         self.front.deliver(action)
 
     async def run(self) -> int:
-        http = HttpServer(self.front)
+        http = HttpServer(self.front, header_timeout_s=self.front.settings.header_timeout_s)
         async with anyio.create_task_group() as tasks:
             served = anyio.Event()
             if await self._start(tasks):

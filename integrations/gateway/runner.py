@@ -56,6 +56,8 @@ STDIO_SESSION: Final = "stdio"
 UPSTREAM_GONE: Final = "upstream server closed the connection"
 MAX_EXTENSIONS: Final = 10
 """A request that keeps reporting progress may run this many timeouts at most."""
+DEADLINE_TICK_S: Final = 0.1
+"""How often the request clocks are read: `--upstream-timeout` fires within this of its time."""
 HANDSHAKE_S: Final = 60.0
 """The least time the upstream's handshake gets, whatever `--upstream-timeout` says (its process starts)."""
 
@@ -484,16 +486,19 @@ class Runner:
         timeout = self.timeout
         loop = asyncio.get_running_loop()
         while True:
-            await anyio.sleep(min(1.0, timeout / 4))
+            await anyio.sleep(min(DEADLINE_TICK_S, timeout / 10))  # a timeout fires at most a tick late
             now = loop.time()
             deadlines = self._deadlines
-            while deadlines:
-                upstream_id, deadline = next(iter(deadlines.items()))
-                awaiting = self.router.awaiting(upstream_id)
-                if awaiting and deadline.at > now:
-                    break
-                del deadlines[upstream_id]
-                if not awaiting:
+            due: list[int] = []
+            for upstream_id, deadline in deadlines.items():  # in order of their clocks, but for start-up ones
+                if deadline.at > now and self.router.awaiting(upstream_id):
+                    if deadline.at - now <= timeout:
+                        break
+                    continue  # a longer clock (sent while the upstream was starting): the ones after it may be due
+                due.append(upstream_id)
+            for upstream_id in due:
+                deadline = deadlines.pop(upstream_id)
+                if not self.router.awaiting(upstream_id):
                     continue
                 progress = self.router.progress_seen(upstream_id)
                 if progress != deadline.progress and now < deadline.limit:  # alive: another period (to the back)

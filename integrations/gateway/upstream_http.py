@@ -1,17 +1,23 @@
 """The upstream server over Streamable HTTP: raw messages both ways, no SDK session in between.
 
-One pooled client. Messages are POSTed in the order the router sends them: a notification or a reply
-waits for its answer (202) before the next message goes, so `notifications/initialized` is in before the
-first request; a request's POST is read in a task of its own, so a slow tool holds up nothing else. A
-request's reply comes as JSON or on an SSE stream, and everything on that stream reaches the router with
-`related=` the request's upstream id (its progress, logs and server requests belong to it). The session
-id from `initialize` and the negotiated version go on every later message; the GET stream, when the
-server offers one, carries what belongs to no request; `aclose` DELETEs the session.
+One pool of persistent connections (`http_wire.Pool`: one write per request, the response read straight off
+the socket, SSE parsed from its bytes; no per-call client objects). Messages are POSTed in the order the
+router sends them: a notification or a reply waits for its answer (202) before the next message goes, so
+`notifications/initialized` is in before the first request; a request's POST is read in a task of its
+own, so a slow tool holds up nothing else. A request's reply comes as JSON or on an SSE stream, and
+everything on that stream reaches the router with `related=` the request's upstream id (its progress, logs
+and server requests belong to it). The session id from `initialize` and the negotiated version go on every
+later message; the GET stream, when the server offers one, carries what belongs to no request; `aclose`
+DELETEs the session.
 
 A transport failure (connection refused or cut) ends `lines()`: the router then answers every pending
 request and the gateway exits 1 (or, with `--restart-upstream`, reconnects), as when a stdio upstream
-exits. An HTTP error status, an oversized message or a stream that ends unanswered answers only the
-request it came with (-32603, the reason in `data`), with the server's own JSON-RPC error when it sent one.
+exits. An HTTP error status, an oversized message, a reply that is not JSON-RPC or a stream that ends
+unanswered answers only the request it came with, at once (-32603, the reason in `data`), with the server's
+own JSON-RPC error when it sent one. Lines of a reply body or of one event's data that are not JSON (garbage
+before the reply) are skipped with a log line, and the JSON lines among them go on. A request whose reused
+connection the server had closed (its keep-alive ended) before any byte of a reply is sent again on a new
+connection when that is safe (`RETRY_SAFE`, notifications and replies), else answered with an error.
 
 A 404 for the gateway's session (the server expired it, or restarted) opens a new session at once: the
 router's own `initialize` again (same era, a private id) and `notifications/initialized`, then
@@ -38,6 +44,7 @@ import httpx2
 import orjson
 
 from .framing import MAX_LINE_BYTES
+from .http_wire import ConnectFailed, Event, EventTooLarge, Pool, Response, StaleConnection, WireError, WireTimeout
 from .recovery import RENEWED, Renewed
 
 logger = logging.getLogger("interceptors.gateway")
@@ -79,6 +86,10 @@ RETRY_SAFE: Final = frozenset(
 )
 """Requests sent again on a new session after a 404: reads, lists and idempotent settings. Anything else
 (`tools/call` first of all: it may act) is answered with an error instead, never sent twice."""
+STALE: Final = (
+    "the upstream closed the connection before replying (its keep-alive ended as the request left); the request "
+    "is not sent again (it might act twice): send it again"
+)
 SESSION_LOST: Final = (
     "the upstream server no longer knew the gateway's session (HTTP 404); a new session is open, but this "
     "request is not sent again (it might act twice): send it again"
@@ -179,11 +190,9 @@ class HttpUpstream:
         _redact_client_logs()
         self.protocol_version = protocol_version
         self.max_message = max_message
-        self._client = httpx2.AsyncClient(
-            headers=list(headers),
-            timeout=httpx2.Timeout(None, connect=CONNECT_S),  # the router's shell owns request timeouts
-            limits=httpx2.Limits(max_connections=256, max_keepalive_connections=64),
-        )
+        self._pool = Pool(
+            url, headers, connect_timeout=CONNECT_S, shown_url=self.shown_url
+        )  # the router's shell owns request timeouts
         self.session_id: str | None = None
         self._init_body: bytes | None = None  # the router's initialize: sent again for a new session
         self._renewal: asyncio.Future[bool] | None = None
@@ -297,54 +306,77 @@ class HttpUpstream:
             return False
         # A notification or reply gets a bounded wait (the next message waits for it); a request none (the clock
         # of the router's shell times requests, and a long tool may stream for a long time).
-        timeout = httpx2.Timeout(None, connect=CONNECT_S) if request_id is not None else httpx2.Timeout(NOTIFY_S)
+        timeout = None if request_id is not None else NOTIFY_S
         headers = self._headers()
         stale = self.session_id
         sent = self._sending.get(request_id) if request_id is not None else None
-        content: bytes | AsyncIterator[bytes] = data
-        if sent is not None and not sent.is_set():
-            headers["content-length"] = str(len(data))  # (an iterator body would be chunked otherwise)
-            content = _written(data, sent)
-        request = self._client.build_request("POST", self.url, content=content, headers=headers, timeout=timeout)
+        written = sent.set if sent is not None and not sent.is_set() else None
         try:
-            response = await self._client.send(request, stream=True)
-        except httpx2.TimeoutException as exc:
-            if request_id is not None:
-                self._lost(exc)
-            else:
-                logger.warning("the upstream did not take a notification or reply within %g s", NOTIFY_S)
+            try:
+                response = await self._pool.request("POST", headers, data, timeout=timeout, on_written=written)
+            except StaleConnection:
+                if request_id is not None and _method_of(data) not in RETRY_SAFE:
+                    logger.warning("the upstream closed a kept-alive connection as a request left: not sent again")
+                    self._answer(request_id, STALE, data={"reason": STALE, "connectionClosed": True})
+                    return False
+                response = await self._pool.request("POST", headers, data, timeout=timeout, on_written=written)
+        except WireTimeout:
+            logger.warning("the upstream did not take a notification or reply within %g s", NOTIFY_S)
             return False
-        except httpx2.TransportError as exc:
+        except WireError as exc:
             self._lost(exc)
             return False
         try:
             session = response.headers.get(SESSION_HEADER)
             if session and self.session_id is None and self._renewal is None:
                 self.session_id = session
-            if response.status_code == 404 and stale is not None:
+            status = response.status
+            if status == 404 and stale is not None:
                 return await self._session_lost(stale, data, request_id, retried)
             if request_id is None:
-                if response.status_code >= 400:
-                    logger.warning("the upstream refused a notification or reply (HTTP %d)", response.status_code)
+                if status >= 400:
+                    logger.warning("the upstream refused a notification or reply (HTTP %d)", status)
+                elif response.sized:
+                    await response.read(ERROR_BODY_BYTES)  # (empty, as a rule): its connection is reused
                 return False
-            if response.status_code != 200:
+            if status != 200:
                 await self._refused(response, request_id)
                 return False
             if _is_sse(response):
                 await self._read_stream(response, request_id)
-            elif not response.headers.get("content-type", "").startswith("application/json"):
+            elif not response.content_type.startswith("application/json"):
                 self._answer(request_id, "the upstream answered with neither JSON nor an event stream")
             else:
-                body = await self._read_body(response, self.max_message)
+                body = await response.read(self.max_message)
                 if body is None:
                     self._answer(request_id, "the upstream's reply is larger than the gateway accepts")
-                else:
-                    self._inbox.put_nowait((body, request_id))
-        except httpx2.TransportError as exc:
+                elif not self._deliver(body, request_id):
+                    self._answer(request_id, "the upstream's reply is not a JSON-RPC response")
+        except WireError as exc:
             self._lost(exc)
         finally:
             await response.aclose()
         return False
+
+    def _deliver(self, raw: bytes, request_id: int) -> bool:
+        """Hand a reply body or one event's data to the router; whether it held a response (not only requests or
+        notifications of the server's). Data of several lines that is not one JSON text is read line by line:
+        the JSON lines go on, the rest is garbage (logged, skipped)."""
+        if b"\n" in raw:
+            try:
+                orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                lines = [line for line in raw.split(b"\n") if line.strip()]
+                kept = [line for line in lines if _is_json(line)]
+                if len(kept) < len(lines):
+                    logger.warning("skipped %d upstream line(s) that are not JSON", len(lines) - len(kept))
+                answered = False
+                for line in kept:
+                    self._inbox.put_nowait((line, request_id))
+                    answered = answered or _is_response(line)
+                return answered
+        self._inbox.put_nowait((raw, request_id))
+        return _is_response(raw)
 
     async def _session_lost(self, stale: str, data: bytes, request_id: int | None, retried: bool) -> bool:
         """A 404 for session `stale`: a new session (once for every message that saw it go), then whether to
@@ -403,25 +435,30 @@ class HttpUpstream:
         body["id"] = private_id
         headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
         try:
-            async with self._client.stream(
-                "POST", self.url, content=orjson.dumps(body), headers=headers, timeout=httpx2.Timeout(NOTIFY_S)
-            ) as response:
+            response = await self._pool.request("POST", headers, orjson.dumps(body), timeout=NOTIFY_S)
+            try:
                 session = response.headers.get(SESSION_HEADER)
-                reply = await self._handshake_reply(response, private_id) if response.status_code == 200 else None
+                status = response.status
+                reply = await self._handshake_reply(response, private_id) if status == 200 else None
+            finally:
+                await response.aclose()
             if reply is None or not isinstance(reply.get("result"), dict) or not session:
-                status = response.status_code
                 self._lost(None, f"the upstream refused a new session (HTTP {status}, no usable initialize result)")
                 return False
             self.session_id = session
             initialized = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
-            answer = await self._client.post(self.url, content=initialized, headers=self._headers(), timeout=NOTIFY_S)
-            if answer.status_code >= 400:
+            answer = await self._pool.request("POST", self._headers(), initialized, timeout=NOTIFY_S)
+            try:
+                if answer.sized:
+                    await answer.read(ERROR_BODY_BYTES)
+            finally:
+                await answer.aclose()
+            if answer.status >= 400:
                 self._lost(
-                    None,
-                    f"the upstream refused the new session's notifications/initialized (HTTP {answer.status_code})",
+                    None, f"the upstream refused the new session's notifications/initialized (HTTP {answer.status})"
                 )
                 return False
-        except (httpx2.TransportError, httpx2.SSEError, orjson.JSONDecodeError) as exc:
+        except (WireError, EventTooLarge, orjson.JSONDecodeError) as exc:
             self._lost(exc, f"could not open a new session with the upstream ({type(exc).__name__})")
             return False
         self.renewals += 1
@@ -432,20 +469,20 @@ class HttpUpstream:
         self._inbox.put_nowait(RENEWED)
         return True
 
-    async def _handshake_reply(self, response: httpx2.Response, private_id: str) -> dict[str, Any] | None:
+    async def _handshake_reply(self, response: Response, private_id: str) -> dict[str, Any] | None:
         """The reply to the renewal's `initialize` (JSON or on its SSE stream); None when there is none."""
         if _is_sse(response):
-            async for event in httpx2.EventSource(response, max_event_size=self.max_message):
+            async for event in response.events(self.max_message):
                 if event.data:
                     message = orjson.loads(event.data)
                     if isinstance(message, dict) and message.get("id") == private_id:
                         return message
             return None
-        body = await self._read_body(response, self.max_message)
+        body = await response.read(self.max_message)
         message = orjson.loads(body) if body else None
         return message if isinstance(message, dict) and message.get("id") == private_id else None
 
-    async def _read_stream(self, response: httpx2.Response, request_id: int) -> None:
+    async def _read_stream(self, response: Response, request_id: int) -> None:
         """A request's SSE stream to its reply; resumed with `Last-Event-ID` when the server ends it early
         (the polling of resumable servers), until the reply or `MAX_RESUMES` resumptions in a row bring nothing."""
         stream = _Stream()
@@ -459,41 +496,41 @@ class HttpUpstream:
             headers = self._headers("text/event-stream")
             headers.pop("content-type")
             headers["last-event-id"] = seen
-            async with self._client.stream("GET", self.url, headers=headers) as resumed:
-                if resumed.status_code != 200 or not _is_sse(resumed):
+            resumed = await self._pool.request("GET", headers)
+            try:
+                if resumed.status != 200 or not _is_sse(resumed):
                     break
                 if not await self._events(resumed, request_id, stream):
                     return
+            finally:
+                await resumed.aclose()
             if stream.last_event != seen:
                 resumes = 0
         if not stream.answered:
             self._answer(request_id, "the upstream closed the request's stream without answering it")
 
-    async def _events(self, response: httpx2.Response, request_id: int, stream: _Stream) -> bool:
+    async def _events(self, response: Response, request_id: int, stream: _Stream) -> bool:
         """Hand every message of one SSE response to the router; False when one was too large (answered)."""
         try:
-            async for event in httpx2.EventSource(response, max_event_size=self.max_message):
-                if event.id:
+            async for event in response.events(self.max_message):
+                if event.id and _sendable(event.id):
                     stream.last_event = event.id
                 if event.retry is not None:
                     stream.retry = event.retry / 1000
                 if not event.data or event.event not in ("message", ""):
                     continue  # a priming event (resumability), or an event type MCP does not use
-                raw = event.data.encode()
-                self._inbox.put_nowait((raw, request_id))
-                # Requests and notifications name a method; a false negative only adds a reply the router drops.
-                stream.answered = stream.answered or b'"method"' not in raw
-        except httpx2.SSEError:
+                stream.answered = self._deliver(event.data, request_id) or stream.answered
+        except EventTooLarge:
             self._answer(request_id, "an upstream message is larger than the gateway accepts")
             return False
         return True
 
-    async def _refused(self, response: httpx2.Response, request_id: int) -> None:
+    async def _refused(self, response: Response, request_id: int) -> None:
         """An HTTP error for a request: the server's own JSON-RPC error for it when it sent one, else -32603."""
-        status = response.status_code
+        status = response.status
         hint = " (check --upstream-header)" if status in (401, 403) else ""
         logger.warning("the upstream answered a request with HTTP %d%s", status, hint)
-        body = await self._read_body(response, ERROR_BODY_BYTES)
+        body = await response.read(ERROR_BODY_BYTES)
         try:
             message = orjson.loads(body) if body else None
         except orjson.JSONDecodeError:
@@ -501,16 +538,7 @@ class HttpUpstream:
         if isinstance(message, dict) and message.get("id") == request_id and isinstance(message.get("error"), dict):
             self._inbox.put_nowait((body or b"", request_id))
             return
-        self._answer(request_id, f"the upstream answered HTTP {response.status_code}", status=response.status_code)
-
-    @staticmethod
-    async def _read_body(response: httpx2.Response, limit: int) -> bytes | None:
-        body = bytearray()
-        async for chunk in response.aiter_bytes():
-            body += chunk
-            if len(body) > limit:
-                return None
-        return bytes(body)
+        self._answer(request_id, f"the upstream answered HTTP {status}", status=status)
 
     def _answer(
         self, request_id: int, reason: str, *, status: int | None = None, data: dict[str, object] | None = None
@@ -532,27 +560,42 @@ class HttpUpstream:
                 headers["last-event-id"] = last_event
             delay = RECONNECT_S
             try:
-                async with self._client.stream("GET", self.url, headers=headers) as response:
-                    if response.status_code == 404 and stale is not None:
+                response = await self._pool.request("GET", headers)
+                try:
+                    if response.status == 404 and stale is not None:
                         self._spawn(self._renew_quietly(stale))  # the new session opens its own GET stream
                         return
-                    if response.status_code != 200 or not _is_sse(response):
+                    if response.status != 200 or not _is_sse(response):
                         return  # the server offers no standalone stream
-                    async for event in httpx2.EventSource(response, max_event_size=self.max_message):
-                        if event.id:
+                    async for event in response.events(self.max_message):
+                        if event.id and _sendable(event.id):
                             last_event = event.id
                         if event.retry is not None:
                             delay = event.retry / 1000
                         if event.data and event.event in ("message", ""):
-                            self._inbox.put_nowait(event.data.encode())
-            except httpx2.SSEError:
+                            self._push(event)
+                finally:
+                    await response.aclose()
+            except EventTooLarge:
                 logger.warning("dropped an upstream message larger than %d bytes", self.max_message)
-            except (httpx2.ConnectError, httpx2.ConnectTimeout) as exc:
+            except ConnectFailed as exc:
                 self._lost(exc)
                 return
-            except httpx2.TransportError:
+            except WireError:
                 pass  # cut: reopen (a server that is gone refuses the next connection)
             await asyncio.sleep(delay)
+
+    def _push(self, event: Event) -> None:
+        """A message of the GET stream (no request's): lines that are not JSON are skipped when it has several."""
+        raw = event.data
+        if b"\n" in raw and not _is_json(raw):
+            lines = [line for line in raw.split(b"\n") if line.strip()]
+            kept = [line for line in lines if _is_json(line)]
+            logger.warning("skipped %d upstream line(s) that are not JSON", len(lines) - len(kept))
+            for line in kept:
+                self._inbox.put_nowait(line)
+            return
+        self._inbox.put_nowait(raw)
 
     async def _renew_quietly(self, stale: str) -> None:
         await self._renew(stale)
@@ -573,10 +616,14 @@ class HttpUpstream:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         if self.session_id is not None and not self.gone:
-            with contextlib.suppress(httpx2.HTTPError, TimeoutError):
-                await asyncio.wait_for(self._client.delete(self.url, headers=self._headers()), CLOSE_S)
-        await self._client.aclose()
+            with contextlib.suppress(WireError, TimeoutError):
+                await asyncio.wait_for(self._delete(), CLOSE_S)
+        await self._pool.aclose()
         self._inbox.put_nowait(None)  # whoever still reads `lines()` is done
+
+    async def _delete(self) -> None:
+        response = await self._pool.request("DELETE", self._headers())
+        await response.aclose()
 
 
 class _Stream:
@@ -590,10 +637,23 @@ class _Stream:
         self.retry = RECONNECT_S
 
 
-async def _written(data: bytes, sent: asyncio.Event) -> AsyncIterator[bytes]:
-    """The body of a request POST: `sent` is set once the transport has taken it (its cancellation may go)."""
-    yield data
-    sent.set()
+def _sendable(event_id: str) -> bool:
+    """Whether an event id can go back in a `Last-Event-ID` header (printable ASCII); another is not resumed."""
+    return event_id.isascii() and event_id.isprintable()
+
+
+def _is_json(raw: bytes) -> bool:
+    try:
+        orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _is_response(raw: bytes) -> bool:
+    """Whether a message reads as a reply (a result or an error, no method): the stream that carried it is
+    answered. A false positive (a text that only looks like one) leaves its request to the timeout."""
+    return b'"method"' not in raw and (b'"result"' in raw or b'"error"' in raw)
 
 
 def _method_of(data: bytes) -> str | None:
@@ -616,8 +676,8 @@ def _cancelled_id(data: bytes) -> int | None:
     return request_id if isinstance(request_id, int) and not isinstance(request_id, bool) else None
 
 
-def _is_sse(response: httpx2.Response) -> bool:
-    return response.headers.get("content-type", "").startswith("text/event-stream")
+def _is_sse(response: Response) -> bool:
+    return response.content_type.startswith("text/event-stream")
 
 
 def upstream_headers(values: Sequence[str] | None) -> list[tuple[str, str]]:
