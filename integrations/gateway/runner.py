@@ -47,6 +47,7 @@ from .router.messages import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     Kind,
+    Message,
     parse,
 )
 
@@ -133,6 +134,8 @@ class Runner:
         self._restarting = False  # the upstream died and is being replaced (`--restart-upstream`)
         self._refreshed_for: set[str] = set()  # unknown tool names already re-listed for (see `_refresh_tools`)
         self._tools_listing: anyio.Event | None = None
+        self._handshook: anyio.Event | None = None  # set once the first client's handshake of the upstream ended
+        self._handshake_ok = False
 
     renewal: Renewal | None = None
     """What a new upstream session needs (`recovery.Renewal`): set for an HTTP upstream or `--restart-upstream`."""
@@ -178,6 +181,26 @@ class Runner:
             self.upstream.ready()
         return not self._done.is_set()  # the upstream may go away while its catalog is read
 
+    async def upstream_for(self, capabilities: dict[str, Any]) -> bool:
+        """A shell shared by sessions (HTTP, memory): the first client's first message starts the upstream's
+        handshake, declaring what that client declared (`capabilities`), so the upstream offers through the
+        gateway what it offers that client directly; every later caller waits for the same handshake (and the
+        catalog). True when the upstream is ready. A later session that lacks a capability the first declared
+        gets the upstream's request for it answered -32601 (the router's rule), as a client without it would."""
+        if self._handshook is None:
+            self._handshook = anyio.Event()
+            assert self._tasks is not None, "the shell's tasks start before its clients come"
+            self._tasks.start_soon(self._first_handshake, capabilities)
+        await self._handshook.wait()
+        return self._handshake_ok
+
+    async def _first_handshake(self, capabilities: dict[str, Any]) -> None:
+        try:  # a task of the runner's own: a client that leaves during the handshake does not cancel it
+            self._handshake_ok = await self._handshake(capabilities)
+        finally:
+            assert self._handshook is not None
+            self._handshook.set()
+
     async def run(self) -> int:
         async with anyio.create_task_group() as tasks:
             self._start_tasks(tasks)
@@ -200,7 +223,7 @@ class Runner:
             self._finish(0 if ready else 1)
             return
         self.router.open_session(STDIO_SESSION, context=self.context, principal=self.principal)
-        if await self._handshake(_declared_capabilities(first)):
+        if await self._handshake(declared_capabilities(first)):
             await self._pump_downstream(lines, first)
 
     async def _prime(self) -> None:
@@ -534,12 +557,12 @@ def _oversized_reply(item: Oversized, router: Router, limit: int) -> bytes | Non
     return _error_line(upstream_id, INTERNAL_ERROR, message)
 
 
-def _declared_capabilities(first: bytes | Oversized) -> dict[str, Any]:
+def declared_capabilities(first: bytes | Oversized | Message) -> dict[str, Any]:
     """What the client's first message declares: `initialize`'s capabilities, or a 2026-07-28 envelope's;
     nothing for anything else (the upstream then offers what needs no client capability)."""
     if isinstance(first, Oversized):
         return {}
-    message = parse(first)
+    message = first if isinstance(first, Message) else parse(first)
     if message.kind is not Kind.REQUEST:
         return {}
     if message.method == "initialize":
