@@ -5,11 +5,13 @@ on Redis's own clock (`TIME`), so processes on different hosts agree and no read
 Keys hold no principal id or tool name in clear: the scope part is a keyed hash (the policy's vault key
 when it has one). A bucket key expires once it would have refilled, so idle buckets cost nothing.
 
-A Redis outage refuses the call (fail closed) with `Refusal.unavailable`, unless `fail_open`. After a
-failure the store is not asked again for `UNAVAILABLE_RETRY_S`, then by one call at a time (every other
-call is refused at once, never waiting on a store that hangs), and the warning is logged at most once
-per `WARN_EVERY_S`, with the count of what it held back. `shared` tells the policy stage to decide calls
-off the event loop.
+A Redis outage refuses the call (fail closed) with `Refusal.unavailable`, unless `fail_open`. Each store
+call runs on a thread of the limiter's own and is waited for at most `STORE_DEADLINE_S`: a store that hangs
+(SIGSTOP, a dead peer whose socket has not timed out yet) costs the call that found out that long, and
+opens the breaker at once for every call waiting behind it. After a failure the store is not asked again
+for `UNAVAILABLE_RETRY_S`, then by one call at a time (every other call is refused at once, never waiting
+on a store that hangs), and the warning is logged at most once per `WARN_EVERY_S`, with the count of what
+it held back. `shared` tells the policy stage to decide calls off the event loop.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
 from .ratelimit import RateLimit, Refusal
@@ -30,6 +34,11 @@ logger = logging.getLogger("interceptors.policy")
 
 UNAVAILABLE_RETRY_S = 1.0
 WARN_EVERY_S = 10.0
+STORE_DEADLINE_S = 0.5
+"""The longest a call waits for the store (a healthy Redis answers in about a millisecond; its socket timeout,
+2 s, is only the bound on the thread left waiting)."""
+STORE_THREADS = 4
+"""Store calls in flight at most: with every one still waiting on a hung store, a call is refused at once."""
 
 _ACQUIRE = """
 local clock = redis.call('TIME')
@@ -93,8 +102,14 @@ class RedisRateLimiter:
         key: bytes | None = None,
         fail_open: bool = False,
         clock: Callable[[], float] = time.monotonic,
+        deadline: float = STORE_DEADLINE_S,
     ) -> None:
         self.clock = clock
+        self.deadline = deadline
+        self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None  # the store's own threads (made on first use)
+        self._busy = 0  # store calls still running (one left behind by a deadline runs to its socket timeout)
+        self._tripped: Future[None] = Future()  # completed when the breaker opens: the waiting calls give up
         self._failed = False  # the last call to the store failed
         self._down_until = 0.0  # ... so it is not asked again before this (clock time)
         self._probing = False  # one call is asking it again: the others do not wait on it too
@@ -136,27 +151,75 @@ class RedisRateLimiter:
             per_second = limit.rate / limit.period
             refill_ms = int(limit.burst / per_second * 1000) + 1000
             args += [repr(per_second), str(limit.burst), str(refill_ms)]
-        failed = self._failed
-        if failed and (self._probing or self.clock() < self._down_until):
-            return self._unavailable(limits, None)  # it failed a moment ago, or one call is asking it again
-        self._probing = failed
+        with self._lock:
+            failed = self._failed
+            if failed and (self._probing or self.clock() < self._down_until):
+                closed = None  # it failed a moment ago, or one call is asking it again
+            elif self._busy >= STORE_THREADS:
+                closed = "every store call in flight is still waiting"  # a hung store holds them all
+            else:
+                closed = ""
+                self._probing = failed
+                self._busy += 1
+                tripped = self._tripped
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(STORE_THREADS, thread_name_prefix="rate-limit-store")
+                executor = self._executor
+        if closed != "":
+            if closed is not None:
+                self._trip()
+            return self._unavailable(limits, closed)
         try:
-            which, wait = self._script(keys=keys, args=args)
+            asked = executor.submit(self._ask, keys, args)
+        except RuntimeError:  # the interpreter is shutting down
+            with self._lock:
+                self._busy -= 1
+                self._probing = False
+            return self._unavailable(limits, "shutting down")
+        done, _ = wait((asked, tripped), timeout=self.deadline, return_when=FIRST_COMPLETED)
+        if asked not in done:  # no answer in time (or another call found the store hung): the breaker opens
+            if not tripped.done():
+                self._trip()
+            return self._unavailable(limits, f"no answer within {self.deadline:g}s")
+        try:
+            which, wait_s = asked.result()
         except Exception as exc:  # redis.RedisError, a closed socket, a script error: the store is unavailable
-            self._failed, self._down_until = True, self.clock() + UNAVAILABLE_RETRY_S
+            self._trip()
             return self._unavailable(limits, type(exc).__name__)
-        finally:
-            self._probing = False
-        self._failed = False
+        with self._lock:
+            self._failed = self._probing = False
         index = int(which)
         if index == 0:
             return None
-        return Refusal(limits[index - 1], max(0.01, round(float(wait), 2)))
+        return Refusal(limits[index - 1], max(0.01, round(float(wait_s), 2)))
+
+    def _ask(self, keys: list[str], args: list[str]) -> Any:
+        """One store call, on the store's own thread (a call past its deadline has stopped waiting for it)."""
+        try:
+            return self._script(keys=keys, args=args)
+        finally:
+            with self._lock:
+                self._busy -= 1
+
+    def _trip(self) -> None:
+        """The store failed or hangs: not asked again for `UNAVAILABLE_RETRY_S`, and every call now waiting on
+        it is refused at once (it would wait on the same store)."""
+        with self._lock:
+            self._failed, self._probing = True, False
+            self._down_until = self.clock() + UNAVAILABLE_RETRY_S
+            tripped, self._tripped = self._tripped, Future()
+        if not tripped.done():
+            tripped.set_result(None)
 
     def _unavailable(self, limits: Sequence[RateLimit], error: str | None) -> Refusal | None:
         now = self.clock()
-        if now - self._warned_at >= WARN_EVERY_S:
-            held, self._unwarned, self._warned_at = self._unwarned, 0, now
+        with self._lock:  # calls are decided on several threads at once
+            warn = now - self._warned_at >= WARN_EVERY_S
+            if warn:
+                held, self._unwarned, self._warned_at = self._unwarned, 0, now
+            else:
+                self._unwarned += 1
+        if warn:
             if held:
                 logger.warning(
                     "rate-limit store unavailable: %s (and %d more calls since the last warning)",
@@ -165,8 +228,6 @@ class RedisRateLimiter:
                 )
             else:
                 logger.warning("rate-limit store unavailable: %s", error or "not asked again yet")
-        else:
-            self._unwarned += 1
         if self.fail_open:
             return None
         return Refusal(limits[0], UNAVAILABLE_RETRY_S, unavailable=True)
