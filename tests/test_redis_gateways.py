@@ -155,8 +155,8 @@ async def test_a_stalled_redis_refuses_limited_calls_and_holds_up_nothing_else(
 ) -> None:
     """Redis stopped (SIGSTOP) under traffic: every limited call is refused with the documented error (the
     store's deadline opens the breaker; the calls behind it do not wait on the store), ping and lists are
-    answered (every tools/call result needs Redis here: the vault in it reverses tokens), the warnings stay a handful; after SIGCONT limited calls pass again.
-    Timing is measured by bench/redis_stall.py, not asserted here."""
+    answered (every tools/call result needs Redis here: the vault in it reverses tokens), the warnings stay a
+    handful; after SIGCONT limited calls pass again. Timing is measured by bench/redis_stall.py, not here."""
     import signal
 
     url, server = own_redis
