@@ -6,7 +6,7 @@ The upstream (`python -m bench.flood serve`) writes raw JSON lines from threads:
 goes out as fast as the pipe takes it, while `echo` calls are answered at once in between, so the other
 session's replies are interleaved with the flood in the upstream's output, as with a real server.
 
-python -m bench.flood [--notifications 100000] [--policy none|standard] [--gateway-root DIR]
+python -m bench.flood [--notifications 100000] [--policy none|standard] [--alone] [--gateway-root DIR]
 """
 
 from __future__ import annotations
@@ -150,7 +150,8 @@ async def _run(args: argparse.Namespace, work: Path) -> None:
 
             flooding = asyncio.create_task(flood())
             await asyncio.sleep(0.2)  # the flood is under way
-            await calls()
+            if not args.alone:
+                await calls()
             took = await flooding
         flood_line = f"flood: {args.notifications} progress notifications ({progress} received) in {took:.1f} s"
         print(f"{flood_line}, policy {args.policy}")
@@ -172,6 +173,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notifications", type=int, default=100_000)
     parser.add_argument("--policy", default="none")
+    parser.add_argument("--alone", action="store_true", help="no other session: the flood's own speed")
     parser.add_argument("--gateway-root", default=str(ROOT), help="the source tree the gateway runs from")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:

@@ -407,10 +407,11 @@ class Runner:
                 item = reply
             line, related = item if isinstance(item, tuple) else (item, None)
             message = parse(line)
-            flow = self._flow_of(message, related)
-            if flow is not None:  # progress (or the reply behind it): served in turn with other requests' flows
-                await self._enqueue(flow, line, related)
-                continue
+            if self._flows or message.kind is Kind.NOTIFICATION:  # (a reply with no flow queued: at once)
+                flow = self._flow_of(message, related)
+                if flow is not None:  # progress (or what follows it): served in turn with other requests' flows
+                    await self._enqueue(flow, line, related)
+                    continue
             self._handle_upstream(message, related)
             await self.downstream.drain()
         self._drain_flows()
