@@ -99,9 +99,9 @@ async def _run(args: argparse.Namespace, work: Path) -> None:
 
     root = Path(args.gateway_root).resolve()
     log_path = work / "gateway.log"
-    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{ROOT}"}
+    env = {**os.environ, "PYTHONPATH": str(root)}
     argv = [sys.executable, "-m", "integrations.cli", "proxy", "--policy", args.policy, "--listen", "127.0.0.1:0",
-            "--", sys.executable, "-m", "bench.flood", "serve"]  # fmt: skip
+            "--", sys.executable, str(Path(__file__).resolve()), "serve"]  # fmt: skip
     with log_path.open("wb") as log:
         gateway = subprocess.Popen(argv, cwd=root, env=env, stdin=subprocess.DEVNULL, stderr=log)
     try:
