@@ -37,8 +37,8 @@ WARN_EVERY_S = 10.0
 STORE_DEADLINE_S = 0.5
 """The longest a call waits for the store (a healthy Redis answers in about a millisecond; its socket timeout,
 2 s, is only the bound on the thread left waiting)."""
-STORE_THREADS = 4
-"""Store calls in flight at most: with every one still waiting on a hung store, a call is refused at once."""
+STORE_THREADS = 16
+"""The store's threads (more concurrent calls queue for one, within their deadline)."""
 
 _ACQUIRE = """
 local clock = redis.call('TIME')
@@ -67,6 +67,10 @@ for i = 1, #KEYS do
 end
 return {0, '0'}
 """
+
+
+class _Skipped(Exception):
+    """A queued store call whose caller was refused before it ran."""
 
 
 def limit_names(policy: Policy) -> dict[RateLimit, str]:
@@ -108,7 +112,6 @@ class RedisRateLimiter:
         self.deadline = deadline
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None  # the store's own threads (made on first use)
-        self._busy = 0  # store calls still running (one left behind by a deadline runs to its socket timeout)
         self._tripped: Future[None] = Future()  # completed when the breaker opens: the waiting calls give up
         self._failed = False  # the last call to the store failed
         self._down_until = 0.0  # ... so it is not asked again before this (clock time)
@@ -154,26 +157,20 @@ class RedisRateLimiter:
         with self._lock:
             failed = self._failed
             if failed and (self._probing or self.clock() < self._down_until):
-                closed = None  # it failed a moment ago, or one call is asking it again
-            elif self._busy >= STORE_THREADS:
-                closed = "every store call in flight is still waiting"  # a hung store holds them all
+                closed = True  # it failed a moment ago, or one call is asking it again
             else:
-                closed = ""
+                closed = False
                 self._probing = failed
-                self._busy += 1
                 tripped = self._tripped
                 if self._executor is None:
                     self._executor = ThreadPoolExecutor(STORE_THREADS, thread_name_prefix="rate-limit-store")
                 executor = self._executor
-        if closed != "":
-            if closed is not None:
-                self._trip()
-            return self._unavailable(limits, closed)
+        if closed:
+            return self._unavailable(limits, None)
         try:
-            asked = executor.submit(self._ask, keys, args)
+            asked = executor.submit(self._ask, keys, args, tripped)
         except RuntimeError:  # the interpreter is shutting down
             with self._lock:
-                self._busy -= 1
                 self._probing = False
             return self._unavailable(limits, "shutting down")
         done, _ = wait((asked, tripped), timeout=self.deadline, return_when=FIRST_COMPLETED)
@@ -193,13 +190,12 @@ class RedisRateLimiter:
             return None
         return Refusal(limits[index - 1], max(0.01, round(float(wait_s), 2)))
 
-    def _ask(self, keys: list[str], args: list[str]) -> Any:
-        """One store call, on the store's own thread (a call past its deadline has stopped waiting for it)."""
-        try:
-            return self._script(keys=keys, args=args)
-        finally:
-            with self._lock:
-                self._busy -= 1
+    def _ask(self, keys: list[str], args: list[str], tripped: Future[None]) -> Any:
+        """One store call, on the store's own thread; skipped when the breaker opened while it queued (its
+        caller was refused: it would only take a token on a store found hung)."""
+        if tripped.done():
+            raise _Skipped
+        return self._script(keys=keys, args=args)
 
     def _trip(self) -> None:
         """The store failed or hangs: not asked again for `UNAVAILABLE_RETRY_S`, and every call now waiting on
