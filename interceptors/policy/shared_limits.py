@@ -37,6 +37,8 @@ WARN_EVERY_S = 10.0
 STORE_DEADLINE_S = 0.5
 """The longest a call waits for the store (a healthy Redis answers in about a millisecond; its socket timeout,
 2 s, is only the bound on the thread left waiting)."""
+PROBE_DEADLINE_S = 0.1
+"""The longest the one call that asks a failed store again waits (it keeps the breaker open one more period)."""
 STORE_THREADS = 16
 """The store's threads (more concurrent calls queue for one, within their deadline)."""
 
@@ -173,11 +175,12 @@ class RedisRateLimiter:
             with self._lock:
                 self._probing = False
             return self._unavailable(limits, "shutting down")
-        done, _ = wait((asked, tripped), timeout=self.deadline, return_when=FIRST_COMPLETED)
+        deadline = min(self.deadline, PROBE_DEADLINE_S) if failed else self.deadline
+        done, _ = wait((asked, tripped), timeout=deadline, return_when=FIRST_COMPLETED)
         if asked not in done:  # no answer in time (or another call found the store hung): the breaker opens
             if not tripped.done():
                 self._trip()
-            return self._unavailable(limits, f"no answer within {self.deadline:g}s")
+            return self._unavailable(limits, f"no answer within {deadline:g}s")
         try:
             which, wait_s = asked.result()
         except Exception as exc:  # redis.RedisError, a closed socket, a script error: the store is unavailable
