@@ -102,19 +102,22 @@ async def test_over_http_the_upstream_is_told_the_first_clients_capabilities() -
 
 
 async def test_in_process_the_upstream_is_told_the_first_clients_capabilities() -> None:
+    from integrations.gateway.inprocess import InProcessGateway
     from interceptors_chain import Chain
 
-    from integrations.gateway.inprocess import InProcessGateway
-
     with anyio.fail_after(TEST_S):
-        async with InProcessGateway(ROOTS_UPSTREAM, Chain()) as gateway:
-            async with Client(gateway.server, mode="legacy") as session:
-                plain = sorted(tool.name for tool in (await session.list_tools()).tools)
-                declared = json.loads(text_of(await session.call_tool("declared", {})))
-        async with InProcessGateway(ROOTS_UPSTREAM, Chain()) as gateway:
-            async with Client(gateway.server, mode="legacy", sampling_callback=sampled) as session:
-                sampling = sorted(tool.name for tool in (await session.list_tools()).tools)
-                sampled_answer = json.loads(text_of(await session.call_tool("sample", {})))
+        async with (
+            InProcessGateway(ROOTS_UPSTREAM, Chain()) as gateway,
+            Client(gateway.server, mode="legacy") as session,
+        ):
+            plain = sorted(tool.name for tool in (await session.list_tools()).tools)
+            declared = json.loads(text_of(await session.call_tool("declared", {})))
+        async with (
+            InProcessGateway(ROOTS_UPSTREAM, Chain()) as gateway,
+            Client(gateway.server, mode="legacy", sampling_callback=sampled) as session,
+        ):
+            sampling = sorted(tool.name for tool in (await session.list_tools()).tools)
+            sampled_answer = json.loads(text_of(await session.call_tool("sample", {})))
     assert sampled_answer["model"] == "m"
     assert plain == ["declared", "roots"] and "sampling" not in declared and "roots" not in declared
     assert sampling == ["declared", "roots", "sample"]
