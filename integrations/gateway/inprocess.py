@@ -45,7 +45,8 @@ DEFAULT_UPSTREAM_TIMEOUT_S = 300.0
 
 
 class GatewayClosedError(RuntimeError):
-    """The upstream went away before the gateway was ready (or it was used after leaving its `async with`)."""
+    """The upstream went away before the gateway started (or it was used after leaving its `async with`). Its
+    handshake waits for the first client, whose `initialize` gets -32603 when the upstream fails it."""
 
 
 class InProcessGateway:
