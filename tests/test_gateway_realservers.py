@@ -123,6 +123,24 @@ async def test_in_process_the_upstream_is_told_the_first_clients_capabilities() 
     assert sampling == ["declared", "roots", "sample"]
 
 
+async def test_in_process_an_upstream_gone_before_the_first_client_fails_its_initialize() -> None:
+    """The handshake waits for the first client: an upstream that exits first is that client's -32603."""
+    from mcp.shared.exceptions import MCPError
+
+    from integrations.gateway.inprocess import InProcessGateway
+    from interceptors_chain import Chain
+
+    gone = [sys.executable, "-c", "pass"]
+    with anyio.fail_after(TEST_S):
+        async with InProcessGateway(gone, Chain()) as gateway:
+            while gateway._runner is not None and not gateway._runner._done.is_set():
+                await anyio.sleep(0.05)  # the upstream's exit is noticed
+            with pytest.raises(BaseExceptionGroup) as caught:  # (the client's task group wraps it)
+                async with Client(gateway.server, mode="legacy"):
+                    pass
+    assert caught.group_contains(MCPError, match="upstream server closed the connection", depth=None)
+
+
 async def test_roots_asked_at_startup_reach_the_client(tmp_path: Path) -> None:
     """The upstream asks `roots/list` as soon as its handshake ends, before the client's own has: the request
     waits for the client's session and gets its roots (it used to be refused -32601)."""

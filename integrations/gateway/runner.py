@@ -196,6 +196,8 @@ class Runner:
         gateway what it offers that client directly; every later caller waits for the same handshake (and the
         catalog). True when the upstream is ready. A later session that lacks a capability the first declared
         gets the upstream's request for it answered -32601 (the router's rule), as a client without it would."""
+        if self._done.is_set():  # the upstream went away (or the gateway is stopping) before any client came
+            return False
         if self._handshook is None:
             self._handshook = anyio.Event()
             assert self._tasks is not None, "the shell's tasks start before its clients come"
