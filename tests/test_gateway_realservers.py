@@ -70,6 +70,77 @@ async def test_the_upstream_offers_through_the_gateway_what_it_offers_the_client
     assert "sampling" not in declared and "elicitation" not in declared
 
 
+async def http_tool_names(url: str, **client: Any) -> list[str]:
+    from tests.test_router_http import sdk_client
+
+    http, sdk = sdk_client(url, "legacy", **client)
+    async with http, sdk as session:
+        return sorted(tool.name for tool in (await session.list_tools()).tools)
+
+
+async def test_over_http_the_upstream_is_told_the_first_clients_capabilities() -> None:
+    """`--listen`: the upstream's handshake waits for the first client, and declares what it declared (the
+    gateway used to declare every capability for HTTP clients). A later session that lacks a capability the
+    first declared gets the upstream's request for it refused -32601 (as a client without it answers)."""
+    from tests.test_router_http import http_gateway, sdk_client
+
+    with anyio.fail_after(TEST_S):
+        async with http_gateway("--policy", "standard", upstream=ROOTS_UPSTREAM) as served:
+            first = await http_tool_names(served.url)
+            http, sdk = sdk_client(served.url, "legacy")
+            async with http, sdk as session:
+                declared = json.loads(text_of(await session.call_tool("declared", {})))
+        async with http_gateway("--policy", "standard", upstream=ROOTS_UPSTREAM) as served:
+            sampling_first = await http_tool_names(served.url, sampling_callback=sampled)
+            http, sdk = sdk_client(served.url, "legacy")  # declares no sampling: the request is refused
+            async with http, sdk as session:
+                later = await session.call_tool("sample", {})
+    assert first == await tool_names(direct(ROOTS_UPSTREAM)) == ["declared", "roots"]
+    assert "sampling" not in declared and "elicitation" not in declared and "roots" not in declared
+    assert sampling_first == ["declared", "roots", "sample"]
+    assert json.loads(text_of(later))["error"]["code"] == -32601, later
+
+
+async def test_in_process_the_upstream_is_told_the_first_clients_capabilities() -> None:
+    from integrations.gateway.inprocess import InProcessGateway
+    from interceptors_chain import Chain
+
+    with anyio.fail_after(TEST_S):
+        async with (
+            InProcessGateway(ROOTS_UPSTREAM, Chain()) as gateway,
+            Client(gateway.server, mode="legacy") as session,
+        ):
+            plain = sorted(tool.name for tool in (await session.list_tools()).tools)
+            declared = json.loads(text_of(await session.call_tool("declared", {})))
+        async with (
+            InProcessGateway(ROOTS_UPSTREAM, Chain()) as gateway,
+            Client(gateway.server, mode="legacy", sampling_callback=sampled) as session,
+        ):
+            sampling = sorted(tool.name for tool in (await session.list_tools()).tools)
+            sampled_answer = json.loads(text_of(await session.call_tool("sample", {})))
+    assert sampled_answer["model"] == "m"
+    assert plain == ["declared", "roots"] and "sampling" not in declared and "roots" not in declared
+    assert sampling == ["declared", "roots", "sample"]
+
+
+async def test_in_process_an_upstream_gone_before_the_first_client_fails_its_initialize() -> None:
+    """The handshake waits for the first client: an upstream that exits first is that client's -32603."""
+    from mcp.shared.exceptions import MCPError
+
+    from integrations.gateway.inprocess import InProcessGateway
+    from interceptors_chain import Chain
+
+    gone = [sys.executable, "-c", "pass"]
+    with anyio.fail_after(TEST_S):
+        async with InProcessGateway(gone, Chain()) as gateway:
+            while gateway._runner is not None and not gateway._runner._done.is_set():
+                await anyio.sleep(0.05)  # the upstream's exit is noticed
+            with pytest.raises(BaseExceptionGroup) as caught:  # (the client's task group wraps it)
+                async with Client(gateway.server, mode="legacy"):
+                    pass
+    assert caught.group_contains(MCPError, match="upstream server closed the connection", depth=None)
+
+
 async def test_roots_asked_at_startup_reach_the_client(tmp_path: Path) -> None:
     """The upstream asks `roots/list` as soon as its handshake ends, before the client's own has: the request
     waits for the client's session and gets its roots (it used to be refused -32601)."""
@@ -121,6 +192,23 @@ async def test_server_everything_offers_the_same_tools_through_the_gateway() -> 
     with anyio.fail_after(TEST_S):
         straight = await tool_names(direct(everything, env))
         through = await tool_names(gateway(everything, env=env))
+    assert through == straight
+
+
+async def test_server_everything_offers_the_same_tools_through_the_gateway_over_http() -> None:
+    from tests.test_router_http import http_gateway
+
+    bin_dir, env = _npm_servers()
+    everything = [str(bin_dir / "mcp-server-everything"), "stdio"]
+    with anyio.fail_after(TEST_S):
+        straight = await tool_names(direct(everything, env))
+        old_path = os.environ["PATH"]
+        os.environ["PATH"] = env["PATH"]  # the gateway process starts the npm server with its own PATH
+        try:
+            async with http_gateway("--policy", "standard", upstream=everything) as served:
+                through = await http_tool_names(served.url)
+        finally:
+            os.environ["PATH"] = old_path
     assert through == straight
 
 

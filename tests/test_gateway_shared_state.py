@@ -64,7 +64,7 @@ def test_a_failed_store_is_asked_again_only_after_a_moment_and_warned_about_once
 
 def test_while_one_call_asks_a_failed_store_again_the_others_are_refused_at_once() -> None:
     store = Store()
-    limiter = RedisRateLimiter(store, names={}, clock=lambda: 10.0 * UNAVAILABLE_RETRY_S)
+    limiter = RedisRateLimiter(store, names={}, clock=lambda: 10.0 * UNAVAILABLE_RETRY_S, deadline=60)
     limiter._failed = True  # it failed long ago: the next call asks again
     asking, release = threading.Event(), threading.Event()
     script = store.register_script("")
@@ -119,9 +119,11 @@ def test_a_failed_audit_stream_is_written_again_only_after_a_moment() -> None:
     stream = RedisAuditStream(client, clock=lambda: now[0])
     for _ in range(100):
         stream({"decision": "denied"})
+    assert stream.flush(60)
     assert client.calls == 1  # one socket timeout per RETRY_S, not one per call
     client.down = False
     now[0] += RETRY_S
     stream({"decision": "allowed"})
     stream({"decision": "allowed"})
+    assert stream.flush(60)
     assert client.calls == 3

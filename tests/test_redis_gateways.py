@@ -137,3 +137,67 @@ async def test_a_redis_outage_fails_closed_and_shows_in_healthz(
             assert health.json()["redis"] == {"reachable": False, "failOpen": False}
             scraped = (await http.get(f"{a.base}/metrics")).text
             assert "mcp_interceptors_redis_up 0.0" in scraped
+
+
+STALL_POLICY = """\
+name: stalled
+extends: open
+hide_denied: false
+rate_limits:
+  - {rate: 100000, per: minute, burst: 100000, tools: [sleep], scope: global}
+vault:
+  key_env: MCP_INTERCEPTORS_VAULT_KEY
+"""
+
+
+async def test_a_stalled_redis_refuses_limited_calls_and_holds_up_nothing_else(
+    tmp_path: Path,
+    own_redis: tuple[str, Any],  # noqa: F811
+) -> None:
+    """Redis stopped (SIGSTOP) under traffic: every limited call is refused with the documented error (the
+    store's deadline opens the breaker; the calls behind it do not wait on the store), ping and lists are
+    answered (every tools/call result needs Redis here: the vault in it reverses tokens), the warnings stay a
+    handful; after SIGCONT limited calls pass again. Timing is measured by bench/redis_stall.py, not here."""
+    import signal
+
+    url, server = own_redis
+    (tmp_path / "policy.yaml").write_text(STALL_POLICY)
+    env = {**os.environ, "MCP_INTERCEPTORS_VAULT_KEY": "a-test-key-of-the-stalled-gateway"}
+    flags = ("--policy", str(tmp_path / "policy.yaml"), "--redis", url)
+    with anyio.fail_after(TEST_S), gateway_process(tmp_path, *flags, env=env) as gateway:
+        async with httpx2.AsyncClient(timeout=STEP_S) as http:
+            session = await open_session(http, gateway.url)
+
+            async def post(n: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+                response = await http.post(gateway.url, json=rpc(n, method, params), headers=headers_for(session))
+                return reply_of(response)
+
+            sleep = {"name": "sleep", "arguments": {"seconds": 0}}
+            assert "result" in await post(1, "tools/call", sleep)  # the store answers: the call passes
+            server.send_signal(signal.SIGSTOP)
+            try:
+                replies: dict[int, dict[str, Any]] = {}
+
+                async def one(n: int, method: str, params: dict[str, Any] | None = None) -> None:
+                    replies[n] = await post(n, method, params)
+
+                async with anyio.create_task_group() as tasks:
+                    for n in range(100, 130):
+                        tasks.start_soon(one, n, "tools/call", sleep)
+                        tasks.start_soon(one, n + 100, "ping")
+                        tasks.start_soon(one, n + 200, "tools/list")
+                for n in range(100, 130):
+                    error = replies[n].get("error")
+                    assert error is not None and error["code"] == -31029, replies[n]
+                    assert error["data"]["reason"] == "rate_limit_store_unavailable", replies[n]
+                    assert replies[n + 100]["result"] == {}, replies[n + 100]
+                    assert "sleep" in {tool["name"] for tool in replies[n + 200]["result"]["tools"]}
+            finally:
+                server.send_signal(signal.SIGCONT)
+            for n in range(1000, 1000 + int(STEP_S * 10)):  # the store is asked again after a moment
+                if "result" in (back := await post(n, "tools/call", sleep)):
+                    break
+                await anyio.sleep(0.1)
+            assert "result" in back, back
+    warnings = [line for line in gateway.log().splitlines() if "WARNING" in line or "unavailable" in line]
+    assert 1 <= len(warnings) < 10, warnings

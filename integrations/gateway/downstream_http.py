@@ -69,7 +69,7 @@ from .replay import (
 from .router import Router, SendDownstream
 from .router.eras import HANDSHAKE_VERSIONS
 from .router.messages import INTERNAL_ERROR, INVALID_REQUEST, Kind, Message, RequestId, parse
-from .runner import NoDownstream, Runner, UpstreamShell
+from .runner import UPSTREAM_GONE, NoDownstream, Runner, UpstreamShell, declared_capabilities
 
 logger = logging.getLogger("interceptors.gateway")
 
@@ -263,8 +263,12 @@ class HttpFront:
         default_principal: Principal | None = None,
         settings: HttpSettings | None = None,
         tool_schema: Callable[[str], Any] | None = None,
+        upstream_for: Callable[[dict[str, Any]], Awaitable[bool]] | None = None,
     ) -> None:
         self.router = router
+        self.upstream_for = upstream_for
+        """Waits until the upstream is ready, the first call starting its handshake with the capabilities the
+        client declared (the runner's `upstream_for`); None: the upstream was ready before clients came."""
         self.tool_schema = tool_schema
         """A tool's input schema by name (the catalog's), to check a 2026-07-28 call's `Mcp-Param-*` headers."""
         self.perform = perform
@@ -545,6 +549,8 @@ class HttpFront:
                 data = {"limit": limit, "reason": "close a session (DELETE) or let one expire"}
                 await _send_error(send, 429, message.id, TOO_MANY_SESSIONS, "Too many open sessions", data)
                 return
+            if not await self._upstream_ready(message, send):
+                return
             session = self._open(owner, principal, modern=False)
         else:
             session = self._session_of(headers, owner)
@@ -599,6 +605,8 @@ class HttpFront:
             code, text, data = rejection
             await _send_error(send, _ERROR_STATUS.get(code, 400), message.id, code, text, data)
             return
+        if not await self._upstream_ready(message, send):  # (the catalog is read: the headers are checked on it)
+            return
         if message.method == "tools/call" and self.tool_schema is not None:
             rejection = param_header_rejection(message, raw_headers, self.tool_schema)
             if rejection is not None:
@@ -630,6 +638,14 @@ class HttpFront:
                 self._exchanging[owner] = left
             else:
                 self._exchanging.pop(owner, None)
+
+    async def _upstream_ready(self, message: Message, send: Any) -> bool:
+        """The first client's opening message starts the upstream's handshake with what it declared; every
+        request that opens a session waits for it. False (answered 503) when the upstream went away."""
+        if self.upstream_for is None or await self.upstream_for(declared_capabilities(message)):
+            return True
+        await _send_error(send, 503, message.id, INTERNAL_ERROR, UPSTREAM_GONE)
+        return False
 
     def _receive(self, session_id: str, message: Message) -> None:
         try:
@@ -1156,7 +1172,7 @@ class HttpRunner(Runner):
         self.on_listening = on_listening
         self.front = HttpFront(
             router, self.perform, upstream.drain, tokens=tokens, default_principal=default_principal, settings=settings,
-            tool_schema=catalog.tool_schema if catalog is not None else None,
+            tool_schema=catalog.tool_schema if catalog is not None else None, upstream_for=self.upstream_for,
         )  # fmt: skip
 
     def send_downstream(self, action: SendDownstream) -> None:
@@ -1166,22 +1182,22 @@ class HttpRunner(Runner):
         http = HttpServer(self.front, header_timeout_s=self.front.settings.header_timeout_s)
         async with anyio.create_task_group() as tasks:
             served = anyio.Event()
-            if await self._start(tasks):
+            # the upstream's handshake waits for the first client (`upstream_for`), so it is told that client's
+            # capabilities; the upstream pump runs from the start, so one that dies is noticed at once
+            self._start_tasks(tasks)
 
-                async def serve() -> None:
-                    try:
-                        await http.serve(sockets=[self.sock])
-                    finally:
-                        served.set()
-                        self._finish(0)
+            async def serve() -> None:
+                try:
+                    await http.serve(sockets=[self.sock])
+                finally:
+                    served.set()
+                    self._finish(0)
 
-                tasks.start_soon(serve)
-                tasks.start_soon(self.front.sweep)
-                if self.on_listening is not None:
-                    host, port = self.sock.getsockname()[:2]
-                    self.on_listening(host, port)
-            else:
-                served.set()
+            tasks.start_soon(serve)
+            tasks.start_soon(self.front.sweep)
+            if self.on_listening is not None:
+                host, port = self.sock.getsockname()[:2]
+                self.on_listening(host, port)
             await self._done.wait()
             http.should_exit = True  # answers already released still reach their clients
             with anyio.move_on_after(3):

@@ -35,7 +35,8 @@ from .chain_adapter import ChainAdapter
 from .command import router_for
 from .local import LocalAnswers
 from .router import SendDownstream
-from .runner import UPSTREAM_GONE, NoDownstream, Runner
+from .router.messages import Kind, parse
+from .runner import UPSTREAM_GONE, NoDownstream, Runner, declared_capabilities
 from .upstream_stdio import StdioUpstream
 
 logger = logging.getLogger("interceptors.gateway")
@@ -44,7 +45,8 @@ DEFAULT_UPSTREAM_TIMEOUT_S = 300.0
 
 
 class GatewayClosedError(RuntimeError):
-    """The upstream went away before the gateway was ready (or it was used after leaving its `async with`)."""
+    """The upstream went away before the gateway started (or it was used after leaving its `async with`). Its
+    handshake waits for the first client, whose `initialize` gets -32603 when the upstream fails it."""
 
 
 class InProcessGateway:
@@ -145,6 +147,11 @@ class InProcessGateway:
             async with from_client:
                 async for item in from_client:
                     line = item.message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+                    if not await runner.upstream_for(declared_capabilities(line)):  # the first starts its handshake
+                        gone = _error_reply(line, {"code": INTERNAL_ERROR, "message": UPSTREAM_GONE})
+                        if gone is not None:
+                            runner.send_downstream(SendDownstream(session, gone))
+                        continue
                     try:
                         actions = runner.router.receive_downstream(session, line)
                     except Exception as exc:  # a router defect: logged, the request answered, the session goes on
@@ -201,11 +208,22 @@ class _MemoryRunner(Runner):
         self._finish(0)
 
     async def serve(self, *, task_status: anyio.abc.TaskStatus[bool] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Start the upstream's handshake and catalog; report whether clients may come; run until finished."""
+        """Start the upstream's pump; report whether clients may come (its handshake and catalog wait for the
+        first client's first message); run until finished."""
         async with anyio.create_task_group() as tasks:
-            ready = await self._start(tasks)
-            task_status.started(ready)
+            # the upstream's handshake waits for the first client's first message (`upstream_for`), so it is
+            # told that client's capabilities; the upstream pump runs from the start (a death is noticed at once)
+            self._start_tasks(tasks)
+            task_status.started(not self._done.is_set())
             await self._done.wait()
             for run in self._chain_runs:
                 run.cancel()
             tasks.cancel_scope.cancel()
+
+
+def _error_reply(line: bytes, error: dict[str, Any]) -> bytes | None:
+    """The error answering a client request (None for a notification)."""
+    message = parse(line)
+    if message.kind is not Kind.REQUEST:
+        return None
+    return dumps_exact({"jsonrpc": "2.0", "id": message.id, "error": error})

@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 import anyio
@@ -47,6 +47,7 @@ from .router.messages import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     Kind,
+    Message,
     parse,
 )
 
@@ -58,6 +59,10 @@ MAX_EXTENSIONS: Final = 10
 """A request that keeps reporting progress may run this many timeouts at most."""
 DEADLINE_TICK_S: Final = 0.1
 """How often the request clocks are read: `--upstream-timeout` fires within this of its time."""
+FLOW_BYTES: Final = 32 << 20
+"""Progress queued for one request at most (bytes): beyond it the upstream's reader waits for the flows."""
+FLOW_SLICE_S: Final = 0.002
+"""The flows' server yields to the event loop after this much work."""
 HANDSHAKE_S: Final = 60.0
 """The least time the upstream's handshake gets, whatever `--upstream-timeout` says (its process starts)."""
 
@@ -135,6 +140,12 @@ class Runner:
         self._restarting = False  # the upstream died and is being replaced (`--restart-upstream`)
         self._refreshed_for: set[str] = set()  # unknown tool names already re-listed for (see `_refresh_tools`)
         self._tools_listing: anyio.Event | None = None
+        self._flows: dict[int, _Flow] = {}  # progress floods by upstream request id, served in turn
+        self._flows_waiting = asyncio.Event()
+        self._last_flow = 0
+        self._flows_served = asyncio.Event()
+        self._handshook: anyio.Event | None = None  # set once the first client's handshake of the upstream ended
+        self._handshake_ok = False
 
     renewal: Renewal | None = None
     """What a new upstream session needs (`recovery.Renewal`): set for an HTTP upstream or `--restart-upstream`."""
@@ -154,6 +165,7 @@ class Runner:
         """The shell's own tasks: the upstream pump (a server that dies is noticed at once), deadlines, signals."""
         self._tasks = tasks
         tasks.start_soon(self._pump_upstream)
+        tasks.start_soon(self._serve_flows)
         if self.timeout is not None:
             tasks.start_soon(self._watch_deadlines)
         if self.handle_signals:
@@ -180,6 +192,28 @@ class Runner:
             self.upstream.ready()
         return not self._done.is_set()  # the upstream may go away while its catalog is read
 
+    async def upstream_for(self, capabilities: dict[str, Any]) -> bool:
+        """A shell shared by sessions (HTTP, memory): the first client's first message starts the upstream's
+        handshake, declaring what that client declared (`capabilities`), so the upstream offers through the
+        gateway what it offers that client directly; every later caller waits for the same handshake (and the
+        catalog). True when the upstream is ready. A later session that lacks a capability the first declared
+        gets the upstream's request for it answered -32601 (the router's rule), as a client without it would."""
+        if self._done.is_set():  # the upstream went away (or the gateway is stopping) before any client came
+            return False
+        if self._handshook is None:
+            self._handshook = anyio.Event()
+            assert self._tasks is not None, "the shell's tasks start before its clients come"
+            self._tasks.start_soon(self._first_handshake, capabilities)
+        await self._handshook.wait()
+        return self._handshake_ok
+
+    async def _first_handshake(self, capabilities: dict[str, Any]) -> None:
+        try:  # a task of the runner's own: a client that leaves during the handshake does not cancel it
+            self._handshake_ok = await self._handshake(capabilities)
+        finally:
+            assert self._handshook is not None
+            self._handshook.set()
+
     async def run(self) -> int:
         async with anyio.create_task_group() as tasks:
             self._start_tasks(tasks)
@@ -202,7 +236,7 @@ class Runner:
             self._finish(0 if ready else 1)
             return
         self.router.open_session(STDIO_SESSION, context=self.context, principal=self.principal)
-        held, reading = await self._handshake_watching(lines, _declared_capabilities(first))
+        held, reading = await self._handshake_watching(lines, declared_capabilities(first))
         if reading is not None:
             await self._pump_downstream(_after_handshake(held, reading, lines), first)
 
@@ -390,6 +424,7 @@ class Runner:
             # this pump queues for the upstream leaves as the upstream reads it; the clients' pumps and the
             # chain tasks wait for that drain, so a full upstream pushes back on them, never on its replies.
             if isinstance(item, Renewed | UpstreamDown | UpstreamRestarted):
+                self._drain_flows()  # what came before goes first (a reply queued behind its progress)
                 self._recover(item)
                 continue
             if isinstance(item, Oversized):
@@ -400,22 +435,105 @@ class Runner:
                 logger.warning("dropped an oversized upstream reply: its request is answered with an error")
                 item = reply
             line, related = item if isinstance(item, tuple) else (item, None)
-            try:
-                actions = router.receive_upstream(line, related=related)
-            except Exception as exc:
-                logger.error("the router failed on an upstream message: %s", type(exc).__name__)
-                continue
-            self.perform(actions)
-            if not self._ready.is_set() and router.upstream.phase in (UpstreamPhase.READY, UpstreamPhase.CLOSED):
-                self._ready.set()
-            if self._restarting and router.upstream.phase is UpstreamPhase.READY:
-                self._restarted()
+            message = parse(line)
+            if self._flows or message.kind is Kind.NOTIFICATION:  # (a reply with no flow queued: at once)
+                flow = self._flow_of(message, related)
+                if flow is not None:  # progress (or what follows it): served in turn with other requests' flows
+                    await self._enqueue(flow, line, related)
+                    continue
+            self._handle_upstream(message, related)
             await self.downstream.drain()
+        self._drain_flows()
         self._restarting = False  # no replacement any more (the restart bound, or never restartable)
         if router.upstream.phase is not UpstreamPhase.CLOSED:
             self.perform(router.upstream_closed())
         await self.downstream.drain()
         self._finish(1)
+
+    def _handle_upstream(self, message: Message, related: int | None) -> None:
+        router = self.router
+        try:
+            actions = router.receive_upstream_message(message, related=related)
+        except Exception as exc:
+            logger.error("the router failed on an upstream message: %s", type(exc).__name__)
+            return
+        self.perform(actions)
+        if not self._ready.is_set() and router.upstream.phase in (UpstreamPhase.READY, UpstreamPhase.CLOSED):
+            self._ready.set()
+        if self._restarting and router.upstream.phase is UpstreamPhase.READY:
+            self._restarted()
+
+    # Fairness: one request's notification flood never holds up the others ---------------------------
+    def _flow_of(self, message: Message, related: int | None) -> int | None:
+        """The request whose flow `message` joins: a progress notification of a request in flight (its token
+        is the upstream id); while that flow holds messages, its reply and what came on its HTTP stream
+        (`related`); and a message tied to no request (a log, a request to the client on stdio) while flows
+        hold messages joins the one the upstream wrote to last, so a request's stream keeps the upstream's
+        order (progress, then its logs, then its reply). Other replies are served at once, never behind a flood."""
+        flows = self._flows
+        if message.kind is Kind.NOTIFICATION and message.method == "notifications/progress":
+            token = (message.params or {}).get("progressToken")
+            if isinstance(token, int) and not isinstance(token, bool) and self.router.awaiting(token):
+                return token
+            return None
+        if not flows:
+            return None
+        if message.kind in (Kind.RESPONSE, Kind.ERROR):
+            return message.id if isinstance(message.id, int) and message.id in flows else None
+        if related is not None:
+            return related if related in flows else None
+        return self._last_flow if self._last_flow in flows else None
+
+    async def _enqueue(self, flow: int, line: bytes, related: int | None) -> None:
+        """Queue `line` on its request's flow (raw bytes: parsed again when served). A flow over its bound makes
+        this pump wait until the flows are served down (the one case where a flood slows the upstream's reader)."""
+        queue = self._flows.get(flow)
+        if queue is None:
+            queue = self._flows[flow] = _Flow()
+        queue.items.append((line, related))
+        queue.size += len(line)
+        self._last_flow = flow
+        self._flows_waiting.set()
+        if queue.size > FLOW_BYTES:
+            while flow in self._flows and self._flows[flow].size > FLOW_BYTES // 2:
+                self._flows_served.clear()
+                await self._flows_served.wait()
+
+    async def _serve_flows(self) -> None:
+        """The queued flows, one message of each in turn, yielding to the event loop every `FLOW_SLICE_S` of
+        work, so the upstream's reader (and the clients' requests) run between them."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._flows_waiting.wait()
+            began = loop.time()
+            while self._flows:
+                for flow in list(self._flows):
+                    if self._serve_one(flow):
+                        await self.downstream.drain()
+                if loop.time() - began >= FLOW_SLICE_S:
+                    self._flows_served.set()
+                    await asyncio.sleep(0)
+                    began = loop.time()
+            self._flows_waiting.clear()
+            self._flows_served.set()
+
+    def _serve_one(self, flow: int) -> bool:
+        queue = self._flows.get(flow)
+        if queue is None:
+            return False
+        line, related = queue.items.popleft()
+        queue.size -= len(line)
+        if not queue.items:
+            del self._flows[flow]
+        self._handle_upstream(parse(line), related)
+        return True
+
+    def _drain_flows(self) -> None:
+        """Everything queued, now, in turn (before the upstream's end or a recovery step is handled)."""
+        while self._flows:
+            for flow in list(self._flows):
+                self._serve_one(flow)
+        self._flows_served.set()
 
     def _recover(self, item: Renewed | UpstreamDown | UpstreamRestarted) -> None:
         router = self.router
@@ -584,12 +702,12 @@ async def _after_handshake(
         yield line
 
 
-def _declared_capabilities(first: bytes | Oversized) -> dict[str, Any]:
+def declared_capabilities(first: bytes | Oversized | Message) -> dict[str, Any]:
     """What the client's first message declares: `initialize`'s capabilities, or a 2026-07-28 envelope's;
     nothing for anything else (the upstream then offers what needs no client capability)."""
     if isinstance(first, Oversized):
         return {}
-    message = parse(first)
+    message = first if isinstance(first, Message) else parse(first)
     if message.kind is not Kind.REQUEST:
         return {}
     if message.method == "initialize":
@@ -608,3 +726,11 @@ def _error_line(request_id: Any, code: int, message: str, data: Any = None) -> b
     if data is not None:
         error["data"] = data
     return dumps_exact({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+
+@dataclass
+class _Flow:
+    """One request's queued upstream messages (its progress, then its reply) and their size in bytes."""
+
+    items: deque[tuple[bytes, int | None]] = field(default_factory=deque)
+    size: int = 0

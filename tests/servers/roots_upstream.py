@@ -5,7 +5,8 @@ python -m tests.servers.roots_upstream
 
 Tools: `roots` (the roots the client gave, as JSON text; "none yet" before the answer), `declared` (the
 client capabilities its `initialize` carried) and, only for a client that declared sampling, `sample`
-(server-everything offers its sampling tool the same way). Raw JSON lines on stdio, one at a time.
+(server-everything offers its sampling tool the same way), which asks the client `sampling/createMessage`
+and answers with the client's result or error as JSON text. Raw JSON lines on stdio, one at a time.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class State:
         self.declared: dict[str, Any] = {}
         self.roots: Any = None
         self.roots_error: Any = None
+        self.sampling: dict[str, Any] = {}  # our sampling/createMessage id -> the tools/call it serves
 
 
 def send(message: dict[str, Any]) -> None:
@@ -43,6 +45,9 @@ def handle(state: State, message: dict[str, Any]) -> None:
         if request_id == "startup-roots":
             state.roots = (message.get("result") or {}).get("roots")
             state.roots_error = message.get("error")
+        elif request_id in state.sampling:  # the client's answer ends the `sample` call: its result or error
+            answer = message.get("result") if "result" in message else {"error": message.get("error")}
+            send({"id": state.sampling.pop(request_id), "result": text(answer)})
         return
     params = message.get("params") or {}
     if method == "notifications/initialized":
@@ -64,6 +69,12 @@ def handle(state: State, message: dict[str, Any]) -> None:
         result = text(state.roots if state.roots is not None else (state.roots_error or "none yet"))
     elif method == "tools/call" and params.get("name") == "declared":
         result = text(state.declared)
+    elif method == "tools/call" and params.get("name") == "sample":
+        asked = f"sample-{request_id}"
+        state.sampling[asked] = request_id
+        ask = {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 5}
+        send({"id": asked, "method": "sampling/createMessage", "params": ask})
+        return
     elif method == "ping":
         result = {}
     else:

@@ -988,7 +988,10 @@ class Router:
     # Upstream -----------------------------------------------------------------------------------
     def receive_upstream(self, raw: bytes | str, *, related: int | None = None) -> list[Action]:
         """One message from the upstream; `related`: the upstream request it came with (an HTTP response stream)."""
-        message = parse(raw)
+        return self.receive_upstream_message(parse(raw), related=related)
+
+    def receive_upstream_message(self, message: Message, *, related: int | None = None) -> list[Action]:
+        """`receive_upstream` of a message the shell already parsed."""
         if message.kind is Kind.INVALID:
             return self._upstream_invalid(message)
         if message.kind in (Kind.RESPONSE, Kind.ERROR):
