@@ -117,8 +117,8 @@ def jwk_secrets(rng: random.Random) -> list[Secret]:
     ec_d = _b64url(rng, 43)
     ec = {"kty": "EC", "crv": "P-256", "x": _b64url(rng, 43), "y": _b64url(rng, 43), "d": ec_d}
     rsa_d = _b64url(rng, 342)
-    rsa = {"kty": "RSA", "n": _b64url(rng, 342), "e": "AQAB", "d": rsa_d, "p": _b64url(rng, 171),
-           "q": _b64url(rng, 171), "dp": _b64url(rng, 171), "dq": _b64url(rng, 171), "qi": _b64url(rng, 171)}  # fmt: skip
+    rsa = {"kty": "RSA", "n": _b64url(rng, 342), "e": "AQAB", "d": rsa_d}
+    rsa.update({member: _b64url(rng, 171) for member in ("p", "q", "dp", "dq", "qi")})
     return [Secret("jwk_ec", json.dumps(ec), ec_d), Secret("jwk_rsa", json.dumps(rsa), rsa_d)]
 
 
@@ -365,7 +365,8 @@ def format_summary(data: dict[str, Any]) -> str:
         plain, encoded = row["plain"], row["encoded"]
         lines.append(
             f"{channel:<20} {'ok' if row['control_reached'] else 'BROKEN':>7} {plain[0]:>6}/{plain[1]:<7} "
-            f"{encoded[0]:>7}/{encoded[1]:<8} {row['refusals_naming_a_path']:>6} {row['refusals_holding_the_secret']:>6}"
+            f"{encoded[0]:>7}/{encoded[1]:<8} {row['refusals_naming_a_path']:>6} "
+            f"{row['refusals_holding_the_secret']:>6}"
         )
     for channel, row in data.items():
         missed = {e: v for e, v in row["by_encoding"].items() if v[0]}

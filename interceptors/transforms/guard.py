@@ -22,7 +22,6 @@ from .normalize import needs_normalizing, normalize_for_matching
 from .redactor import Redactor
 from .triepattern import literal_alternation
 
-
 MAX_SEGMENT = 64
 """A member name longer than this is cut in a refusal's path (it is the client's own text, but unbounded)."""
 _PLAIN_SEGMENT = re.compile(r"[^\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]*")
@@ -71,6 +70,38 @@ def _longest_part(key: str) -> str:
     return max(key.split("_"), key=len)
 
 
+MAX_JSON_LAYERS = 3
+"""A string holding JSON text of a string (`"\\"{...}\\""`) is unwrapped this many layers deep."""
+
+
+def _unwrap_json_strings(value: Any, depth: int = 0) -> Any:
+    """`value` with every string that is the JSON text of a string replaced by what it spells (again, while it
+    still is one, `MAX_JSON_LAYERS` at most): the redactor parses JSON inside a string once, so an object
+    encoded twice reaches it as text, where a key rule (a JWK's `d` beside `kty`) cannot see it. The same
+    object back when there is nothing to unwrap."""
+    if isinstance(value, str):
+        text = value.strip()
+        layers = 0
+        while layers < MAX_JSON_LAYERS and len(text) > 2 and text[0] == '"' and text[-1] == '"':
+            try:
+                inner = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                break
+            if not isinstance(inner, str):
+                break
+            text, layers = inner.strip(), layers + 1
+        return text if layers else value
+    if depth >= 64:
+        return value
+    if isinstance(value, Mapping):
+        items = {key: _unwrap_json_strings(item, depth + 1) for key, item in value.items()}
+        return value if all(items[k] is value[k] for k in value) else items
+    if isinstance(value, list):
+        out = [_unwrap_json_strings(item, depth + 1) for item in value]
+        return value if all(a is b for a, b in zip(out, value, strict=True)) else out
+    return value
+
+
 class SecretGuard(Transform):
     type = "guard_secrets"
     direction = "input"
@@ -86,6 +117,7 @@ class SecretGuard(Transform):
         if not categories or any(c not in CATEGORIES for c in categories):
             raise ValueError(f"{path}.categories: must be a non-empty list of {', '.join(CATEGORIES)}")
         self.categories = categories
+        self.decode = opts.flag("decode", True)
         rules = guarded_key_rules(categories)
         options = {
             "strategies": {category: "redact" for category in categories},
@@ -94,7 +126,7 @@ class SecretGuard(Transform):
             "scan_keys": True,  # a credential used as an argument name is still a credential
             "tags": False,
             "name_mentions": False,
-            "decode": opts.flag("decode", True),  # the output redactor's decoded views: base64, hex, %XX, gzip
+            "decode": self.decode,  # the output redactor's decoded views: base64, hex, %XX, gzip
             "custom_detectors": opts.items("custom_detectors"),
             "disabled_detectors": list(opts.strings("disabled_detectors", ())),
         }
@@ -132,6 +164,10 @@ class SecretGuard(Transform):
             probe.kind, probe.principal, probe.pseudonymizer = ctx.kind, ctx.principal, ctx.pseudonymizer
         new = self._redactor_for(value).apply(value, probe)
         found: dict[str, int] = dict(probe.report.get("redacted", {}))
+        if not found and self.decode:
+            unwrapped = _unwrap_json_strings(value)
+            if unwrapped is not value:  # JSON text of JSON text: judged as the object it spells
+                return self.findings(unwrapped, ctx)
         return (value, {}) if not found else (new, found)
 
     def locate(self, value: Any, base: str = "", ctx: TransformContext | None = None) -> str:

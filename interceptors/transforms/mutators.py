@@ -432,12 +432,15 @@ def _guards(pipeline: Pipeline) -> tuple[SecretGuard, ...]:
 
 _AUTHORITY = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?://[^/?#]*)?/*")
 _URI_DELIMITERS = re.compile(r"[/?#&;]+")
+MAX_URI_TAILS = 8
+"""A URI's path is also judged from after each of its first slashes (base64 holds `/`, so no split finds it)."""
 
 
 def _views(uri: Any) -> tuple[Any, ...]:
     """A URI as spelled; percent-decoded (then again while escapes remain, 3 layers at most: a server reads the
     decoded text, and `%XX` hides base64's `+/=` from the bare decoder); then, decoded, what follows its scheme
-    and authority, and its segments and query parts one per line (an encoded run starts at a delimiter)."""
+    and authority and each of its first slashes, and its segments and query parts one per line (an encoded run
+    starts at a delimiter)."""
     if not isinstance(uri, str):
         return (uri,)
     views = [uri]
@@ -449,8 +452,8 @@ def _views(uri: Any) -> tuple[Any, ...]:
     last = views[-1]
     start = _AUTHORITY.match(last)
     rest = last[start.end() :] if start is not None else last
-    parts = _URI_DELIMITERS.sub("\n", rest)
-    views.extend(view for view in (rest, parts) if view and view != last)
+    tails = [rest[slash.end() :] for slash, _ in zip(re.finditer("/", rest), range(MAX_URI_TAILS), strict=False)]
+    views.extend(view for view in (rest, *tails, _URI_DELIMITERS.sub("\n", rest)) if view and view != last)
     return tuple(views)
 
 
