@@ -323,8 +323,15 @@ class TransformStages:
             if value is None:
                 continue
             subject = "Arguments appear" if path[-1] in ("arguments", "value") else "The request appears"
-            for view in _views(value) if path == ("uri",) else (value,):
-                refused = _first_refusal(guards, view, ctx, subject, "".join(f"/{part}" for part in path))
+            base = "".join(f"/{part}" for part in path)
+            if path == ("uri",):
+                views = [(base, view) for view in _views(value)]
+            elif path == ("_meta",):
+                views = _meta_views(value)
+            else:
+                views = [(base, value)]
+            for at, view in views:
+                refused = _first_refusal(guards, view, ctx, subject, at)
                 if refused is not None:
                     return refused
         return Verdict.allow()
@@ -455,6 +462,20 @@ def _views(uri: Any) -> tuple[Any, ...]:
     tails = [rest[slash.end() :] for slash, _ in zip(re.finditer("/", rest), range(MAX_URI_TAILS), strict=False)]
     views.extend(view for view in (rest, *tails, _URI_DELIMITERS.sub("\n", rest)) if view and view != last)
     return tuple(views)
+
+
+PROTOCOL_META_KEYS = frozenset({"progressToken", "traceparent", "tracestate", "baggage"})
+"""`_meta` members the protocol (or W3C trace context) names: their values are judged without their names (a
+`progressToken` is no credential for being called a token)."""
+
+
+def _meta_views(meta: Any) -> list[tuple[str, Any]]:
+    """`(pointer, value)` views of a request's `_meta`: the members the protocol names each alone, the rest whole."""
+    if not isinstance(meta, Mapping) or not PROTOCOL_META_KEYS.intersection(meta):
+        return [("/_meta", meta)]
+    rest = {key: value for key, value in meta.items() if key not in PROTOCOL_META_KEYS}
+    views = [(f"/_meta/{key}", meta[key]) for key in PROTOCOL_META_KEYS.intersection(meta)]
+    return [("/_meta", rest), *sorted(views)] if rest else sorted(views)
 
 
 def _member(params: Mapping[str, Any], path: tuple[str, ...]) -> Any:

@@ -1,0 +1,128 @@
+"""Issue 30: the request guard on every client-to-server channel, with the transforms' detection.
+
+Through the real gateway (in process, the stages `proxy --policy standard` builds) to a real upstream process that
+writes down what it receives (`bench.recording_upstream`), an SDK client sends generated secrets of the built-in
+vendor formats, plain and encoded (base64, twice, hex, `%XX`, gzip then base64, JSON inside a string, JSON twice,
+JSON then base64) and JSON Web Keys, in each channel: tool, prompt and completion arguments, resource URIs,
+`_meta`, and its answers to the upstream's sampling, elicitation and roots requests (`bench.guard_channels`).
+Secrets are generated from the format specs at run time (never stored).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from bench.guard_channels import CHANNELS, ENCODINGS, generated_secrets, jwk_secrets, run_cases, summary
+from interceptors.transforms import SecretGuard, SecretsRefused, TransformContext
+from interceptors.transforms.guard import pointer_segment
+
+GITHUB = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+JWK_D = "CQn8hcxp6MOe1IKF_Xc1dFBkBjk4l9GZ9BphZtGoLRY"
+JWK = json.dumps({"kty": "EC", "crv": "P-256", "x": "abc", "d": JWK_D})
+GUARD = SecretGuard({})
+
+
+@pytest.mark.slow
+def test_through_the_gateway_no_channel_but_tool_arguments_lets_a_secret_through() -> None:
+    # every fourth family (a spread of vendors, labels, connection strings, keys) and the JWKs, in every encoding
+    secrets = generated_secrets()
+    chosen = secrets[::4] + [s for s in secrets if s.family.startswith("jwk")]
+    data = summary(anyio.run(lambda: run_cases(chosen)))
+    assert set(data) == set(CHANNELS)
+    for channel, row in data.items():
+        assert row["control_reached"], f"{channel}: the benign control never reached the upstream"
+        assert row["refusals_holding_the_secret"] == 0, channel
+        plain, encoded = row["plain"], row["encoded"]
+        assert plain[1] == len(chosen) and encoded[1] == len(chosen) * (len(ENCODINGS) - 1)
+        if channel == "tool_args":  # the acceptance: at most 2% plain and 5% encoded
+            assert plain[0] <= 0.02 * plain[1] and encoded[0] <= 0.05 * encoded[1], row
+        else:
+            assert plain[0] == 0 and encoded[0] <= 0.05 * encoded[1], (channel, row)
+        if channel not in ("resource_uri",):  # the policy refuses some URIs first, in its own words
+            assert row["refusals_naming_a_path"] == plain[1] - plain[0] + encoded[1] - encoded[0], (channel, row)
+
+
+# --- the guard's own answers ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("arguments", "pointer"),
+    [
+        ({"config": {"token": GITHUB}}, "/arguments/config/token"),
+        ({"query": "ok", "list": ["a", {"deep": [1, f"use {GITHUB}"]}]}, "/arguments/list/1/deep/1"),
+        ({"config": json.dumps({"auth": {"key": GITHUB}})}, "/arguments/config"),
+        ({"config": json.dumps(json.dumps({"note": JWK}))}, "/arguments/config"),
+        ({"jwk": {"kty": "EC", "crv": "P-256", "x": "abc", "d": JWK_D}}, "/arguments/jwk"),  # `d` needs `kty`
+        ({"a/b~c": GITHUB}, "/arguments/a~1b~0c"),
+        ({GITHUB: 1}, "/arguments"),  # a member whose name is the secret is never named
+        ({"x" * 100: GITHUB}, "/arguments/" + "x" * 63 + "…"),
+    ],
+)
+def test_a_refusal_names_the_pointer_of_the_secret_never_the_secret(arguments: dict[str, Any], pointer: str) -> None:
+    guard = SecretGuard({})
+    _, found = guard.findings(arguments)
+    assert found
+    located = guard.locate(arguments, "/arguments")
+    assert located == pointer
+    refused = SecretsRefused(found, located)
+    assert f"at '{pointer}'" in str(refused) and refused.data["path"] == pointer
+    assert GITHUB not in str(refused) and JWK_D not in str(refused)
+
+
+def test_pointer_segments_are_escaped_and_printable() -> None:
+    assert pointer_segment("a/b~c") == "a~1b~0c"
+    assert pointer_segment("a\u200bb") == "<unprintable>"
+    assert pointer_segment("line\nbreak") == "<unprintable>"
+    assert pointer_segment(3) == "3"
+
+
+@pytest.mark.parametrize("encoding", list(ENCODINGS))
+def test_the_guard_reads_every_encoding_of_a_jwk(encoding: str) -> None:
+    for secret in jwk_secrets(__import__("random").Random(1)):
+        payload = ENCODINGS[encoding](secret.spelled)
+        assert SecretGuard({}).findings({"query": payload})[1], (secret.family, encoding)
+
+
+def test_decode_false_judges_arguments_as_spelled() -> None:
+    encoded = ENCODINGS["base64"](f"token {GITHUB}")
+    assert SecretGuard({}).findings({"q": encoded})[1]
+    assert not SecretGuard({"decode": False}).findings({"q": encoded})[1]
+
+
+_KEYS = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12)
+
+
+@st.composite
+def planted(draw: st.DrawFn) -> tuple[Any, list[str]]:
+    """Arguments with one secret at a random depth (mappings of neutral names and lists) and the path to it."""
+    path: list[Any] = []
+    for _ in range(draw(st.integers(0, 4))):
+        if draw(st.booleans()):
+            path.append(draw(_KEYS.filter(lambda k: k != "other" and not GUARD.findings({k: "x"})[1])))
+        else:
+            path.append(draw(st.integers(0, 2)))
+    value: Any = draw(st.sampled_from([GITHUB, f"the token is {GITHUB}", ENCODINGS["base64"](GITHUB)]))
+    for step in reversed(path):
+        value = [*(["benign"] * step), value] if isinstance(step, int) else {step: value, "other": "benign"}
+    return {"root": value}, ["root", *path]
+
+
+@settings(max_examples=60, deadline=None)
+@given(planted())
+@example(({"root": {"~/": GITHUB, "other": "benign"}}, ["root", "~/"]))
+def test_the_pointer_leads_to_the_secret_or_to_a_container_of_it(case: tuple[Any, list[Any]]) -> None:
+    arguments, path = case
+    assert GUARD.findings(arguments)[1]
+    located = GUARD.locate(arguments, "/arguments")
+    full = "/arguments" + "".join(f"/{pointer_segment(step)}" for step in path)
+    assert located == full or full.startswith(located + "/")
+    assert GITHUB not in located
+    with pytest.raises(SecretsRefused) as info:
+        GUARD.apply(arguments, TransformContext())
+    assert GITHUB not in str(info.value)
