@@ -280,15 +280,16 @@ async def run_cases(
 
     answers = Answers()
 
-    async def sampling(_context: Any, _params: Any) -> types.CreateMessageResult:
+    async def sampling(context: Any, params: Any) -> types.CreateMessageResult:
         content = types.TextContent(type="text", text=answers.sampling)
         return types.CreateMessageResult(role="assistant", content=content, model="m")
 
-    async def elicitation(_context: Any, _params: Any) -> types.ElicitResult:
+    async def elicitation(context: Any, params: Any) -> types.ElicitResult:
         return types.ElicitResult(action="accept", content={"note": answers.elicitation})
 
-    async def roots(_context: Any) -> types.ListRootsResult:
-        return types.ListRootsResult(roots=[types.Root(uri=answers.root_uri, name=answers.root_name)])
+    async def roots(context: Any) -> types.ListRootsResult:
+        root = types.Root.model_validate({"uri": answers.root_uri, "name": answers.root_name})
+        return types.ListRootsResult(roots=[root])
 
     started = time.process_time()
     tallies = {c: {e: Tally() for e in encodings} for c in channels}
