@@ -262,6 +262,8 @@ class Run:
     channels: dict[str, dict[str, Tally]]
     controls: dict[str, bool]
     seconds: float
+    audited: dict[str, int] = field(default_factory=dict)
+    """`denied` audit entries by `kind` (the call's kind, or the method of a refused answer)."""
 
 
 async def run_cases(
@@ -334,9 +336,14 @@ async def run_cases(
                                     tally.refused_named += 1
                                 if secret.value in refusal or payload in refusal:
                                     tally.leaky_refusals += 1
+            audited: dict[str, int] = {}
+            if stages.engine is not None:
+                for entry in stages.engine.audit.entries():
+                    if entry.get("decision") == "denied":
+                        audited[str(entry.get("kind"))] = audited.get(str(entry.get("kind")), 0) + 1
         finally:
             stages.close()
-    return Run(tallies, controls, time.process_time() - started)
+    return Run(tallies, controls, time.process_time() - started, audited)
 
 
 # --- the report ----------------------------------------------------------------------------------------------
@@ -344,7 +351,7 @@ async def run_cases(
 
 def summary(run: Run) -> dict[str, Any]:
     """Per channel: plain and encoded `reached/sent`, named and leaky refusals, the control, examples."""
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"audited_denials": dict(sorted(run.audited.items()))}
     for channel, by_encoding in run.channels.items():
         plain = by_encoding.get("plain", Tally())
         encoded = [t for e, t in by_encoding.items() if e != "plain"]
@@ -362,6 +369,7 @@ def summary(run: Run) -> dict[str, Any]:
 
 def format_summary(data: dict[str, Any]) -> str:
     lines = [f"{'channel':<20} {'control':>7} {'plain reached':>14} {'encoded reached':>16} {'named':>6} {'leaky':>6}"]
+    data = {channel: row for channel, row in data.items() if channel != "audited_denials"}
     for channel, row in data.items():
         plain, encoded = row["plain"], row["encoded"]
         lines.append(
@@ -401,6 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(f"policy {args.policy}, {len(secrets)} secrets ({args.source}), {run.seconds:.1f} s CPU")
         print(format_summary(data))
+        print(f"denied entries in the audit, by kind: {data['audited_denials']}")
     return 0
 
 

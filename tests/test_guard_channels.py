@@ -34,7 +34,10 @@ def test_through_the_gateway_no_channel_but_tool_arguments_lets_a_secret_through
     secrets = generated_secrets()
     chosen = secrets[::4] + [s for s in secrets if s.family.startswith("jwk")]
     data = summary(anyio.run(lambda: run_cases(chosen)))
+    audited = data.pop("audited_denials")
     assert set(data) == set(CHANNELS)
+    for method in ("sampling/createMessage", "elicitation/create", "roots/list"):  # a refused answer is audited
+        assert audited.get(method, 0) > 0, audited
     for channel, row in data.items():
         assert row["control_reached"], f"{channel}: the benign control never reached the upstream"
         assert row["refusals_holding_the_secret"] == 0, channel
