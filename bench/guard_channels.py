@@ -263,7 +263,7 @@ class Run:
     controls: dict[str, bool]
     seconds: float
     audited: dict[str, int] = field(default_factory=dict)
-    """`denied` audit entries by `kind` (the call's kind, or the method of a refused answer)."""
+    """`denied` decisions the audit counted while each channel's cases ran (the control included)."""
 
 
 async def run_cases(
@@ -295,6 +295,7 @@ async def run_cases(
 
     started = time.process_time()
     tallies = {c: {e: Tally() for e in encodings} for c in channels}
+    audited: dict[str, int] = {}
     controls: dict[str, bool] = {}
     with tempfile.TemporaryDirectory() as folder:
         log_path = Path(folder) / "upstream.jsonl"
@@ -318,7 +319,9 @@ async def run_cases(
                 await client.session.list_prompts()
                 await client.session.list_resource_templates()
                 log.new()
+                counters = stages.engine.audit.counters if stages.engine is not None else {}
                 for channel in channels:
+                    denied_before = counters.get("denied", 0)
                     marker, _ = await _send(client, answers, channel, CONTROL)
                     controls[channel] = any(marker in s for m in log.new() for s in _strings(m))
                     for secret in secrets:
@@ -336,11 +339,7 @@ async def run_cases(
                                     tally.refused_named += 1
                                 if secret.value in refusal or payload in refusal:
                                     tally.leaky_refusals += 1
-            audited: dict[str, int] = {}
-            if stages.engine is not None:
-                for entry in stages.engine.audit.entries():
-                    if entry.get("decision") == "denied":
-                        audited[str(entry.get("kind"))] = audited.get(str(entry.get("kind")), 0) + 1
+                    audited[channel] = counters.get("denied", 0) - denied_before
         finally:
             stages.close()
     return Run(tallies, controls, time.process_time() - started, audited)
@@ -351,7 +350,7 @@ async def run_cases(
 
 def summary(run: Run) -> dict[str, Any]:
     """Per channel: plain and encoded `reached/sent`, named and leaky refusals, the control, examples."""
-    out: dict[str, Any] = {"audited_denials": dict(sorted(run.audited.items()))}
+    out: dict[str, Any] = {}
     for channel, by_encoding in run.channels.items():
         plain = by_encoding.get("plain", Tally())
         encoded = [t for e, t in by_encoding.items() if e != "plain"]
@@ -362,20 +361,23 @@ def summary(run: Run) -> dict[str, Any]:
             "by_encoding": {e: [t.reached, t.sent] for e, t in by_encoding.items()},
             "refusals_naming_a_path": sum(t.refused_named for t in by_encoding.values()),
             "refusals_holding_the_secret": sum(t.leaky_refusals for t in by_encoding.values()),
+            "audited_denials": run.audited.get(channel, 0),
             "reached_examples": sorted({f"{x}/{e}" for e, t in by_encoding.items() for x in t.examples})[:8],
         }
     return out
 
 
 def format_summary(data: dict[str, Any]) -> str:
-    lines = [f"{'channel':<20} {'control':>7} {'plain reached':>14} {'encoded reached':>16} {'named':>6} {'leaky':>6}"]
-    data = {channel: row for channel, row in data.items() if channel != "audited_denials"}
+    lines = [
+        f"{'channel':<20} {'control':>7} {'plain reached':>14} {'encoded reached':>16} {'named':>6} {'leaky':>6}"
+        f" {'audited':>7}"
+    ]
     for channel, row in data.items():
         plain, encoded = row["plain"], row["encoded"]
         lines.append(
             f"{channel:<20} {'ok' if row['control_reached'] else 'BROKEN':>7} {plain[0]:>6}/{plain[1]:<7} "
             f"{encoded[0]:>7}/{encoded[1]:<8} {row['refusals_naming_a_path']:>6} "
-            f"{row['refusals_holding_the_secret']:>6}"
+            f"{row['refusals_holding_the_secret']:>6} {row['audited_denials']:>7}"
         )
     for channel, row in data.items():
         missed = {e: v for e, v in row["by_encoding"].items() if v[0]}
@@ -409,7 +411,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(f"policy {args.policy}, {len(secrets)} secrets ({args.source}), {run.seconds:.1f} s CPU")
         print(format_summary(data))
-        print(f"denied entries in the audit, by kind: {data['audited_denials']}")
     return 0
 
 

@@ -29,15 +29,13 @@ GUARD = SecretGuard({})
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # resources/subscribe is one of the channels
 def test_through_the_gateway_no_channel_but_tool_arguments_lets_a_secret_through() -> None:
     # every fourth family (a spread of vendors, labels, connection strings, keys) and the JWKs, in every encoding
     secrets = generated_secrets()
     chosen = secrets[::4] + [s for s in secrets if s.family.startswith("jwk")]
     data = summary(anyio.run(lambda: run_cases(chosen)))
-    audited = data.pop("audited_denials")
     assert set(data) == set(CHANNELS)
-    for method in ("sampling/createMessage", "elicitation/create", "roots/list"):  # a refused answer is audited
-        assert audited.get(method, 0) > 0, audited
     for channel, row in data.items():
         assert row["control_reached"], f"{channel}: the benign control never reached the upstream"
         assert row["refusals_holding_the_secret"] == 0, channel
@@ -47,8 +45,12 @@ def test_through_the_gateway_no_channel_but_tool_arguments_lets_a_secret_through
             assert plain[0] <= 0.02 * plain[1] and encoded[0] <= 0.05 * encoded[1], row
         else:
             assert plain[0] == 0 and encoded[0] <= 0.05 * encoded[1], (channel, row)
-        if channel not in ("resource_uri",):  # the policy refuses some URIs first, in its own words
-            assert row["refusals_naming_a_path"] == plain[1] - plain[0] + encoded[1] - encoded[0], (channel, row)
+        refused = plain[1] - plain[0] + encoded[1] - encoded[0]
+        if channel != "resource_uri":
+            assert row["audited_denials"] == refused, (channel, row)  # every refusal, an answer's too, is audited
+            assert row["refusals_naming_a_path"] == refused, (channel, row)
+        else:  # the policy refuses some URIs first, in its own words (no template matches: audited `not_found`)
+            assert 0 < row["audited_denials"] <= refused and 0 < row["refusals_naming_a_path"] <= refused, row
 
 
 # --- the guard's own answers ---------------------------------------------------------------------------------
