@@ -131,3 +131,59 @@ def test_the_pointer_leads_to_the_secret_or_to_a_container_of_it(case: tuple[Any
     with pytest.raises(SecretsRefused) as info:
         GUARD.apply(arguments, TransformContext())
     assert GITHUB not in str(info.value)
+
+
+# --- the stages' handlers, without a chain -----------------------------------------------------------------------
+
+
+def _refusal_message(verdict: Any) -> str | None:
+    """The message a blocking verdict gives the requester, or None when it allows."""
+    if verdict.valid:
+        return None
+    return "; ".join(message.message for message in verdict.messages)
+
+
+@pytest.mark.parametrize(
+    ("event", "answer", "pointer"),
+    [
+        ("roots/list", {"roots": [{"uri": "file:///ok", "name": "ok"}, {"uri": "file:///x/" + "%67hp_" + GITHUB[4:]}]},
+         "/roots/1/uri"),
+        ("elicitation/create", {"action": "accept", "content": {"note": ENCODINGS["hex"](GITHUB)}}, "/content/note"),
+        ("sampling/createMessage", {"role": "assistant", "content": {"type": "text", "text": JWK}, "model": "m"},
+         "/content/text"),
+        # a client's error answer, as the gateway presents it (result-shaped)
+        ("sampling/createMessage", {"content": [{"type": "text", "text": f"cannot: {GITHUB}"}], "isError": True},
+         "/content/0/text"),
+    ],
+)  # fmt: skip
+def test_a_client_answer_carrying_a_secret_is_refused_naming_where(event: str, answer: Any, pointer: str) -> None:
+    from interceptors import Phase
+    from interceptors.registry import Invocation
+    from interceptors.transforms.mutators import TransformStages
+    from interceptors.transforms.profiles import STANDARD_TRANSFORMS
+
+    stages = TransformStages(STANDARD_TRANSFORMS)
+    message = _refusal_message(stages.answer(Invocation("transforms/answers", event, Phase.RESPONSE, answer)))
+    assert message is not None and f"at '{pointer}'" in message and event in message
+    assert GITHUB not in message and GITHUB[4:] not in message and JWK_D not in message
+    clean = {"roots": [{"uri": "file:///home/me/project", "name": "project"}]}
+    assert (
+        _refusal_message(stages.answer(Invocation("transforms/answers", "roots/list", Phase.RESPONSE, clean))) is None
+    )
+
+
+def test_protocol_meta_members_are_judged_by_value_only() -> None:
+    from interceptors import Phase
+    from interceptors.registry import Invocation
+    from interceptors.transforms.mutators import TransformStages
+    from interceptors.transforms.profiles import STANDARD_TRANSFORMS
+
+    stages = TransformStages(STANDARD_TRANSFORMS)
+
+    def judged(meta: dict[str, Any]) -> str | None:
+        payload = {"method": "tools/call", "params": {"name": "t", "arguments": {}, "_meta": meta}}
+        return _refusal_message(stages.request(Invocation("transforms/request", "tools/call", Phase.REQUEST, payload)))
+
+    assert judged({"progressToken": "abc-123", "traceparent": "00-" + "a" * 32 + "-" + "b" * 16 + "-01"}) is None
+    assert "at '/_meta/progressToken'" in (judged({"progressToken": GITHUB}) or "")
+    assert "at '/_meta/session_token'" in (judged({"progressToken": 1, "session_token": "abc"}) or "")

@@ -258,8 +258,12 @@ def _is_request_pass(action: RunChain) -> bool:
 
 
 def _is_client_answer(action: RunChain) -> bool:
-    """The client's answer to a request of the upstream's (sampling, elicitation, roots), as a result."""
-    return action.channel == Channel.CLIENT_RESULT and action.phase == Phase.RESPONSE
+    """The client's answer to a request of the upstream's (sampling, elicitation, roots): a result or an error."""
+    return (
+        action.phase == Phase.RESPONSE
+        and action.direction == Direction.RECEIVING
+        and action.channel in (Channel.CLIENT_RESULT, Channel.ERROR)
+    )
 
 
 def _outcome_of(result: ExecutionResult, interceptor: str) -> str | None:
