@@ -132,6 +132,7 @@ STAGES = {
     "transforms/input",
     "transforms/output",
     "transforms/outbound",
+    "transforms/answers",
 }
 SERVE_STAGES = f"{sys.executable} -m integrations.cli serve"
 

@@ -174,14 +174,16 @@ class ChainAdapter:
             logger.warning("the chain failed on %s (%s): %s", action.event, action.channel, type(exc).__name__)
             return ChainBlocked({"code": INTERNAL_ERROR, "message": "interceptor chain failed"})
         outcome = self.outcome(result, action.payload)
-        if request_pass and result.blocked and self.on_refusal is not None and isinstance(outcome, ChainBlocked):
+        refusable = request_pass or _is_client_answer(action)
+        if refusable and result.blocked and self.on_refusal is not None and isinstance(outcome, ChainBlocked):
             outcome = self._refused(action, result, outcome)
         if request_pass and trace is not None and isinstance(outcome, ChainPassed):
             outcome = dataclasses.replace(outcome, learned={**(outcome.learned or {}), TRACE_LEARNED: trace})
         return outcome
 
     def _refused(self, action: RunChain, result: ExecutionResult, outcome: ChainBlocked) -> ChainOutcome:
-        """A refused client request: audited by the policy stage, answered with the reason it gives."""
+        """A refused client request (or client answer to a server's request): audited by the policy stage, answered
+        with the reason it gives (an answer's refusal goes to the server)."""
         if outcome.error is None:  # hidden (not found) or a substitute result: the policy's own, already audited
             return outcome
         context = action.context if isinstance(action.context, InvocationContext) else None
@@ -253,6 +255,15 @@ _failures = RateLimitedLog()
 def _is_request_pass(action: RunChain) -> bool:
     """The pass of a client's request itself (its params hold the client's `_meta`)."""
     return action.channel == Channel.REQUEST and action.phase == Phase.REQUEST and action.request is not None
+
+
+def _is_client_answer(action: RunChain) -> bool:
+    """The client's answer to a request of the upstream's (sampling, elicitation, roots): a result or an error."""
+    return (
+        action.phase == Phase.RESPONSE
+        and action.direction == Direction.RECEIVING
+        and action.channel in (Channel.CLIENT_RESULT, Channel.ERROR)
+    )
 
 
 def _outcome_of(result: ExecutionResult, interceptor: str) -> str | None:

@@ -1,8 +1,10 @@
 """`guard_secrets`: a request whose arguments carry credentials is refused (or scrubbed) before it runs.
 
-Argument names are scanned as well as values (`{"<a token>": 1}` is refused too). A model should pass
-references to secrets, never the secrets: a credential in an argument has probably
-been lifted from an earlier result or from the user, and the tool is the wrong place for it.
+Argument names are scanned as well as values (`{"<a token>": 1}` is refused too), and so are the decoded views
+the output redactor reads (bare base64, hex, `%XX`, gzip then base64, JSON inside strings, nested): a secret
+spelled another way is still a secret. A model should pass references to secrets, never the secrets: a
+credential in an argument has probably been lifted from an earlier result or from the user, and the tool is
+the wrong place for it. A refusal names where the secret is (a JSON pointer) and its entity types, never it.
 """
 
 from __future__ import annotations
@@ -20,20 +22,41 @@ from .normalize import needs_normalizing, normalize_for_matching
 from .redactor import Redactor
 from .triepattern import literal_alternation
 
+MAX_SEGMENT = 64
+"""A member name longer than this is cut in a refusal's path (it is the client's own text, but unbounded)."""
+_PLAIN_SEGMENT = re.compile(r"[^\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]*")
+
 
 class SecretsRefused(ValueError):
-    """Arguments carried secrets. The message names entity types only, never a value (map it to -32602)."""
+    """A request (or a client's answer) carried secrets. The message names entity types and where they are (a JSON
+    pointer into the params or the answer), never a value (map it to -32602)."""
 
-    def __init__(self, entities: Iterable[str]) -> None:
+    def __init__(self, entities: Iterable[str], path: str | None = None, subject: str = "Arguments appear") -> None:
         self.entities = sorted(set(entities))
+        self.path = path
+        where = "" if path is None else f" at '{path}'" if path else " at the top level"
         super().__init__(
-            f"Arguments appear to contain secrets ({', '.join(self.entities)}); refusing to process them. "
+            f"{subject} to contain secrets ({', '.join(self.entities)}){where}; refusing to process them. "
             "Pass resource references, never credentials."
         )
 
     @property
     def data(self) -> dict[str, Any]:
-        return {"entities": list(self.entities)}
+        out: dict[str, Any] = {"entities": list(self.entities)}
+        if self.path is not None:
+            out["path"] = self.path
+        return out
+
+
+def pointer_segment(key: Any) -> str:
+    """One RFC 6901 segment (`~0`, `~1`), cut to `MAX_SEGMENT` characters; a name with control or invisible
+    characters becomes `<unprintable>`."""
+    text = key if isinstance(key, str) else str(key)
+    if not _PLAIN_SEGMENT.fullmatch(text):
+        return "<unprintable>"
+    if len(text) > MAX_SEGMENT:
+        text = text[: MAX_SEGMENT - 1] + "…"
+    return text.replace("~", "~0").replace("/", "~1")
 
 
 def guarded_key_rules(categories: Iterable[str]) -> list[str]:
@@ -47,10 +70,42 @@ def _longest_part(key: str) -> str:
     return max(key.split("_"), key=len)
 
 
+MAX_JSON_LAYERS = 3
+"""A string holding JSON text of a string (`"\\"{...}\\""`) is unwrapped this many layers deep."""
+
+
+def _unwrap_json_strings(value: Any, depth: int = 0) -> Any:
+    """`value` with every string that is the JSON text of a string replaced by what it spells (again, while it
+    still is one, `MAX_JSON_LAYERS` at most): the redactor parses JSON inside a string once, so an object
+    encoded twice reaches it as text, where a key rule (a JWK's `d` beside `kty`) cannot see it. The same
+    object back when there is nothing to unwrap."""
+    if isinstance(value, str):
+        text = value.strip()
+        layers = 0
+        while layers < MAX_JSON_LAYERS and len(text) > 2 and text[0] == '"' and text[-1] == '"':
+            try:
+                inner = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                break
+            if not isinstance(inner, str):
+                break
+            text, layers = inner.strip(), layers + 1
+        return text if layers else value
+    if depth >= 64:
+        return value
+    if isinstance(value, Mapping):
+        items = {key: _unwrap_json_strings(item, depth + 1) for key, item in value.items()}
+        return value if all(items[k] is value[k] for k in value) else items
+    if isinstance(value, list):
+        out = [_unwrap_json_strings(item, depth + 1) for item in value]
+        return value if all(a is b for a, b in zip(out, value, strict=True)) else out
+    return value
+
+
 class SecretGuard(Transform):
     type = "guard_secrets"
     direction = "input"
-    OPTIONS = ("action", "categories", "custom_detectors", "disabled_detectors", "min_confidence")
+    OPTIONS = ("action", "categories", "custom_detectors", "decode", "disabled_detectors", "min_confidence")
 
     def __init__(
         self, options: Mapping[str, Any], path: str = "guard_secrets", transform_id: str | None = None
@@ -62,6 +117,7 @@ class SecretGuard(Transform):
         if not categories or any(c not in CATEGORIES for c in categories):
             raise ValueError(f"{path}.categories: must be a non-empty list of {', '.join(CATEGORIES)}")
         self.categories = categories
+        self.decode = opts.flag("decode", True)
         rules = guarded_key_rules(categories)
         options = {
             "strategies": {category: "redact" for category in categories},
@@ -70,7 +126,7 @@ class SecretGuard(Transform):
             "scan_keys": True,  # a credential used as an argument name is still a credential
             "tags": False,
             "name_mentions": False,
-            "decode": False,  # arguments are refused or scrubbed as spelled
+            "decode": self.decode,  # the output redactor's decoded views: base64, hex, %XX, gzip
             "custom_detectors": opts.items("custom_detectors"),
             "disabled_detectors": list(opts.strings("disabled_detectors", ())),
         }
@@ -108,7 +164,42 @@ class SecretGuard(Transform):
             probe.kind, probe.principal, probe.pseudonymizer = ctx.kind, ctx.principal, ctx.pseudonymizer
         new = self._redactor_for(value).apply(value, probe)
         found: dict[str, int] = dict(probe.report.get("redacted", {}))
+        if not found and self.decode:
+            unwrapped = _unwrap_json_strings(value)
+            if unwrapped is not value:  # JSON text of JSON text: judged as the object it spells
+                return self.findings(unwrapped, ctx)
         return (value, {}) if not found else (new, found)
+
+    def locate(self, value: Any, base: str = "", ctx: TransformContext | None = None) -> str:
+        """The JSON pointer (under `base`) of the deepest member of `value` in which a secret is found on its own:
+        a member is tried with its name (key rules read it), a list item under its list's name. Where no single
+        member holds it (a key rule that needs a sibling, such as a JWK's `d` beside `kty`) the container's
+        pointer is the answer. A member whose name is itself a secret is never named: its container is."""
+        path = base
+        key: Any = None
+        node = value
+        while True:
+            if isinstance(node, Mapping):
+                step = None
+                for name, item in node.items():
+                    if self.findings({name: item}, ctx)[1]:
+                        step = (name, item)
+                        break
+                if step is None or (isinstance(step[0], str) and self.findings(step[0], ctx)[1]):
+                    return path
+                key, node = step
+                path = f"{path}/{pointer_segment(key)}"
+            elif isinstance(node, list):
+                for index, item in enumerate(node):
+                    probe = {key: item} if isinstance(key, str) else item
+                    if self.findings(probe, ctx)[1]:
+                        node = item
+                        path = f"{path}/{index}"
+                        break
+                else:
+                    return path
+            else:
+                return path
 
     def apply(self, value: Any, ctx: TransformContext, label: str = "$") -> Any:
         new, found = self.findings(value, ctx)

@@ -4,20 +4,27 @@
   completion/complete (and on error/progress/log payloads the gateway presents as results); on the
   metadata events (`METADATA_EVENTS`: lists, the initialize result a gateway relays, tasks) it scrubs only.
 - `<prefix>outbound`: a request-phase mutator scrubbing the requests a server sends the client.
-- `<prefix>request`: a request-phase validator on the same events. It refuses tools/call arguments
-  that carry secrets (`guard_secrets` with `action: reject`) and remembers what was asked for (tool
-  name, completion argument), keyed by the invocation context's trace id, for the response phase.
+- `<prefix>request`: a request-phase validator on the same events and `resources/subscribe`. It refuses
+  requests that carry secrets (`GUARDED_CHANNELS`: tool arguments for `guard_secrets` with `action: reject`;
+  prompt and completion arguments, resource URIs and every request's `_meta` for any `guard_secrets`) and
+  remembers what was asked for (tool name, completion argument), keyed by the invocation context's trace id,
+  for the response phase.
 - `<prefix>input`: a request-phase mutator on tools/call running the rest of the input pipeline
   (`guard_secrets` with `action: redact`, `depseudonymize`).
+- `<prefix>answers`: a response-phase validator on the client's answers to the server's requests (sampling,
+  elicitation, roots; the gateway runs them receiving): any `guard_secrets` refuses one that carries a secret,
+  and the server gets the refusal instead.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from .._fastinit import fast_init
 from ..errors import INVALID_PARAMS
@@ -49,7 +56,18 @@ METADATA_EVENTS = (
 the last two carry what a gateway relays outside any request (logs, resource updates)."""
 CLIENT_REQUEST_EVENTS = ("sampling/createMessage", "elicitation/create")
 """Requests a server sends the client: their params are scrubbed on the way out (request phase)."""
-ALL_EVENTS = (*OUTPUT_EVENTS, *METADATA_EVENTS, *CLIENT_REQUEST_EVENTS)
+CLIENT_ANSWER_EVENTS = (*CLIENT_REQUEST_EVENTS, "roots/list")
+"""Requests a server sends the client whose answers (response phase, receiving) the guard judges."""
+ALL_EVENTS = (*OUTPUT_EVENTS, *METADATA_EVENTS, *CLIENT_ANSWER_EVENTS)
+GUARDED_CHANNELS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "tools/call": (("_meta",),),  # its arguments: the refusing guards (below), or the input mutator's scrub
+    "prompts/get": (("arguments",), ("_meta",)),
+    "completion/complete": (("argument", "value"), ("context", "arguments"), ("_meta",)),
+    "resources/read": (("uri",), ("_meta",)),
+    "resources/subscribe": (("uri",), ("_meta",)),
+}
+"""Where in a client request's params every `guard_secrets` (reject or redact: these are refused, never
+scrubbed) looks for secrets, besides a tool call's arguments."""
 TASK_RESULT_EVENT = "tasks/result"
 _KINDS = {
     "tools/call": "tool",
@@ -256,8 +274,9 @@ class TransformStages:
         steps = [t for rules in candidates for t in assemble_input(self.policy, rules).transforms]
         refuse = any(isinstance(t, SecretGuard) and t.action == "reject" for t in steps)
         scrub = any(not (isinstance(t, SecretGuard) and t.action == "reject") for t in steps)
+        guard = any(isinstance(t, SecretGuard) for t in steps)
         capped = self.max_output_chars is not None and (refuse or scrub)
-        return PossibleWork(output=pipelines or capped, input=scrub, refuse=refuse)
+        return PossibleWork(output=pipelines or capped, input=scrub, refuse=refuse, guard=guard)
 
     # --- request phase ----------------------------------------------------------------------------------
 
@@ -284,19 +303,58 @@ class TransformStages:
         selection = self._selection(facts)
         if key is not None:
             self.memo.put(key, _Call(facts, selection))
-        if invocation.event != "tools/call":
+        channels = GUARDED_CHANNELS.get(invocation.event)
+        if channels is None:
             return Verdict.allow()
         _, pipeline = self._pipelines(selection)
-        refusers, _ = self._input_split(pipeline)
-        arguments = _params(invocation.payload).get("arguments")
-        if arguments is None or not refusers:
+        guards = _guards(pipeline)
+        if not guards:
             return Verdict.allow()
+        params = _params(invocation.payload)
         ctx = self._context(facts, selection, "input")
-        for guard in refusers:
-            _, found = guard.findings(arguments, ctx)
-            if found:
-                return _refusal(SecretsRefused(found))
+        refusers, _ = self._input_split(pipeline)
+        arguments = params.get("arguments") if invocation.event == "tools/call" else None
+        if arguments is not None:
+            refused = _first_refusal(refusers, arguments, ctx, "Arguments appear", "/arguments")
+            if refused is not None:
+                return refused
+        for path in channels:
+            value = _member(params, path)
+            if value is None:
+                continue
+            subject = "Arguments appear" if path[-1] in ("arguments", "value") else "The request appears"
+            base = "".join(f"/{part}" for part in path)
+            if path == ("uri",):
+                views = [(base, view) for view in _views(value)]
+            elif path == ("_meta",):
+                views = _meta_views(value)
+            else:
+                views = [(base, value)]
+            for at, view in views:
+                refused = _first_refusal(guards, view, ctx, subject, at)
+                if refused is not None:
+                    return refused
         return Verdict.allow()
+
+    def answer(self, invocation: Invocation) -> Verdict:
+        """The client's answer to a request of the server's (sampling, elicitation, roots): refused, whole, when
+        it carries a secret; the gateway sends the server this refusal instead of the answer."""
+        payload = invocation.payload
+        if not isinstance(payload, Mapping) or not payload:
+            return Verdict.allow()
+        principal, roles = _who(invocation)
+        facts = CallFacts(invocation.event, principal=principal, roles=roles)
+        selection = self._selection(facts)
+        _, pipeline = self._pipelines(selection)
+        subject = f"The client's answer to {invocation.event} appears"
+        guards, ctx = _guards(pipeline), self._context(facts, selection, "input")
+        refused = _first_refusal(guards, payload, ctx, subject)
+        roots = payload.get("roots") if invocation.event == "roots/list" else None
+        for index, root in enumerate(roots if refused is None and isinstance(roots, list) else ()):
+            uri = root.get("uri") if isinstance(root, Mapping) else None
+            for view in _views(uri)[1:] if isinstance(uri, str) else ():  # as spelled: judged above
+                refused = refused or _first_refusal(guards, view, ctx, subject, f"/roots/{index}/uri")
+        return refused if refused is not None else Verdict.allow()
 
     def input(self, invocation: Invocation) -> Mutation:
         """The input pipeline over tools/call arguments (refusing guards already ran as a validator)."""
@@ -374,6 +432,72 @@ class TransformStages:
         return Mutation({**invocation.payload, "params": new}, True)
 
 
+def _guards(pipeline: Pipeline) -> tuple[SecretGuard, ...]:
+    """Every `guard_secrets` of an input pipeline, whatever its action."""
+    return tuple(t for t in pipeline.transforms if isinstance(t, SecretGuard))
+
+
+_AUTHORITY = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?://[^/?#]*)?/*")
+_URI_DELIMITERS = re.compile(r"[/?#&;]+")
+MAX_URI_TAILS = 8
+"""A URI's path is also judged from after each of its first slashes (base64 holds `/`, so no split finds it)."""
+
+
+def _views(uri: Any) -> tuple[Any, ...]:
+    """A URI as spelled; percent-decoded (then again while escapes remain, 3 layers at most: a server reads the
+    decoded text, and `%XX` hides base64's `+/=` from the bare decoder); then, decoded, what follows its scheme
+    and authority and each of its first slashes, and its segments and query parts one per line (an encoded run
+    starts at a delimiter)."""
+    if not isinstance(uri, str):
+        return (uri,)
+    views = [uri]
+    for _ in range(3):
+        decoded = unquote(views[-1], errors="replace")
+        if decoded == views[-1]:
+            break
+        views.append(decoded)
+    last = views[-1]
+    start = _AUTHORITY.match(last)
+    rest = last[start.end() :] if start is not None else last
+    tails = [rest[slash.end() :] for slash, _ in zip(re.finditer("/", rest), range(MAX_URI_TAILS), strict=False)]
+    views.extend(view for view in (rest, *tails, _URI_DELIMITERS.sub("\n", rest)) if view and view != last)
+    return tuple(views)
+
+
+PROTOCOL_META_KEYS = frozenset({"progressToken", "traceparent", "tracestate", "baggage"})
+"""`_meta` members the protocol (or W3C trace context) names: their values are judged without their names (a
+`progressToken` is no credential for being called a token)."""
+
+
+def _meta_views(meta: Any) -> list[tuple[str, Any]]:
+    """`(pointer, value)` views of a request's `_meta`: the members the protocol names each alone, the rest whole."""
+    if not isinstance(meta, Mapping) or not PROTOCOL_META_KEYS.intersection(meta):
+        return [("/_meta", meta)]
+    rest = {key: value for key, value in meta.items() if key not in PROTOCOL_META_KEYS}
+    views = [(f"/_meta/{key}", meta[key]) for key in PROTOCOL_META_KEYS.intersection(meta)]
+    return [("/_meta", rest), *sorted(views)] if rest else sorted(views)
+
+
+def _member(params: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    value: Any = params
+    for part in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _first_refusal(
+    guards: Sequence[SecretGuard], value: Any, ctx: TransformContext, subject: str, base: str = ""
+) -> Verdict | None:
+    """The refusal of the first guard that finds a secret in `value` (its pointer under `base`), or None."""
+    for guard in guards:
+        _, found = guard.findings(value, ctx)
+        if found:
+            return _refusal(SecretsRefused(found, guard.locate(value, base, ctx), subject))
+    return None
+
+
 def _split_input(pipeline: Pipeline) -> tuple[tuple[SecretGuard, ...], Pipeline]:
     refusing = tuple(t for t in pipeline.transforms if isinstance(t, SecretGuard) and t.action == "reject")
     return refusing, Pipeline(tuple(t for t in pipeline.transforms if t not in refusing))
@@ -392,6 +516,8 @@ class PossibleWork:
     output: bool
     input: bool
     refuse: bool
+    guard: bool = False
+    """Any `guard_secrets` (either action): the other channels and the client's answers are judged."""
 
 
 def _rule_bodies(policy: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -409,7 +535,7 @@ def _refusal(refused: SecretsRefused) -> Verdict:
     if refuse is not None:
         verdict: Verdict = refuse(str(refused), code=INVALID_PARAMS, data=refused.data)
         return verdict
-    return Verdict.deny(str(refused), path="params.arguments", info=refused.data)
+    return Verdict.deny(str(refused), path=refused.path or "params", info=refused.data)
 
 
 def transforms_registry(
@@ -446,9 +572,13 @@ def transforms_registry(
         chosen = (*chosen, TASK_RESULT_EVENT)  # its request pass finds the rules of the call that made the task
     responses = tuple(e for e in events if e in OUTPUT_EVENTS or e in METADATA_EVENTS)
     outbound = tuple(e for e in events if e in CLIENT_REQUEST_EVENTS)
+    answers = tuple(e for e in events if e in CLIENT_ANSWER_EVENTS)
     work = stages.possible_work()
     if not (work.output or work.input or work.refuse):
         return target  # nothing configured anywhere in the policy: no interceptor, no cost (`open`)
+    guarding = work.refuse or work.guard
+    if guarding and "resources/subscribe" in events:
+        chosen = (*chosen, "resources/subscribe")  # its URI goes upstream too
     if chosen:
         target.register(
             stages.request,
@@ -457,7 +587,18 @@ def transforms_registry(
             events=chosen,
             phase="request",
             inline=inline,
-            description="Refuses tool arguments that carry secrets; remembers each call for its response.",
+            description="Refuses requests that carry secrets (arguments, URIs, _meta); remembers each call for "
+            "its response.",
+        )
+    if answers and guarding:
+        target.register(
+            stages.answer,
+            name=f"{name_prefix}answers",
+            type="validation",
+            events=answers,
+            phase="response",
+            inline=inline,
+            description="Refuses the client's answers to sampling, elicitation and roots requests that carry secrets.",
         )
     if "tools/call" in chosen and work.input:
         target.register(

@@ -1,0 +1,418 @@
+"""Client-to-server channels under a policy's request guard: how many secrets, plain and encoded, reach the upstream.
+
+Every case goes through the real gateway — the router, chain adapter and stages `mcp-interceptors proxy --policy
+P` builds, in this process — to a real upstream process (`bench.recording_upstream`) that writes down every
+message it receives; an SDK client (`mcp.Client`, handshake era, with sampling, elicitation and roots callbacks)
+sends each payload in one channel:
+
+- `tool_args`: `tools/call` `echo` with `{"query": payload}`; `meta`: `tools/call` `echo` with `_meta.note`;
+- `prompt_args`: `prompts/get` `p` with `{"name": payload}`;
+- `completion_value`: `completion/complete` on prompt `p`, the argument's value; `completion_context`: a
+  context argument's value;
+- `resource_uri`: `resources/read` of `notes://n/<payload, percent-encoded>` (the upstream's template);
+  `subscribe_uri`: the same URI in `resources/subscribe`;
+- `sampling_answer`, `elicitation_answer`, `roots_uri`, `roots_name`: the client's answer to the upstream's
+  `sampling/createMessage` (the text), `elicitation/create` (a content field) and `roots/list` (a root's URI
+  or name), asked through the upstream's `ask` tool.
+
+A case **reached** the upstream when a message the upstream logged during the case holds the sent text (the
+URI, for the URI channels). A refusal is checked too: its message must name a path and never hold the secret
+or the payload. Each channel also sends one benign control, which must reach the upstream (else the channel is
+broken and its counts mean nothing).
+
+Payloads: each secret spelled as its format's sample (`plain`) and encoded (`ENCODINGS`: base64, base64 twice,
+hex, `%XX`, gzip then base64, JSON inside a string, JSON twice, JSON then base64), plus JSON Web Keys (EC, RSA)
+as JSON text. Secrets come from the built-in families' format specs (`--source generated`, reproducible) or from
+the public corpora of `bench.public_corpus` (`--source public`: gitleaks' true positives and CredSweeper's
+positives, read at run time from `$MCPI_CORPORA` or /work/corpora, never stored here).
+
+python -m bench.guard_channels [--policy standard] [--source generated|public] [--limit N] [--channels a,b]
+    [--encodings a,b] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import gzip
+import json
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parent.parent
+UPSTREAM_MODULE = "bench.recording_upstream"
+CONTROL = "hello from the control case"
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+ENCODINGS: dict[str, Callable[[str], str]] = {
+    "plain": lambda s: s,
+    "base64": _b64,
+    "base64_twice": lambda s: _b64(_b64(s)),
+    "hex": lambda s: s.encode().hex(),
+    "percent": lambda s: "".join(f"%{b:02X}" for b in s.encode()),
+    "gzip_base64": lambda s: base64.b64encode(gzip.compress(s.encode(), mtime=0)).decode(),
+    "json": lambda s: json.dumps({"note": s}),
+    "json_twice": lambda s: json.dumps(json.dumps({"note": s})),
+    "json_base64": lambda s: _b64(json.dumps({"note": s})),
+}
+"""How a secret's spelled sample is sent. `plain` is counted apart from the others (the encoded ones)."""
+
+CHANNELS = (
+    "tool_args",
+    "meta",
+    "prompt_args",
+    "completion_value",
+    "completion_context",
+    "resource_uri",
+    "subscribe_uri",
+    "sampling_answer",
+    "elicitation_answer",
+    "roots_uri",
+    "roots_name",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Secret:
+    family: str
+    spelled: str
+    """The text sent (the secret in the context its format needs: `AWS_SECRET_ACCESS_KEY=…`)."""
+    value: str
+    """The secret itself: never allowed in a refusal's message."""
+
+
+@dataclass(slots=True)
+class Tally:
+    sent: int = 0
+    reached: int = 0
+    refused_named: int = 0
+    """Refusals whose message names a path (`at '/…'`)."""
+    leaky_refusals: int = 0
+    """Refusals whose message holds the secret or the payload (must stay 0)."""
+    examples: list[str] = field(default_factory=list)
+    """A few `family/encoding` that reached the upstream."""
+
+
+# --- secrets ---------------------------------------------------------------------------------------------------
+
+
+def _b64url(rng: random.Random, length: int) -> str:
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    return "".join(rng.choice(alphabet) for _ in range(length))
+
+
+def jwk_secrets(rng: random.Random) -> list[Secret]:
+    """Private JSON Web Keys (EC and RSA, random members) as JSON text: the value is their `d`."""
+    ec_d = _b64url(rng, 43)
+    ec = {"kty": "EC", "crv": "P-256", "x": _b64url(rng, 43), "y": _b64url(rng, 43), "d": ec_d}
+    rsa_d = _b64url(rng, 342)
+    rsa = {"kty": "RSA", "n": _b64url(rng, 342), "e": "AQAB", "d": rsa_d}
+    rsa.update({member: _b64url(rng, 171) for member in ("p", "q", "dp", "dq", "qi")})
+    return [Secret("jwk_ec", json.dumps(ec), ec_d), Secret("jwk_rsa", json.dumps(rsa), rsa_d)]
+
+
+def generated_secrets(seed: int = 30, families: Iterable[str] | None = None) -> list[Secret]:
+    """One sample of every built-in `secret` family's format spec (single-line), and the JWKs."""
+    from interceptors.transforms.catalog import BUILTIN_DETECTORS
+    from interceptors.transforms.tokenspec import parse_spec
+
+    rng = random.Random(seed)
+    wanted = set(families) if families is not None else None
+    out: list[Secret] = []
+    for detector in BUILTIN_DETECTORS:
+        if detector.category != "secret" or not detector.spec or (wanted is not None and detector.name not in wanted):
+            continue
+        spelled, value = parse_spec(detector.spec).generate(rng)
+        if "\n" in spelled or len(value) < 8:
+            continue
+        out.append(Secret(detector.name, spelled, value))
+    if wanted is None or "jwk" in wanted:
+        out.extend(jwk_secrets(rng))
+    return out
+
+
+def public_secrets(limit: int | None = None) -> list[Secret]:
+    """gitleaks' true positives and CredSweeper's positives (single-line, with a known value), read now."""
+    from bench.public_corpus import corpora_dir
+
+    out: list[Secret] = []
+    for name in ("gitleaks_tps", "credsweeper_pos"):
+        path = corpora_dir() / f"{name}.jsonl"
+        if not path.exists():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            item = json.loads(line)
+            text, value = item.get("text"), item.get("secret") or item.get("text")
+            if item.get("label") != "secret" or not isinstance(text, str) or not isinstance(value, str):
+                continue
+            if "\n" in text.strip() or len(value) < 8 or len(text) > 2000:
+                continue
+            out.append(Secret(f"{name}:{item.get('family')}", text.strip(), value))
+    rng = random.Random(30)
+    rng.shuffle(out)
+    return out[:limit] if limit is not None else out
+
+
+# --- the gateway and the client ---------------------------------------------------------------------------------
+
+
+class Answers:
+    """What the client answers the upstream's requests with, set before each case."""
+
+    def __init__(self) -> None:
+        self.sampling = CONTROL
+        self.elicitation = CONTROL
+        self.root_uri = "file:///notes"
+        self.root_name = "notes"
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+class Log:
+    """The upstream's log of received messages, read from where the last case stopped."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+
+    def new(self) -> list[Any]:
+        with self.path.open("rb") as handle:
+            handle.seek(self.offset)
+            data = handle.read()
+        self.offset += len(data)
+        return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+
+
+async def _send(client: Any, answers: Answers, channel: str, payload: str) -> tuple[str, str | None]:
+    """Send `payload` in `channel`; `(marker, refusal message or None)`: the marker is what the upstream gets."""
+    from mcp import types
+    from mcp.shared.exceptions import MCPError
+
+    session = client.session
+    uri = "notes://n/" + quote(payload, safe="")
+    marker = payload
+    try:
+        if channel == "tool_args":
+            await session.call_tool("echo", {"query": payload})
+        elif channel == "meta":
+            await session.call_tool("echo", {}, meta={"note": payload})
+        elif channel == "prompt_args":
+            await session.get_prompt("p", {"name": payload})
+        elif channel == "completion_value":
+            await session.complete(
+                types.PromptReference(type="ref/prompt", name="p"), {"name": "name", "value": payload}
+            )
+        elif channel == "completion_context":
+            await session.complete(
+                types.PromptReference(type="ref/prompt", name="p"), {"name": "name", "value": "a"}, {"name": payload}
+            )
+        elif channel in ("resource_uri", "subscribe_uri"):
+            marker = uri
+            if channel == "resource_uri":
+                await session.read_resource(uri)
+            else:
+                await session.subscribe_resource(uri)
+        else:
+            method = {"sampling_answer": "sampling/createMessage", "elicitation_answer": "elicitation/create"}.get(
+                channel, "roots/list"
+            )
+            answers.sampling = answers.elicitation = CONTROL
+            answers.root_uri, answers.root_name = "file:///notes", "notes"
+            if channel == "sampling_answer":
+                answers.sampling = payload
+            elif channel == "elicitation_answer":
+                answers.elicitation = payload
+            elif channel == "roots_uri":
+                answers.root_uri = marker = "file:///notes/" + quote(payload, safe="")
+            else:
+                answers.root_name = payload
+            result = await session.call_tool("ask", {"method": method})
+            block = result.content[0] if result.content else None
+            said = block.text if isinstance(block, types.TextContent) else ""
+            if said.startswith("refused: "):
+                return marker, said[len("refused: ") :]
+    except MCPError as exc:
+        return marker, exc.error.message
+    return marker, None
+
+
+@dataclass(slots=True)
+class Run:
+    channels: dict[str, dict[str, Tally]]
+    controls: dict[str, bool]
+    seconds: float
+    audited: dict[str, int] = field(default_factory=dict)
+    """`denied` decisions the audit counted while each channel's cases ran (the control included)."""
+
+
+async def run_cases(
+    secrets: Sequence[Secret],
+    *,
+    policy: str = "standard",
+    channels: Sequence[str] = CHANNELS,
+    encodings: Sequence[str] = tuple(ENCODINGS),
+) -> Run:
+    """Every secret in every encoding through every channel of one gateway; the tallies per channel and encoding."""
+    from mcp import Client, types
+
+    from integrations.gateway.inprocess import InProcessGateway
+    from integrations.gateway.stages import build_stages
+    from interceptors_server import LocalChain
+
+    answers = Answers()
+
+    async def sampling(context: Any, params: Any) -> types.CreateMessageResult:
+        content = types.TextContent(type="text", text=answers.sampling)
+        return types.CreateMessageResult(role="assistant", content=content, model="m")
+
+    async def elicitation(context: Any, params: Any) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"note": answers.elicitation})
+
+    async def roots(context: Any) -> types.ListRootsResult:
+        root = types.Root.model_validate({"uri": answers.root_uri, "name": answers.root_name})
+        return types.ListRootsResult(roots=[root])
+
+    started = time.process_time()
+    tallies = {c: {e: Tally() for e in encodings} for c in channels}
+    audited: dict[str, int] = {}
+    controls: dict[str, bool] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        log_path = Path(folder) / "upstream.jsonl"
+        log_path.touch()
+        command = [sys.executable, "-m", UPSTREAM_MODULE, str(log_path)]
+        stages = build_stages(policy, None)
+        try:
+            async with (
+                LocalChain(*stages.registries) as chain,
+                InProcessGateway(command, chain, stages=stages, cwd=str(ROOT)) as gateway,
+                Client(
+                    gateway.server,
+                    mode="legacy",
+                    sampling_callback=sampling,
+                    elicitation_callback=elicitation,
+                    list_roots_callback=roots,
+                ) as client,
+            ):
+                log = Log(log_path)
+                await client.session.list_tools()  # the policy learns the catalog
+                await client.session.list_prompts()
+                await client.session.list_resource_templates()
+                log.new()
+                counters = stages.engine.audit.counters if stages.engine is not None else {}
+                for channel in channels:
+                    denied_before = counters.get("denied", 0)
+                    marker, _ = await _send(client, answers, channel, CONTROL)
+                    controls[channel] = any(marker in s for m in log.new() for s in _strings(m))
+                    for secret in secrets:
+                        for encoding in encodings:
+                            payload = ENCODINGS[encoding](secret.spelled)
+                            marker, refusal = await _send(client, answers, channel, payload)
+                            tally = tallies[channel][encoding]
+                            tally.sent += 1
+                            if any(marker in s for m in log.new() for s in _strings(m)):
+                                tally.reached += 1
+                                if len(tally.examples) < 5:
+                                    tally.examples.append(secret.family)
+                            elif refusal is not None:
+                                if " at '/" in refusal or "at the top level" in refusal:
+                                    tally.refused_named += 1
+                                if secret.value in refusal or payload in refusal:
+                                    tally.leaky_refusals += 1
+                    audited[channel] = counters.get("denied", 0) - denied_before
+        finally:
+            stages.close()
+    return Run(tallies, controls, time.process_time() - started, audited)
+
+
+# --- the report ----------------------------------------------------------------------------------------------
+
+
+def summary(run: Run) -> dict[str, Any]:
+    """Per channel: plain and encoded `reached/sent`, named and leaky refusals, the control, examples."""
+    out: dict[str, Any] = {}
+    for channel, by_encoding in run.channels.items():
+        plain = by_encoding.get("plain", Tally())
+        encoded = [t for e, t in by_encoding.items() if e != "plain"]
+        out[channel] = {
+            "control_reached": run.controls.get(channel, False),
+            "plain": [plain.reached, plain.sent],
+            "encoded": [sum(t.reached for t in encoded), sum(t.sent for t in encoded)],
+            "by_encoding": {e: [t.reached, t.sent] for e, t in by_encoding.items()},
+            "refusals_naming_a_path": sum(t.refused_named for t in by_encoding.values()),
+            "refusals_holding_the_secret": sum(t.leaky_refusals for t in by_encoding.values()),
+            "audited_denials": run.audited.get(channel, 0),
+            "reached_examples": sorted({f"{x}/{e}" for e, t in by_encoding.items() for x in t.examples})[:8],
+        }
+    return out
+
+
+def format_summary(data: dict[str, Any]) -> str:
+    lines = [
+        f"{'channel':<20} {'control':>7} {'plain reached':>14} {'encoded reached':>16} {'named':>6} {'leaky':>6}"
+        f" {'audited':>7}"
+    ]
+    for channel, row in data.items():
+        plain, encoded = row["plain"], row["encoded"]
+        lines.append(
+            f"{channel:<20} {'ok' if row['control_reached'] else 'BROKEN':>7} {plain[0]:>6}/{plain[1]:<7} "
+            f"{encoded[0]:>7}/{encoded[1]:<8} {row['refusals_naming_a_path']:>6} "
+            f"{row['refusals_holding_the_secret']:>6} {row['audited_denials']:>7}"
+        )
+    for channel, row in data.items():
+        missed = {e: v for e, v in row["by_encoding"].items() if v[0]}
+        if missed:
+            lines.append(f"  {channel}: reached by encoding {missed}; e.g. {', '.join(row['reached_examples'])}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import anyio
+
+    parser = argparse.ArgumentParser(prog="python -m bench.guard_channels", description=__doc__.splitlines()[0])
+    parser.add_argument("--policy", default="standard")
+    parser.add_argument("--source", choices=("generated", "public"), default="generated")
+    parser.add_argument("--limit", type=int, default=None, help="at most this many secrets")
+    parser.add_argument("--channels", default=",".join(CHANNELS))
+    parser.add_argument("--encodings", default=",".join(ENCODINGS))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    secrets = generated_secrets() if args.source == "generated" else public_secrets()
+    secrets = secrets[: args.limit] if args.limit is not None else secrets
+    channels = [c for c in args.channels.split(",") if c]
+    encodings = [e for e in args.encodings.split(",") if e]
+    unknown = [c for c in channels if c not in CHANNELS] + [e for e in encodings if e not in ENCODINGS]
+    if unknown or not secrets:
+        parser.error(f"unknown channel or encoding: {', '.join(unknown)}" if unknown else "no secrets to send")
+    run = anyio.run(lambda: run_cases(secrets, policy=args.policy, channels=channels, encodings=encodings))
+    data = summary(run)
+    if args.json:
+        print(json.dumps({"policy": args.policy, "source": args.source, "secrets": len(secrets), "channels": data}))
+    else:
+        print(f"policy {args.policy}, {len(secrets)} secrets ({args.source}), {run.seconds:.1f} s CPU")
+        print(format_summary(data))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
