@@ -27,6 +27,8 @@ from typing import Any
 
 from .assignments import ASSIGNMENT_NAMES
 from .detectors import Finding
+from .docvalues import ciphertext, documentation_value
+from .tokenspec import crc32_token_valid
 
 # Detectors that decide by shape or by a label near the value (what a context signal may overrule).
 ENTROPY = frozenset({"high_entropy_secret", "azure_storage_key"})
@@ -95,6 +97,38 @@ _KEYWORDS = frozenset(
      "req", "ctx", "getpass", "input", "str", "bytes", "string", "os", "env", "config", "settings", "props"}
 )  # fmt: skip
 _CODE_AFTER = re.compile(r"\s{0,3}(?:\(|\.[A-Za-z_]|\bor\b|\band\b|\|\||&&|\?\?|\bif\b)")
+# A per-request anti-forgery token's label, right before its value (`name="authenticity_token" value="`).
+_ANTI_FORGERY = re.compile(
+    r"(?i)(?:authenticity_token|csrf[-_]?token|xsrf[-_]?token|csrfmiddlewaretoken|__RequestVerificationToken|_csrf)"
+    r"(?:[\"']?\s{0,3}(?:[:=]|content=|value=)|[\"']\s{1,3}(?:value|content)=)\s{0,3}[\"']?$"
+)
+# A URL whose path ends in a static asset (an image, a style sheet, a script, a font): its segments are names.
+_ASSET_URL = re.compile(
+    r"(?i)https?://[^\s\"'<>()]{1,2000}?\.(?:png|jpe?g|gif|webp|svg|ico|bmp|avif|image|css|js|woff2?|ttf|mp[34])"
+    r"(?![\w-])"
+)
+_URL_START = re.compile(r"(?i)https?://[^\s\"'<>()]{0,2000}$")
+_ELIDED = ("...", "\u2026")
+# Where the value of a labelled assignment is really the next line's key (`password=\njdbc.url=`).
+_NEXT_KEY = re.compile(r"[A-Za-z_][\w.-]{0,80}[:=]")
+# Detectors whose format has runs of its own (X bearer tokens start with 21 `A`; base64 of a binary structure has
+# `AAAA`): only the marker and mask tests of `documentation_value` apply to them.
+_OWN_RUNS = frozenset(
+    {"twitter_bearer_token", "ntlm_authenticate_message", "ntlm_hash_dump", "jwt", "grafana_provisioned_key",
+     "flyio_token", "aws_bedrock_api_key"}
+)  # fmt: skip
+# A token that passes its format's own verification is reported even when it reads like a sequence (markers such
+# as EXAMPLE still count): a GitHub token whose CRC32 checks, an Anthropic key of the exact length ending `AA`.
+_ANTHROPIC_EXACT = re.compile(r"sk-ant-(?:api|admin)\d\d-[A-Za-z0-9_-]{93}AA")
+
+
+def _verified(detector: str, value: str) -> bool:
+    if detector == "github_token":
+        payload = value.partition("_")[2]
+        return len(payload) == 36 and crc32_token_valid(payload)
+    return detector == "anthropic_api_key" and _ANTHROPIC_EXACT.fullmatch(value) is not None
+_PEM_BODY = re.compile(r"-----BEGIN[ A-Z0-9]{0,40}-----(.*?)(?:-----END[ A-Z0-9]{0,40}-----|\Z)", re.S)
+_PEM_HEADER_LINE = re.compile(r"(?m)^[A-Za-z-]{2,40}:[^\n]*$")
 _BASE64_LINE = re.compile(r"(?m)^[ \t]*[A-Za-z0-9+/]{40,120}={0,2}[ \t]*\r?$")
 _CONTENT_TYPE = re.compile(r"(?i)content-type:\s*([\w.+-]+/[\w.+-]+)")
 # Magic numbers of binary formats (decoded bytes): images, audio, video, fonts, archives, documents, executables.
@@ -159,6 +193,17 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("binary_base64", ENTROPY,
            "base64 of a binary file (image, audio, font, archive, PDF), by its magic bytes or a MIME content type"),
     Signal("path_segment", frozenset({"high_entropy_secret"}), "a segment of a path (`/nix/store/<hash>-name`)"),
+    Signal("documentation_value", None,
+           "a value with too little information to be issued: EXAMPLE, x runs, one character repeated, a short cycle,"
+           " consecutive runs (`abcdef`, `0123456789`), few distinct characters, a mask right after it"),
+    Signal("empty_key_block", frozenset({"private_key"}),
+           "a private-key block with nothing in it, or a word (`-----BEGIN PRIVATE KEY-----\\nanything\\n-----END…`)"),
+    Signal("ciphertext", GENERIC,
+           "encrypted data: a Sealed Secrets value, a Fernet token, a Jasypt `ENC(…)` or SOPS `ENC[AES256_GCM,…]`"),
+    Signal("anti_forgery_token", GENERIC,
+           "a per-request anti-forgery token after its label (`authenticity_token`, `csrf-token`, `_csrf`)"),
+    Signal("asset_url", ENTROPY, "a segment of a URL to a static asset (an image, a style sheet, a script, a font)"),
+    Signal("elided_excerpt", ENTROPY, "an excerpt of a longer run, elided on both sides (`...a9Fq…Zk2...`)"),
 )  # fmt: skip
 SIGNALS_BY_NAME: dict[str, Signal] = {s.name: s for s in SIGNALS}
 
@@ -234,6 +279,8 @@ def _code_value(text: str, finding: Finding) -> bool:
         return not core.replace(".", "").isdigit()
     if _SNAKE.fullmatch(core) and not any(c.isdigit() for c in core):
         return True
+    if _NEXT_KEY.fullmatch(core) and "\n" in text[max(0, finding.start - 8) : finding.start]:
+        return True  # an empty value, then the next line's key
     return _CODE_AFTER.match(text, finding.end) is not None and _NAME_RE.fullmatch(core) is not None
 
 
@@ -263,7 +310,40 @@ def _signal_holds(name: str, text: str, finding: Finding, facts: _TextFacts) -> 
         return _inside(facts.binary(), finding.start, finding.end)
     if name == "path_segment":
         return value.startswith("/") and value.count("/") >= 2 and any(_WORD.fullmatch(p) for p in value.split("/"))
+    if name == "documentation_value":
+        detector = finding.detector
+        return documentation_value(
+            value,
+            text[finding.end : finding.end + 12],
+            strict=detector.name not in GENERIC,
+            shape=detector.name not in _OWN_RUNS
+            and detector.entity != "private_key"
+            and not _verified(detector.name, value),
+        )
+    if name == "empty_key_block":
+        return _empty_key_block(value)
+    if name == "ciphertext":
+        return ciphertext(value, text[max(0, finding.start - 24) : finding.start])
+    if name == "anti_forgery_token":
+        return _ANTI_FORGERY.search(text, max(0, finding.start - 60), finding.start) is not None
+    if name == "asset_url":
+        start = _URL_START.search(text, max(0, finding.start - 2000), finding.start)
+        if start is None:
+            return False
+        asset = _ASSET_URL.match(text, start.start())
+        return asset is not None and asset.end() >= finding.end
+    if name == "elided_excerpt":
+        return text.endswith(_ELIDED, 0, finding.start) and text.startswith(_ELIDED, finding.end)
     return False
+
+
+def _empty_key_block(value: str) -> bool:
+    """A private-key block whose body (header fields aside) is empty, a lower-case word or a placeholder."""
+    found = _PEM_BODY.match(value)
+    if found is None or "-----END" not in value:
+        return False
+    body = "".join(_PEM_HEADER_LINE.sub("", found.group(1)).split())
+    return not body or (body.isalpha() and body.islower()) or set(body) <= set("x.*<>-_#\u2026")
 
 
 class Context:

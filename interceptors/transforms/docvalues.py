@@ -1,0 +1,128 @@
+"""Strings in a secret's format that hold no secret: documentation values, ciphertexts, per-request tokens.
+
+A vendor format fixes a token's prefix and alphabet; documentation and tests fill the rest with values nobody
+could be issued: `ghp_xxxx…`, `glc_1111…`, `AKIAIOSFODNN7EXAMPLE`, `sk-ant-api03-abc123xyz-…klmnopqrstuvwx`,
+`xoxp-1234-1234-1234-…`, `hf_3478658437…` with only a few distinct characters. `documentation_value` measures
+how little information the value carries: a marker word (`EXAMPLE`, `placeholder`, `your_token`, `…Here`), one
+character eight times in a row, a short cycle repeated (`123123123123`), too few distinct characters for its
+length, long runs of consecutive characters (`abcdef`, `0123456789`, `76543210`), or a mask right after it (`xoxp-…-####`, `ops_eyJ…..[Redacted]`). A random token
+trips these tests with a probability of about 1e-5 or less at the lengths vendor formats use (the strict
+thresholds below were chosen so: a run of 7 consecutive hex characters has probability about 7e-6 in a
+64-character hex token); labelled values, which have no fixed alphabet, get a looser one (a run of 12: the
+alphabet strings code keeps, `0123456789abcdef…`).
+
+Ciphertexts are the other "format without secret": a Bitnami Sealed Secrets value (base64 of a 2-byte
+big-endian length of an RSA-OAEP ciphertext of 256 or 512 bytes, then the AES-GCM data: `AgA…`, `AQB…`), a
+Fernet token (`gAAAAA…`, version byte 0x80 and a timestamp), a Jasypt `ENC(…)` or SOPS `ENC[AES256_GCM,…]`
+value. They are encrypted with a key that is not in the text.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+
+# Words documentation puts in a token's place (case-insensitive; `sample` and `dummy` are 5+ letters, so a
+# random base62 token spells one with probability below 1e-7).
+_MARKER = re.compile(
+    r"(?i)example|placeholder|redacted|dummy|sample|thisis|(?:x[-_]?){6}"
+    r"|your[-_]?(?:api[-_]?)?(?:token|key|secret|password|pass)|(?:token|key|secret|string)[-_]?here"
+    r"|fake[-_]?(?:key|token|secret|sig)"
+)
+# `A` is left out of the run and cycle tests: base64 of zero bytes is `AAAA…` in real keys and macaroons.
+_RUN = re.compile(r"([^A])\1{7}")
+_CYCLE = re.compile(r"(?!AA)(..)\1{4}|(?!AAA)(...)\2{3}|(?!AAAA)(....)\3{2}")
+# What shows a value was cut or masked right after it (`xoxp-1-2-3-####`, `ops_eyJ…..[Redacted]`).
+_MASKED_AFTER = re.compile(r"(?i)#{3}|\*{3}|\.\.|\u2026|\[redacted")
+
+
+def _index(char: str) -> tuple[int, int]:
+    """(class, position) in the alphabets documentation counts through: digits (class 0, shared with both
+    letter cases so `789abc` runs on), lower case (1) and upper case (2) letters after the digits."""
+    if "0" <= char <= "9":
+        return 0, ord(char) - 48
+    if "a" <= char <= "z":
+        return 1, ord(char) - 87
+    if "A" <= char <= "Z":
+        return 2, ord(char) - 55
+    return -1, -100
+
+
+def sequence_runs(text: str) -> tuple[int, int]:
+    """(the longest run of consecutive characters, ascending or descending, and the characters in runs of four
+    or more): `abc123xyz-klmnopqrstuvwx` → (14, 14)."""
+    longest = covered = 0
+    previous: tuple[int, int] = (-1, -100)
+    length, step = 1, 0
+    for char in text:
+        current = _index(char)
+        delta = current[1] - previous[1]
+        joined = current[0] >= 0 and previous[0] >= 0 and (current[0] == previous[0] or 0 in (current[0], previous[0]))
+        if joined and delta in (1, -1) and (step in (0, delta)):
+            length += 1
+            step = delta
+        else:
+            if length >= 4:
+                covered += length
+            longest = max(longest, length)
+            # a run that turns back starts again at the previous character (`123210`: `123` then `3210`)
+            length, step = (2, delta) if joined and delta in (1, -1) else (1, 0)
+        previous = current
+    if length >= 4:
+        covered += length
+    return max(longest, length), covered
+
+
+def documentation_value(value: str, text_after: str = "", *, strict: bool = True, shape: bool = True) -> bool:
+    """Whether a value in a secret's format is a documentation or test value (see the module docstring).
+    `strict`: a vendor format (a random alphabet is known); else a labelled value (looser sequence tests).
+    `shape`: also the run, cycle and distinct-character tests (off for formats with runs of their own: X bearer
+    tokens start with 21 `A`, base64 of binary structures has `AAAA`)."""
+    if _MARKER.search(value) or _MASKED_AFTER.match(text_after):
+        return True
+    if not shape:
+        return False
+    if _RUN.search(value) or _CYCLE.search(value):
+        return True
+    alnum = [c for c in value if c.isalnum()]
+    if len(alnum) >= 16 and len(set(alnum)) <= 4:
+        return True
+    longest, covered = sequence_runs(value)
+    if strict:
+        return longest >= 7 or covered >= 12 or (covered >= 6 and 10 * covered >= 4 * len(alnum))
+    return longest >= 12
+
+
+# --- ciphertexts -----------------------------------------------------------------------------------------
+
+_FERNET = re.compile(r"gAAAAA[A-Za-z0-9_-]{80,}={0,2}")
+_ENCRYPTED_WRAPPER = re.compile(r"(?:\b(?:ENC|enc)\(|\bENC\[(?:AES256_GCM|PKCS7),data:)$")
+
+
+def sealed_secret(value: str) -> bool:
+    """A Bitnami Sealed Secrets ciphertext: base64 whose first two bytes give the length of the RSA-OAEP
+    ciphertext that follows (256 or 512 bytes, 2048- or 4096-bit keys), then more bytes (the AES-GCM data)."""
+    if len(value) < 360 or not value.startswith(("AQ", "Ag")):
+        return False
+    head = value[:8]
+    try:
+        raw = base64.b64decode(head, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    size = int.from_bytes(raw[:2], "big")
+    return size in (256, 512) and len(value.rstrip("=")) * 3 // 4 > size + 2
+
+
+def ciphertext(value: str, text_before: str) -> bool:
+    """A value that is encrypted data: a Sealed Secrets value, a Fernet token, or inside `ENC(`/`ENC[AES256_GCM,`
+    (Jasypt, SOPS)."""
+    core = value.strip("\"'")
+    if _FERNET.fullmatch(core) or sealed_secret(core):
+        return True
+    if core.startswith(("ENC(", "enc(", "ENC[AES256_GCM,", "ENC[PKCS7,")):
+        return True
+    return _ENCRYPTED_WRAPPER.search(text_before[-24:]) is not None
+
+
+__all__ = ["ciphertext", "documentation_value", "sealed_secret", "sequence_runs"]
