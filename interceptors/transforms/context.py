@@ -109,6 +109,8 @@ _ASSET_URL = re.compile(
 )
 _URL_START = re.compile(r"(?i)https?://[^\s\"'<>()]{0,2000}$")
 _ELIDED = ("...", "\u2026")
+_B64_RUN = re.compile(r"[A-Za-z0-9+/_=-]{1,8192}")
+_HEX_LITERAL = re.compile(r"0[xX][0-9a-fA-F]{2,64}")
 # Where the value of a labelled assignment is really the next line's key (`password=\njdbc.url=`).
 _NEXT_KEY = re.compile(r"[A-Za-z_][\w.-]{0,80}[:=]")
 # Detectors whose format has runs of its own (X bearer tokens start with 21 `A`; base64 of a binary structure has
@@ -279,6 +281,8 @@ def _code_value(text: str, finding: Finding) -> bool:
         return not core.replace(".", "").isdigit()
     if _SNAKE.fullmatch(core) and not any(c.isdigit() for c in core):
         return True
+    if _HEX_LITERAL.fullmatch(core):
+        return True  # a number literal (`#define PASSWORD 0x0dead1beef`)
     if _NEXT_KEY.fullmatch(core) and "\n" in text[max(0, finding.start - 8) : finding.start]:
         return True  # an empty value, then the next line's key
     return _CODE_AFTER.match(text, finding.end) is not None and _NAME_RE.fullmatch(core) is not None
@@ -315,7 +319,7 @@ def _signal_holds(name: str, text: str, finding: Finding, facts: _TextFacts) -> 
         return documentation_value(
             value,
             text[finding.end : finding.end + 12],
-            strict=detector.name not in GENERIC,
+            strict=detector.name not in LABELLED,
             shape=detector.name not in _OWN_RUNS
             and detector.entity != "private_key"
             and not _verified(detector.name, value),
@@ -323,7 +327,10 @@ def _signal_holds(name: str, text: str, finding: Finding, facts: _TextFacts) -> 
     if name == "empty_key_block":
         return _empty_key_block(value)
     if name == "ciphertext":
-        return ciphertext(value, text[max(0, finding.start - 24) : finding.start])
+        # the whole base64 run: a labelled value may be cut at its detector's bound (256 characters)
+        run = _B64_RUN.match(text, finding.start)
+        whole = run.group() if run is not None and run.end() >= finding.end else value
+        return ciphertext(whole, text[max(0, finding.start - 24) : finding.start])
     if name == "anti_forgery_token":
         return _ANTI_FORGERY.search(text, max(0, finding.start - 60), finding.start) is not None
     if name == "asset_url":

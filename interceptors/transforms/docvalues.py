@@ -34,6 +34,7 @@ _MARKER = re.compile(
 _RUN = re.compile(r"([^A])\1{7}")
 _CYCLE = re.compile(r"(?!AA)(..)\1{4}|(?!AAA)(...)\2{3}|(?!AAAA)(....)\3{2}")
 # What shows a value was cut or masked right after it (`xoxp-1-2-3-####`, `ops_eyJ…..[Redacted]`).
+_DIGIT_RUN = re.compile(r"(?<![0-9])[0-9]{24}")
 _MASKED_AFTER = re.compile(r"(?i)#{3}|\*{3}|\.\.|\u2026|\[redacted")
 
 
@@ -81,6 +82,8 @@ def documentation_value(value: str, text_after: str = "", *, strict: bool = True
     tokens start with 21 `A`, base64 of binary structures has `AAAA`)."""
     if _MARKER.search(value) or _MASKED_AFTER.match(text_after):
         return True
+    if not strict and len(value.strip("\"'` ")) < 4:
+        return True  # `password = "abc"`: too short to be issued as a credential
     if not shape:
         return False
     if _RUN.search(value) or _CYCLE.search(value):
@@ -88,6 +91,8 @@ def documentation_value(value: str, text_after: str = "", *, strict: bool = True
     alnum = [c for c in value if c.isalnum()]
     if len(alnum) >= 16 and len(set(alnum)) <= 4:
         return True
+    if strict and _DIGIT_RUN.search(value):
+        return True  # 24 digits in a row inside a token of letters and digits (`hf_3478658437…`)
     longest, covered = sequence_runs(value)
     if strict:
         return longest >= 7 or covered >= 12 or (covered >= 6 and 10 * covered >= 4 * len(alnum))

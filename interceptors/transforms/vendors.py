@@ -614,9 +614,14 @@ VENDOR_DETECTORS = tuple(
 _CLI_VALUE = r"""(?:'([^'\r\n]{1,256})'|"([^"\r\n]{1,256})"|([^\s'"]{1,256}))"""
 
 
+_CLI_PLACEHOLDER = frozenset({"test", "pass", "password", "passwd", "pwd", "secret", "token", "foo", "bar"})
+
+
 def _validate_cli(value: str, entity: str) -> str | None:
-    """A command-line password is not a flag, a placeholder or a port mapping."""
+    """A command-line password is not a flag, a placeholder (`[PASSWORD]`, `test`, `yyy`) or a port mapping."""
     if value.startswith(("-", "$")) or re.fullmatch(r"[\d:./]+", value):
+        return None
+    if value.lower() in _CLI_PLACEHOLDER or (value[:1] in "[<{" and value[-1:] in "]>}") or len(set(value)) == 1:
         return None
     return validate_secret(value, entity)
 
