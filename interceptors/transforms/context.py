@@ -34,7 +34,8 @@ from .tokenspec import crc32_token_valid
 ENTROPY = frozenset({"high_entropy_secret", "azure_storage_key"})
 LABELLED = frozenset(
     {"secret_assignment", "labelled_key", "connection_string_secret", "authorization_header", "url_credentials",
-     "cli_password_flag", "curl_user_credentials", "netrc_password", "mysql_password_flag"}
+     "cli_password_flag", "curl_user_credentials", "netrc_password", "mysql_password_flag", "curl_authorization_header",
+     "call_argument_secret", "cli_secret_flag"}
 ) | ASSIGNMENT_NAMES  # fmt: skip
 GENERIC = ENTROPY | LABELLED
 
