@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .assignments import ASSIGNMENT_NAMES
+from .catalog import BUILTIN_BY_NAME
 from .detectors import Finding
 from .docvalues import ciphertext, documentation_value
 from .tokenspec import crc32_token_valid
@@ -130,6 +131,8 @@ def _verified(detector: str, value: str) -> bool:
         payload = value.partition("_")[2]
         return len(payload) == 36 and crc32_token_valid(payload)
     return detector == "anthropic_api_key" and _ANTHROPIC_EXACT.fullmatch(value) is not None
+
+
 _PEM_BODY = re.compile(r"-----BEGIN[ A-Z0-9]{0,40}-----(.*?)(?:-----END[ A-Z0-9]{0,40}-----|\Z)", re.S)
 _PEM_HEADER_LINE = re.compile(r"(?m)^[A-Za-z-]{2,40}:[^\n]*$")
 _BASE64_LINE = re.compile(r"(?m)^[ \t]*[A-Za-z0-9+/]{40,120}={0,2}[ \t]*\r?$")
@@ -196,9 +199,6 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("binary_base64", ENTROPY,
            "base64 of a binary file (image, audio, font, archive, PDF), by its magic bytes or a MIME content type"),
     Signal("path_segment", frozenset({"high_entropy_secret"}), "a segment of a path (`/nix/store/<hash>-name`)"),
-    Signal("documentation_value", None,
-           "a value with too little information to be issued: EXAMPLE, x runs, one character repeated, a short cycle,"
-           " consecutive runs (`abcdef`, `0123456789`), few distinct characters, a mask right after it"),
     Signal("empty_key_block", frozenset({"private_key"}),
            "a private-key block with nothing in it, or a word (`-----BEGIN PRIVATE KEY-----\\nanything\\n-----END…`)"),
     Signal("ciphertext", GENERIC,
@@ -207,6 +207,9 @@ SIGNALS: tuple[Signal, ...] = (
            "a per-request anti-forgery token after its label (`authenticity_token`, `csrf-token`, `_csrf`)"),
     Signal("asset_url", ENTROPY, "a segment of a URL to a static asset (an image, a style sheet, a script, a font)"),
     Signal("elided_excerpt", ENTROPY, "an excerpt of a longer run, elided on both sides (`...a9Fq…Zk2...`)"),
+    Signal("documentation_value", None,
+           "a value with too little information to be issued: EXAMPLE, x runs, one character repeated, a short cycle,"
+           " consecutive runs (`abcdef`, `0123456789`), few distinct characters, a mask right after it"),
 )  # fmt: skip
 SIGNALS_BY_NAME: dict[str, Signal] = {s.name: s for s in SIGNALS}
 
@@ -317,11 +320,15 @@ def _signal_holds(name: str, text: str, finding: Finding, facts: _TextFacts) -> 
         return value.startswith("/") and value.count("/") >= 2 and any(_WORD.fullmatch(p) for p in value.split("/"))
     if name == "documentation_value":
         detector = finding.detector
+        if BUILTIN_BY_NAME.get(detector.name) is not detector:
+            return False  # a custom detector's values are the operator's business
+        encoded = "\\" in value or "%" in value or "&#" in value  # an escaped run repeats `\x`, `%2`
         return documentation_value(
             value,
             text[finding.end : finding.end + 12],
             strict=detector.name not in LABELLED,
-            shape=detector.name not in _OWN_RUNS
+            shape=not encoded
+            and detector.name not in _OWN_RUNS
             and detector.entity != "private_key"
             and not _verified(detector.name, value),
         )

@@ -7,8 +7,8 @@ how little information the value carries: a marker word (`EXAMPLE`, `placeholder
 character eight times in a row, a short cycle repeated (`123123123123`), too few distinct characters for its
 length, long runs of consecutive characters (`abcdef`, `0123456789`, `76543210`), or a mask right after it (`xoxp-…-####`, `ops_eyJ…..[Redacted]`). A random token
 trips these tests with a probability of about 1e-5 or less at the lengths vendor formats use (the strict
-thresholds below were chosen so: a run of 7 consecutive hex characters has probability about 7e-6 in a
-64-character hex token); labelled values, which have no fixed alphabet, get a looser one (a run of 12: the
+thresholds below were chosen so: a run of 8 consecutive hex characters has probability about 4e-7 in a
+64-character hex token, a run of 6 right after the prefix about 2e-6); labelled values, which have no fixed alphabet, get a looser one (a run of 12: the
 alphabet strings code keeps, `0123456789abcdef…`).
 
 Ciphertexts are the other "format without secret": a Bitnami Sealed Secrets value (base64 of a 2-byte
@@ -23,18 +23,24 @@ import base64
 import binascii
 import re
 
-# Words documentation puts in a token's place (case-insensitive; `sample` and `dummy` are 5+ letters, so a
-# random base62 token spells one with probability below 1e-7).
+# Words documentation puts in a token's place, each in one case throughout (lower, upper or capitalised: a
+# random base62 token spells `dummy` with mixed case, `DuMmy`, far more often than in one case).
+_WORDS = ("example", "placeholder", "redacted", "dummy", "sample", "thisis", "tokenhere", "keyhere", "secrethere",
+          "stringhere", "your_token", "your_key", "your_secret", "your_api_key", "your_password", "yourtoken",
+          "yourkey", "yoursecret", "yourapikey", "fakekey", "fakesig", "fake_key", "faketoken")  # fmt: skip
 _MARKER = re.compile(
-    r"(?i)example|placeholder|redacted|dummy|sample|thisis|(?:x[-_]?){6}"
-    r"|your[-_]?(?:api[-_]?)?(?:token|key|secret|password|pass)|(?:token|key|secret|string)[-_]?here"
-    r"|fake[-_]?(?:key|token|secret|sig)"
+    "|".join(sorted({v for w in _WORDS for v in (w, w.upper(), w.capitalize(), w.title().replace("_", ""))}))
+    + r"|(?i:(?:x[-_]?){6})|[Tt]oken[Hh]ere|[Ss]tring[Hh]ere|[Kk]ey[Hh]ere|[Ee]xample[A-Z]?"
 )
 # `A` is left out of the run and cycle tests: base64 of zero bytes is `AAAA…` in real keys and macaroons.
 _RUN = re.compile(r"([^A])\1{7}")
 _CYCLE = re.compile(r"(?!AA)(..)\1{4}|(?!AAA)(...)\2{3}|(?!AAAA)(....)\3{2}")
 # What shows a value was cut or masked right after it (`xoxp-1-2-3-####`, `ops_eyJ…..[Redacted]`).
-_DIGIT_RUN = re.compile(r"(?<![0-9])[0-9]{24}")
+# A token whose variable part is only digits, 24 or more (`hf_3478658437…`): in a hex or base62 token the chance
+# is 0.625**24 (1e-5) or less.
+_DIGIT_RUN = re.compile(r"[A-Za-z]{1,16}(?:[_-][A-Za-z]{1,16}){0,2}[_-][0-9]{24,}")
+# Where the variable part of a token starts: after its letters-only prefix (`sk-`, `rubygems_`, `lin_api_`).
+_PREFIX = re.compile(r"[A-Za-z]{1,16}(?:[_-][A-Za-z]{1,16}){0,2}[_-]")
 _MASKED_AFTER = re.compile(r"(?i)#{3}|\*{3}|\.\.|\u2026|\[redacted")
 
 
@@ -50,13 +56,14 @@ def _index(char: str) -> tuple[int, int]:
     return -1, -100
 
 
-def sequence_runs(text: str) -> tuple[int, int]:
-    """(the longest run of consecutive characters, ascending or descending, and the characters in runs of four
-    or more): `abc123xyz-klmnopqrstuvwx` → (14, 14)."""
+def sequence_runs(text: str) -> tuple[int, int, int]:
+    """(the longest run of consecutive characters, ascending or descending; the characters in runs of four or
+    more; the run the text starts with): `abc123xyz-klmnopqrstuvwx` → (14, 14, 3)."""
     longest = covered = 0
+    first = 0
     previous: tuple[int, int] = (-1, -100)
     length, step = 1, 0
-    for char in text:
+    for position, char in enumerate(text):
         current = _index(char)
         delta = current[1] - previous[1]
         joined = current[0] >= 0 and previous[0] >= 0 and (current[0] == previous[0] or 0 in (current[0], previous[0]))
@@ -67,12 +74,14 @@ def sequence_runs(text: str) -> tuple[int, int]:
             if length >= 4:
                 covered += length
             longest = max(longest, length)
+            if position and not first:
+                first = length
             # a run that turns back starts again at the previous character (`123210`: `123` then `3210`)
             length, step = (2, delta) if joined and delta in (1, -1) else (1, 0)
         previous = current
     if length >= 4:
         covered += length
-    return max(longest, length), covered
+    return max(longest, length), covered, first or length
 
 
 def documentation_value(value: str, text_after: str = "", *, strict: bool = True, shape: bool = True) -> bool:
@@ -91,11 +100,13 @@ def documentation_value(value: str, text_after: str = "", *, strict: bool = True
     alnum = [c for c in value if c.isalnum()]
     if len(alnum) >= 16 and len(set(alnum)) <= 4:
         return True
-    if strict and _DIGIT_RUN.search(value):
+    if strict and _DIGIT_RUN.fullmatch(value):
         return True  # 24 digits in a row inside a token of letters and digits (`hf_3478658437…`)
-    longest, covered = sequence_runs(value)
+    longest, covered, _ = sequence_runs(value)
     if strict:
-        return longest >= 7 or covered >= 12 or (covered >= 6 and 10 * covered >= 4 * len(alnum))
+        prefix = _PREFIX.match(value)
+        start = sequence_runs(value[prefix.end() : prefix.end() + 12])[2] if prefix else 0
+        return longest >= 8 or start >= 6 or covered >= 12 or (covered >= 6 and 10 * covered >= 4 * len(alnum))
     return longest >= 12
 
 
