@@ -3,13 +3,15 @@
 A vendor format fixes a token's prefix and alphabet; documentation and tests fill the rest with values nobody
 could be issued: `ghp_xxxx…`, `glc_1111…`, `AKIAIOSFODNN7EXAMPLE`, `sk-ant-api03-abc123xyz-…klmnopqrstuvwx`,
 `xoxp-1234-1234-1234-…`, `hf_3478658437…` with only a few distinct characters. `documentation_value` measures
-how little information the value carries: a marker word (`EXAMPLE`, `placeholder`, `your_token`, `…Here`), one
-character eight times in a row, a short cycle repeated (`123123123123`), too few distinct characters for its
-length, long runs of consecutive characters (`abcdef`, `0123456789`, `76543210`), or a mask right after it (`xoxp-…-####`, `ops_eyJ…..[Redacted]`). A random token
-trips these tests with a probability of about 1e-5 or less at the lengths vendor formats use (the strict
-thresholds below were chosen so: a run of 8 consecutive hex characters has probability about 4e-7 in a
-64-character hex token, a run of 6 right after the prefix about 2e-6); labelled values, which have no fixed alphabet, get a looser one (a run of 12: the
-alphabet strings code keeps, `0123456789abcdef…`).
+how little information the value carries: a marker word in one case (`EXAMPLE`, `placeholder`, `your_token`,
+`…Here`), one character eight times in a row (not `A`: base64 of zero bytes), a short cycle repeated
+(`123123123123`), too few distinct characters for its length, long runs of consecutive characters (`abcdef`,
+`0123456789`, `76543210`), a variable part of digits only, or a mask right after it (`xoxp-…-####`,
+`ops_eyJ…..[Redacted]`). A random token trips these tests with a probability of about 1e-5 or less at the
+lengths vendor formats use (the strict thresholds were chosen so: a run of 8 consecutive hex characters has
+probability about 4e-7 in a 64-character hex token, a run of 6 right after the prefix about 2e-6); labelled
+values, which have no fixed alphabet, get a looser one (a run of 12: the alphabet strings code keeps,
+`0123456789abcdef…`), and are no credential under 4 characters.
 
 Ciphertexts are the other "format without secret": a Bitnami Sealed Secrets value (base64 of a 2-byte
 big-endian length of an RSA-OAEP ciphertext of 256 or 512 bytes, then the AES-GCM data: `AgA…`, `AQB…`), a
