@@ -111,7 +111,16 @@ _ASSET_URL = re.compile(
 )
 _URL_START = re.compile(r"(?i)https?://[^\s\"'<>()]{0,2000}$")
 _ELIDED = ("...", "\u2026")
+_RECORD_PATH = re.compile(r"[^\s,]{0,200},sha256=")
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_=-]{1,8192}")
+_CALL_OPEN = re.compile(_DOTTED_NAME + r"\((?:[ \t]{0,2}" + _ARG + r"(?:[ \t]{0,2},[ \t]{0,2}" + _ARG + r"){0,6})?")
+# A name of code with digits inside (`base64.b64encode`, `standard_b64encode`): dotted or snake_case, then a call.
+_IDENTIFIER_CALL = re.compile(r"[A-Za-z_][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)+")
+_PRIVATE_NAME = re.compile(r"_{1,2}[a-z][a-z]{1,30}(?:_[a-z]{2,30}){0,6}")
+_DOC_PARAM = re.compile(r"(?::param|:type|:arg|:keyword|@param|@arg)[ \t]+[\w.*]{1,64}:?[ \t]*$")
+# A type name: two or more capitalised parts, optionally after an acronym (`RefreshToken`, `HTTPPasswordMgr`).
+_TYPE_NAME = re.compile(r"(?:[A-Z]{2,8})?(?:[A-Z][a-z]{1,20}){2,6}|[A-Z]{2,8}(?:[A-Z][a-z]{1,20}){1,6}")
+_ANNOTATION_AFTER = re.compile(r"[ \t]{0,2}(?:[,|)\]\[=]|\r?\n|$)")
 _HEX_LITERAL = re.compile(r"0[xX][0-9a-fA-F]{2,64}")
 # Where the value of a labelled assignment is really the next line's key (`password=\njdbc.url=`).
 _NEXT_KEY = re.compile(r"[A-Za-z_][\w.-]{0,80}[:=]")
@@ -289,6 +298,14 @@ def _code_value(text: str, finding: Finding) -> bool:
         return True  # a number literal (`#define PASSWORD 0x0dead1beef`)
     if _NEXT_KEY.fullmatch(core) and "\n" in text[max(0, finding.start - 8) : finding.start]:
         return True  # an empty value, then the next line's key
+    if _CALL_OPEN.fullmatch(core) or (_IDENTIFIER_CALL.fullmatch(core) and text.startswith("(", finding.end)):
+        return True  # a call whose arguments the value stops inside (`password.encode(`, `base64.b64encode(…)`)
+    if _PRIVATE_NAME.fullmatch(core):
+        return True  # `_core_token=_core_token`
+    if _DOC_PARAM.search(text, max(0, finding.start - 80), finding.start):
+        return True  # `:param refresh_token: should …` describes a parameter
+    if _TYPE_NAME.fullmatch(core) and _ANNOTATION_AFTER.match(text, finding.end):
+        return True  # a type annotation (`private_key: PrivateKeyTypes,`, `passwd: HTTPPasswordMgr`)
     return _CODE_AFTER.match(text, finding.end) is not None and _NAME_RE.fullmatch(core) is not None
 
 
@@ -317,7 +334,15 @@ def _signal_holds(name: str, text: str, finding: Finding, facts: _TextFacts) -> 
     if name == "binary_base64":
         return _inside(facts.binary(), finding.start, finding.end)
     if name == "path_segment":
-        return value.startswith("/") and value.count("/") >= 2 and any(_WORD.fullmatch(p) for p in value.split("/"))
+        if _RECORD_PATH.match(text, finding.end):
+            return True  # a path in a wheel's RECORD (`pkg/mod.py,sha256=…,123`)
+        before = text[finding.start - 1 : finding.start]
+        inside = (
+            value.startswith("/")
+            or text[finding.start - 2 : finding.start] == "/."  # in a dot directory (`/tmp/.tmpKUZmhW/pkg-1.0/…`)
+            or (before == "/" and _URL_START.search(text, max(0, finding.start - 2000), finding.start) is None)
+        )  # a URL's path may carry a token (`hooks.slack.com/workflows/…`): not spared as a path
+        return inside and value.count("/") >= 2 and any(_WORD.fullmatch(p) for p in value.split("/"))
     if name == "documentation_value":
         detector = finding.detector
         if BUILTIN_BY_NAME.get(detector.name) is not detector:

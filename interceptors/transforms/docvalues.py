@@ -40,6 +40,7 @@ _CYCLE = re.compile(r"(?!AA)(..)\1{4}|(?!AAA)(...)\2{3}|(?!AAAA)(....)\3{2}")
 # What shows a value was cut or masked right after it (`xoxp-1-2-3-####`, `ops_eyJ…..[Redacted]`).
 # A token whose variable part is only digits, 24 or more (`hf_3478658437…`): in a hex or base62 token the chance
 # is 0.625**24 (1e-5) or less.
+_FORMAT_TEMPLATE = re.compile(r"\{[A-Za-z_][\w.]{0,60}\}")
 _DIGIT_RUN = re.compile(r"[A-Za-z]{1,16}(?:[_-][A-Za-z]{1,16}){0,2}[_-][0-9]{24,}")
 # Where the variable part of a token starts: after its letters-only prefix (`sk-`, `rubygems_`, `lin_api_`).
 _PREFIX = re.compile(r"[A-Za-z]{1,16}(?:[_-][A-Za-z]{1,16}){0,2}[_-]")
@@ -93,8 +94,13 @@ def documentation_value(value: str, text_after: str = "", *, strict: bool = True
     tokens start with 21 `A`, base64 of binary structures has `AAAA`)."""
     if _MARKER.search(value) or _MASKED_AFTER.match(text_after):
         return True
-    if not strict and len(value.strip("\"'` ")) < 4:
-        return True  # `password = "abc"`: too short to be issued as a credential
+    if not strict:
+        core = value.strip("\"'` ")
+        if len(core) < 4 or _FORMAT_TEMPLATE.fullmatch(core):
+            return True  # `password = "abc"`: too short to be issued; `token='{token}'`: a format template
+        words = core.split()
+        if len(words) >= 4 and all(word.isalpha() for word in words):
+            return True  # prose (`'Password used to generate key'`)
     if not shape:
         return False
     if _RUN.search(value) or _CYCLE.search(value):
@@ -109,7 +115,7 @@ def documentation_value(value: str, text_after: str = "", *, strict: bool = True
         prefix = _PREFIX.match(value)
         start = sequence_runs(value[prefix.end() : prefix.end() + 12])[2] if prefix else 0
         return longest >= 8 or start >= 6 or covered >= 12 or (covered >= 6 and 10 * covered >= 4 * len(alnum))
-    return longest >= 12
+    return longest >= 12 or (longest == covered == len(alnum) >= 6)  # `'abcdefg'`, `123456`
 
 
 # --- ciphertexts -----------------------------------------------------------------------------------------
