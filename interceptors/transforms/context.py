@@ -28,7 +28,7 @@ from typing import Any
 from .assignments import ASSIGNMENT_NAMES
 from .catalog import BUILTIN_BY_NAME
 from .detectors import Finding
-from .docvalues import ciphertext, documentation_value
+from .docvalues import ciphertext, documentation_value, prefixed
 from .tokenspec import crc32_token_valid
 
 # Detectors that decide by shape or by a label near the value (what a context signal may overrule).
@@ -352,7 +352,10 @@ def _signal_holds(name: str, text: str, finding: Finding, facts: _TextFacts) -> 
             value,
             text[finding.end : finding.end + 12],
             strict=detector.name not in LABELLED,
+            # the entropy fallback (most findings, and random by its own test) is tested for shape only when it
+            # starts like a vendor token (`sk-ant-api03-abc123xyz-…`) or repeats no character (an alphabet)
             shape=not encoded
+            and (detector.name not in ENTROPY or prefixed(value) or len(set(value)) == len(value))
             and detector.name not in _OWN_RUNS
             and detector.entity != "private_key"
             and not _verified(detector.name, value),
@@ -361,11 +364,14 @@ def _signal_holds(name: str, text: str, finding: Finding, facts: _TextFacts) -> 
         return _empty_key_block(value)
     if name == "ciphertext":
         # the whole base64 run: a labelled value may be cut at its detector's bound (256 characters)
-        run = _B64_RUN.match(text, finding.start)
+        run = _B64_RUN.match(text, finding.start) if value.startswith(("AQ", "Ag")) else None
         whole = run.group() if run is not None and run.end() >= finding.end else value
         return ciphertext(whole, text[max(0, finding.start - 24) : finding.start])
     if name == "anti_forgery_token":
-        return _ANTI_FORGERY.search(text, max(0, finding.start - 60), finding.start) is not None
+        window = text[max(0, finding.start - 60) : finding.start].lower()
+        if not any(word in window for word in ("csrf", "xsrf", "authenticity", "verificationtoken")):
+            return False
+        return _ANTI_FORGERY.search(window) is not None
     if name == "asset_url":
         start = _URL_START.search(text, max(0, finding.start - 2000), finding.start)
         if start is None:

@@ -34,17 +34,60 @@ _MARKER = re.compile(
     "|".join(sorted({v for w in _WORDS for v in (w, w.upper(), w.capitalize(), w.title().replace("_", ""))}))
     + r"|(?i:(?:x[-_]?){6})|[Tt]oken[Hh]ere|[Ss]tring[Hh]ere|[Kk]ey[Hh]ere|[Ee]xample[A-Z]?"
 )
+# Lower-case pieces one of which every marker contains: one scan of the lowered value before the case-exact regex.
+_MARKER_HINT = re.compile("example|placeholder|redacted|dummy|sample|thisis|here|your|fake|xx|x-x|x_x")
 # `A` is left out of the run and cycle tests: base64 of zero bytes is `AAAA…` in real keys and macaroons.
 _RUN = re.compile(r"([^A])\1{7}")
 _CYCLE = re.compile(r"(?!AA)(..)\1{4}|(?!AAA)(...)\2{3}|(?!AAAA)(....)\3{2}")
+# Documentation values are short; a longer run (a base64 blob) gets the marker and mask tests only.
+_SHAPE_LIMIT = 160
+# Where a run of consecutive characters crosses from digits to letters (`89ab`, `BA98`).
+_CROSSINGS = ("9a", "9A", "a9", "A9")
+_INC = bytes((i + 1) % 256 for i in range(256))
+_DEC = bytes((i - 1) % 256 for i in range(256))
 # What shows a value was cut or masked right after it (`xoxp-1-2-3-####`, `ops_eyJ…..[Redacted]`).
+_MASKED_AFTER = re.compile(r"(?i)#{3}|\*{3}|\.\.|\u2026|\[redacted")
+_FORMAT_TEMPLATE = re.compile(r"\{[A-Za-z_][\w.]{0,60}\}")
 # A token whose variable part is only digits, 24 or more (`hf_3478658437…`): in a hex or base62 token the chance
 # is 0.625**24 (1e-5) or less.
-_FORMAT_TEMPLATE = re.compile(r"\{[A-Za-z_][\w.]{0,60}\}")
 _DIGIT_RUN = re.compile(r"[A-Za-z]{1,16}(?:[_-][A-Za-z]{1,16}){0,2}[_-][0-9]{24,}")
 # Where the variable part of a token starts: after its letters-only prefix (`sk-`, `rubygems_`, `lin_api_`).
 _PREFIX = re.compile(r"[A-Za-z]{1,16}(?:[_-][A-Za-z]{1,16}){0,2}[_-]")
-_MASKED_AFTER = re.compile(r"(?i)#{3}|\*{3}|\.\.|\u2026|\[redacted")
+
+
+def prefixed(value: str) -> bool:
+    """Whether a value starts like a vendor token, with a prefix of letters and a separator (`sk-ant-`, `xoxb-`)."""
+    return _PREFIX.match(value) is not None
+
+
+def _agree(whole: int, shifted: int, size: int, run: int) -> bool:
+    """Whether two byte strings of `size` bytes, given as integers, agree at `run` consecutive positions."""
+    return b"\x00" * run in (whole ^ shifted).to_bytes(size, "big")
+
+
+def _may_repeat_or_run(value: str) -> tuple[bool, bool]:
+    """Cheap supersets, with integer XORs in C: (`_RUN` or `_CYCLE` may match: a character 8 times, a period of 2,
+    3 or 4 over 10-12 characters; a run of four consecutive characters may be there: two adjacent positions
+    where a byte is its predecessor plus or minus one, or a digit-letter seam of `_CROSSINGS`)."""
+    raw = value.encode("latin-1", "replace")  # one byte a character: positions line up with the text
+    size = len(raw)
+    if size < 4:
+        return False, False
+    whole = int.from_bytes(raw, "big")
+    repeat = False
+    for period, run in ((1, 7), (2, 8), (3, 9), (4, 8)):
+        rest = size - period
+        if rest >= run and _agree(whole & ((1 << 8 * rest) - 1), whole >> 8 * period, rest, run):
+            repeat = True
+            break
+    tail = whole & ((1 << 8 * (size - 1)) - 1)
+    head = raw[:-1]
+    steps = (
+        _agree(tail, int.from_bytes(head.translate(_INC), "big"), size - 1, 2)
+        or _agree(tail, int.from_bytes(head.translate(_DEC), "big"), size - 1, 2)
+        or any(c in value for c in _CROSSINGS)
+    )
+    return repeat, steps
 
 
 def _index(char: str) -> tuple[int, int]:
@@ -87,12 +130,16 @@ def sequence_runs(text: str) -> tuple[int, int, int]:
     return max(longest, length), covered, first or length
 
 
+def _alnum_size(value: str) -> int:
+    return sum(c.isalnum() for c in value)
+
+
 def documentation_value(value: str, text_after: str = "", *, strict: bool = True, shape: bool = True) -> bool:
     """Whether a value in a secret's format is a documentation or test value (see the module docstring).
     `strict`: a vendor format (a random alphabet is known); else a labelled value (looser sequence tests).
     `shape`: also the run, cycle and distinct-character tests (off for formats with runs of their own: X bearer
     tokens start with 21 `A`, base64 of binary structures has `AAAA`)."""
-    if _MARKER.search(value) or _MASKED_AFTER.match(text_after):
+    if (_MARKER_HINT.search(value.lower()) and _MARKER.search(value)) or _MASKED_AFTER.match(text_after):
         return True
     if not strict:
         core = value.strip("\"'` ")
@@ -101,21 +148,25 @@ def documentation_value(value: str, text_after: str = "", *, strict: bool = True
         words = core.split()
         if len(words) >= 4 and all(word.isalpha() for word in words):
             return True  # prose (`'Password used to generate key'`)
-    if not shape:
+    if not shape or len(value) > _SHAPE_LIMIT:
         return False
-    if _RUN.search(value) or _CYCLE.search(value):
+    repeat, steps = _may_repeat_or_run(value)
+    if repeat and (_RUN.search(value) or _CYCLE.search(value)):
         return True
-    alnum = [c for c in value if c.isalnum()]
-    if len(alnum) >= 16 and len(set(alnum)) <= 4:
+    chars = set(value)
+    if len(chars) <= 12 and len(value) >= 16 and sum(c.isalnum() for c in chars) <= 4 and _alnum_size(value) >= 16:
         return True
     if strict and _DIGIT_RUN.fullmatch(value):
         return True  # 24 digits in a row inside a token of letters and digits (`hf_3478658437…`)
+    if not steps:
+        return False  # no run of four: none of the sequence tests below can hold
+    alnum_size = _alnum_size(value)
     longest, covered, _ = sequence_runs(value)
     if strict:
         prefix = _PREFIX.match(value)
         start = sequence_runs(value[prefix.end() : prefix.end() + 12])[2] if prefix else 0
-        return longest >= 8 or start >= 6 or covered >= 12 or (covered >= 6 and 10 * covered >= 4 * len(alnum))
-    return longest >= 12 or (longest == covered == len(alnum) >= 6)  # `'abcdefg'`, `123456`
+        return longest >= 8 or start >= 6 or covered >= 12 or (covered >= 6 and 10 * covered >= 4 * alnum_size)
+    return longest >= 12 or (longest == covered == alnum_size >= 6)  # `'abcdefg'`, `123456`
 
 
 # --- ciphertexts -----------------------------------------------------------------------------------------
@@ -142,11 +193,11 @@ def ciphertext(value: str, text_before: str) -> bool:
     """A value that is encrypted data: a Sealed Secrets value, a Fernet token, or inside `ENC(`/`ENC[AES256_GCM,`
     (Jasypt, SOPS)."""
     core = value.strip("\"'")
-    if _FERNET.fullmatch(core) or sealed_secret(core):
+    if (core.startswith("gAAAAA") and _FERNET.fullmatch(core)) or sealed_secret(core):
         return True
     if core.startswith(("ENC(", "enc(", "ENC[AES256_GCM,", "ENC[PKCS7,")):
         return True
     return _ENCRYPTED_WRAPPER.search(text_before[-24:]) is not None
 
 
-__all__ = ["ciphertext", "documentation_value", "sealed_secret", "sequence_runs"]
+__all__ = ["ciphertext", "documentation_value", "prefixed", "sealed_secret", "sequence_runs"]

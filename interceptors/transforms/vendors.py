@@ -708,16 +708,15 @@ CLI_DETECTORS: tuple[Detector, ...] = (
        "the password given to libcurl's CURLOPT_PASSWORD/USERPWD/PROXYPASSWORD/PROXYUSERPWD", entity="password",
        category="credential", group=1, min_length=4, validator=_validate_cli, confidence=0.9),
     _v("call_argument_secret",
-       r"(?i)\b(?:setProperty|setenv|putenv|put|set|define|setdefault|add|getenv|get|GetEnvOrDefault|getOrDefault)"
+       r"(?i)\b(?:setProperty|setenv|putenv|put|set|define|setdefault|add|getenv|GetEnvOrDefault|getOrDefault)"
        r"\([ \t]{0,4}[\"']"
        r"[\w.-]{0,40}?(?:token|secret|password|passwd|pwd|api[_-]?key|apikey|credentials?)s?[\"'][ \t]{0,4},[ \t]{0,4}"
        r"(?:\"([^\"\r\n]{4,256})\"|'([^'\r\n]{4,256})')",
-       ("setproperty", "setenv", "putenv", "put(", "set(", "define(", "setdefault(", "add(", "get(", "getenv(",
-        "ordefault("),
+       ("setproperty", "setenv", "putenv", "put(", "set(", "define(", "setdefault(", "add(", "getenv(", "ordefault("),
        "('System.setProperty(\"DB_PASSWORD\", \"'|'define(\"API_TOKEN\", \"'|'props.put(\"app.secret\", \"') "
        "<[A-Za-z0-9!%^*_+]{10,24}> '\")'",
        "a secret given by name to a setter: Java System.setProperty, PHP define, putenv, Properties.put; or as the "
-       "default of a lookup: os.getenv(\"API_TOKEN\", \"…\"), GetEnvOrDefault, getOrDefault",
+       "default of a lookup: getenv(\"API_TOKEN\", \"…\"), GetEnvOrDefault, getOrDefault",
        "the literal value of setProperty/define/putenv/put(\"…TOKEN|SECRET|PASSWORD|API_KEY…\", \"value\")",
        entity="password", category="credential", group=(1, 2), min_length=4, validator=_validate_cli,
        confidence=0.85),
