@@ -58,6 +58,7 @@ def _sealed(size: int) -> str:
         ("-----BEGIN " + "PRIVATE KEY-----\nanything\n-----END PRIVATE KEY-----", "empty_key_block"),
         ("    PASSWORD: " + _sealed(256), "ciphertext"),
         ("    TOKEN: " + _sealed(512), "ciphertext"),
+        ("    KEY: " + _sealed(512)[:500] + "==" + _rand(B62 + "+/", 200), "ciphertext"),  # a `==` inside the run
         ('# encrypted: secretKey = "ENC(' + _rand(B62, 24) + '=)"', "ciphertext"),
         ("token: rubygems_1234567" + _rand(HEX, 41), "documentation_value"),
         ('<input type="hidden" name="authenticity_token" value="' + _rand(B62, 64) + '" />', "anti_forgery_token"),

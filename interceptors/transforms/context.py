@@ -113,6 +113,8 @@ _URL_START = re.compile(r"(?i)https?://[^\s\"'<>()]{0,2000}$")
 _ELIDED = ("...", "\u2026")
 _RECORD_PATH = re.compile(r"[^\s,]{0,200},sha256=")
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_=-]{1,8192}")
+_B64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_=-")
+_NOT_B64 = re.compile(r"[^A-Za-z0-9+/_=-]")
 _CALL_OPEN = re.compile(_DOTTED_NAME + r"\((?:[ \t]{0,2}" + _ARG + r"(?:[ \t]{0,2},[ \t]{0,2}" + _ARG + r"){0,6})?")
 # A name of code with digits inside (`base64.b64encode`, `standard_b64encode`): dotted or snake_case, then a call.
 _IDENTIFIER_CALL = re.compile(r"[A-Za-z_][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)+")
@@ -364,7 +366,11 @@ def _signal_holds(name: str, text: str, finding: Finding, facts: _TextFacts) -> 
         return _empty_key_block(value)
     if name == "ciphertext":
         # the whole base64 run: a labelled value may be cut at its detector's bound (256 characters)
-        run = _B64_RUN.match(text, finding.start) if value.startswith(("AQ", "Ag")) else None
+        begin = finding.start
+        if begin and text[begin - 1] in _B64_CHARS:  # a finding inside a longer run (after a `==` in it)
+            breaks = [m.end() for m in _NOT_B64.finditer(text, max(0, begin - 2048), begin)]
+            begin = breaks[-1] if breaks else max(0, begin - 2048)
+        run = _B64_RUN.match(text, begin) if text.startswith(("AQ", "Ag"), begin) else None
         whole = run.group() if run is not None and run.end() >= finding.end else value
         return ciphertext(whole, text[max(0, finding.start - 24) : finding.start])
     if name == "anti_forgery_token":
