@@ -186,6 +186,7 @@ NEGATIVES: list[tuple[str, str]] = [
     ("curl_user_credentials", "curl -u 'test:test' https://localhost"),
     ("curl_user_credentials", 'curl --user "${USER}:${PASSWORD}" https://ci'),
     ("curl_user_credentials", "curl --user neo4j:[PASSWORD] http://db:7474/"),
+    ("curl_user_credentials", "curl -u <user:password> https://api.example.com/endpoint"),
 ]
 
 PUBLIC_MATERIAL = [  # look-alikes that are public: the whole standard pipeline leaves them as they are

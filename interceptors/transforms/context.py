@@ -111,6 +111,9 @@ _ASSET_URL = re.compile(
 )
 _URL_START = re.compile(r"(?i)https?://[^\s\"'<>()]{0,2000}$")
 _ELIDED = ("...", "\u2026")
+_PUBLIC_LABEL = re.compile(
+    r"(?i)(?<![a-z])(?:public[_-]?(?:key|token)|publishable[_-]?key|pub[_-]?key)[\"']?\s{0,3}[:=]\s{0,3}[\"']?$"
+)
 _RECORD_PATH = re.compile(r"[^\s,]{0,200},sha256=")
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_=-]{1,8192}")
 _B64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_=-")
@@ -216,7 +219,9 @@ SIGNALS: tuple[Signal, ...] = (
            "encrypted data: a Sealed Secrets value, a Fernet token, a Jasypt `ENC(…)` or SOPS `ENC[AES256_GCM,…]`"),
     Signal("anti_forgery_token", GENERIC,
            "a per-request anti-forgery token after its label (`authenticity_token`, `csrf-token`, `_csrf`)"),
-    Signal("asset_url", ENTROPY, "a segment of a URL to a static asset (an image, a style sheet, a script, a font)"),
+    Signal("asset_url", None, "a segment of a URL to a static asset (an image, a style sheet, a script, a font)"),
+    Signal("public_label", GENERIC, "a value after a label naming public material (`public_key`, `publicToken`,"
+           " `publishable_key`)"),
     Signal("elided_excerpt", ENTROPY, "an excerpt of a longer run, elided on both sides (`...a9Fq…Zk2...`)"),
     Signal("documentation_value", None,
            "a value with too little information to be issued: EXAMPLE, x runs, one character repeated, a short cycle,"
@@ -384,6 +389,8 @@ def _signal_holds(name: str, text: str, finding: Finding, facts: _TextFacts) -> 
             return False
         asset = _ASSET_URL.match(text, start.start())
         return asset is not None and asset.end() >= finding.end
+    if name == "public_label":
+        return _PUBLIC_LABEL.search(text, max(0, finding.start - 40), finding.start) is not None
     if name == "elided_excerpt":
         return text.endswith(_ELIDED, 0, finding.start) and text.startswith(_ELIDED, finding.end)
     return False

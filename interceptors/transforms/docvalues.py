@@ -47,6 +47,8 @@ _INC = bytes((i + 1) % 256 for i in range(256))
 _DEC = bytes((i - 1) % 256 for i in range(256))
 # What shows a value was cut or masked right after it (`xoxp-1-2-3-####`, `ops_eyJ…..[Redacted]`).
 _MASKED_AFTER = re.compile(r"(?i)#{3}|\*{3}|\.\.|\u2026|\[redacted")
+_NAMED_END = re.compile(r"(?i)[-_](?:token|key|secret|password)$")
+_CONSTANT_NAME = re.compile(r"[A-Z]{2,30}(?:_[A-Z]{2,30}){1,6}")
 _FORMAT_TEMPLATE = re.compile(r"\{[A-Za-z_][\w.]{0,60}\}")
 # A token whose variable part is only digits, 24 or more (`hf_3478658437…`): in a hex or base62 token the chance
 # is 0.625**24 (1e-5) or less.
@@ -141,10 +143,14 @@ def documentation_value(value: str, text_after: str = "", *, strict: bool = True
     tokens start with 21 `A`, base64 of binary structures has `AAAA`)."""
     if (_MARKER_HINT.search(value.lower()) and _MARKER.search(value)) or _MASKED_AFTER.match(text_after):
         return True
+    if _NAMED_END.search(value):
+        return True  # `xoxb-my-bot-token`: a value that ends by saying what it stands for
     if not strict:
         core = value.strip("\"'` ")
-        if len(core) < 4 or _FORMAT_TEMPLATE.fullmatch(core):
-            return True  # `password = "abc"`: too short to be issued; `token='{token}'`: a format template
+        if len(core) < 4 or _FORMAT_TEMPLATE.fullmatch(core) or _CONSTANT_NAME.fullmatch(core):
+            # `password = "abc"`: too short to be issued; `token='{token}'`: a format template;
+            # `access_token=ACCESS_TOKEN`: a constant's name standing for the value
+            return True
         words = core.split()
         if len(words) >= 4 and all(word.isalpha() for word in words):
             return True  # prose (`'Password used to generate key'`)

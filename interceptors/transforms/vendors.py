@@ -632,10 +632,11 @@ _CLI_PLACEHOLDER = frozenset({"test", "pass", "password", "passwd", "pwd", "secr
 
 
 def _validate_cli(value: str, entity: str) -> str | None:
-    """A command-line password is not a flag, a placeholder (`[PASSWORD]`, `test`, `yyy`) or a port mapping."""
+    """A command-line password is not a flag, a placeholder (`[PASSWORD]`, `<user:password>`, `test`, `yyy`) or a
+    port mapping."""
     if value.startswith(("-", "$")) or re.fullmatch(r"[\d:./]+", value):
         return None
-    if value.lower() in _CLI_PLACEHOLDER or (value[:1] in "[<{" and value[-1:] in "]>}") or len(set(value)) == 1:
+    if value.lower() in _CLI_PLACEHOLDER or value[:1] in "[<{" or value[-1:] in "]>}" or len(set(value)) == 1:
         return None
     return validate_secret(value, entity)
 
