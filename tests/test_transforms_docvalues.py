@@ -69,7 +69,6 @@ def _sealed(size: int) -> str:
         ('public_key = "' + _rand(B62, 43) + '"', "public_label"),
         ("xo" + "xb-" + "xo" + "xb-my-bot-token", "documentation_value"),
         ("https://api.example.com/cgi-bin/create?access_token=ACCESS_TOKEN", "documentation_value"),
-        ("https://example.org/images/3/35/2018-250-xo" + "xo-indieweb-1.jpg", "asset_url"),
         ("snowflake.password=\njdbc.snowflake.url=", "code_identifier"),
     ],
 )  # fmt: skip

@@ -219,7 +219,7 @@ SIGNALS: tuple[Signal, ...] = (
            "encrypted data: a Sealed Secrets value, a Fernet token, a Jasypt `ENC(…)` or SOPS `ENC[AES256_GCM,…]`"),
     Signal("anti_forgery_token", GENERIC,
            "a per-request anti-forgery token after its label (`authenticity_token`, `csrf-token`, `_csrf`)"),
-    Signal("asset_url", None, "a segment of a URL to a static asset (an image, a style sheet, a script, a font)"),
+    Signal("asset_url", ENTROPY, "a segment of a URL to a static asset (an image, a style sheet, a script, a font)"),
     Signal("public_label", GENERIC, "a value after a label naming public material (`public_key`, `publicToken`,"
            " `publishable_key`)"),
     Signal("elided_excerpt", ENTROPY, "an excerpt of a longer run, elided on both sides (`...a9Fq…Zk2...`)"),

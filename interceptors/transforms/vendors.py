@@ -636,7 +636,8 @@ def _validate_cli(value: str, entity: str) -> str | None:
     port mapping."""
     if value.startswith(("-", "$")) or re.fullmatch(r"[\d:./]+", value):
         return None
-    if value.lower() in _CLI_PLACEHOLDER or value[:1] in "[<{" or value[-1:] in "]>}" or len(set(value)) == 1:
+    bracketed = value[-1:] in "]>}" and (value[:1] in "[<{" or not any(c in value for c in "[<{"))  # `<user:pw>`
+    if value.lower() in _CLI_PLACEHOLDER or bracketed or len(set(value)) == 1:
         return None
     return validate_secret(value, entity)
 
