@@ -116,7 +116,6 @@ _PUBLIC_LABEL = re.compile(
 )
 _RECORD_PATH = re.compile(r"[^\s,]{0,200},sha256=")
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_=-]{1,8192}")
-_B64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_=-")
 _NOT_B64 = re.compile(r"[^A-Za-z0-9+/_=-]")
 _CALL_OPEN = re.compile(_DOTTED_NAME + r"\((?:[ \t]{0,2}" + _ARG + r"(?:[ \t]{0,2},[ \t]{0,2}" + _ARG + r"){0,6})?")
 # A name of code with digits inside (`base64.b64encode`, `standard_b64encode`): dotted or snake_case, then a call.
@@ -372,7 +371,7 @@ def _signal_holds(name: str, text: str, finding: Finding, facts: _TextFacts) -> 
     if name == "ciphertext":
         # the whole base64 run: a labelled value may be cut at its detector's bound (256 characters)
         begin = finding.start
-        if begin and text[begin - 1] in _B64_CHARS:  # a finding inside a longer run (after a `==` in it)
+        if text.endswith("==", 0, begin):  # a finding inside a longer run, after a `==` in it
             breaks = [m.end() for m in _NOT_B64.finditer(text, max(0, begin - 2048), begin)]
             begin = breaks[-1] if breaks else max(0, begin - 2048)
         run = _B64_RUN.match(text, begin) if text.startswith(("AQ", "Ag"), begin) else None
@@ -390,7 +389,8 @@ def _signal_holds(name: str, text: str, finding: Finding, facts: _TextFacts) -> 
         asset = _ASSET_URL.match(text, start.start())
         return asset is not None and asset.end() >= finding.end
     if name == "public_label":
-        return _PUBLIC_LABEL.search(text, max(0, finding.start - 40), finding.start) is not None
+        window = text[max(0, finding.start - 40) : finding.start]
+        return ("ub" in window or "UB" in window) and _PUBLIC_LABEL.search(window) is not None
     if name == "elided_excerpt":
         return text.endswith(_ELIDED, 0, finding.start) and text.startswith(_ELIDED, finding.end)
     return False

@@ -203,7 +203,7 @@ def ciphertext(value: str, text_before: str) -> bool:
         return True
     if core.startswith(("ENC(", "enc(", "ENC[AES256_GCM,", "ENC[PKCS7,")):
         return True
-    return _ENCRYPTED_WRAPPER.search(text_before[-24:]) is not None
+    return ("ENC" in text_before or "enc(" in text_before) and _ENCRYPTED_WRAPPER.search(text_before[-24:]) is not None
 
 
 __all__ = ["ciphertext", "documentation_value", "prefixed", "sealed_secret", "sequence_runs"]
