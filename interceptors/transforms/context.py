@@ -315,85 +315,151 @@ def _code_value(text: str, finding: Finding) -> bool:
     return _CODE_AFTER.match(text, finding.end) is not None and _NAME_RE.fullmatch(core) is not None
 
 
-def _signal_holds(name: str, text: str, finding: Finding, facts: _TextFacts) -> bool:
+def _url_start(text: str, start: int) -> int:
+    """Where the http(s) URL that runs without a blank up to `start` begins, or -1."""
+    lo = max(0, start - 2000)
+    at = text.rfind("://", lo, start)
+    if at < 0:
+        return -1
+    found = _URL_START.search(text, max(lo, at - 8), start)
+    return -1 if found is None else found.start()
+
+
+def _public_material(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return _inside(facts.public(), finding.start, finding.end)
+
+
+def _digest(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return (
+        _DIGEST_VALUE.match(finding.value) is not None
+        or _DIGEST_BEFORE.search(text, max(0, finding.start - 40), finding.start) is not None
+    )
+
+
+def _public_id(text: str, finding: Finding, facts: _TextFacts) -> bool:
     value = finding.value
-    if name == "public_material":
-        return _inside(facts.public(), finding.start, finding.end)
-    if name == "digest":
-        return (
-            _DIGEST_VALUE.match(value) is not None
-            or _DIGEST_BEFORE.search(text, max(0, finding.start - 40), finding.start) is not None
-        )
-    if name == "public_id":
-        return (_PUBLIC_ID.fullmatch(value) is not None and "_secret_" not in value) or (
-            _CONTENT_ID.fullmatch(value) is not None
-        )
-    if name == "request_id":
-        return _ID_LABEL.search(text, max(0, finding.start - 40), finding.start) is not None
-    if name == "ulid":
-        return _ULID.fullmatch(value) is not None
-    if name == "placeholder":
-        core = value.strip().strip("\"'`").lstrip("=:>")
-        return _PLACEHOLDER.fullmatch(core) is not None
-    if name == "code_identifier":
-        return _code_value(text, finding)
-    if name == "binary_base64":
-        return _inside(facts.binary(), finding.start, finding.end)
-    if name == "path_segment":
-        if _RECORD_PATH.match(text, finding.end):
-            return True  # a path in a wheel's RECORD (`pkg/mod.py,sha256=…,123`)
-        before = text[finding.start - 1 : finding.start]
-        inside = (
-            value.startswith("/")
-            or text[finding.start - 2 : finding.start] == "/."  # in a dot directory (`/tmp/.tmpKUZmhW/pkg-1.0/…`)
-            or (before == "/" and _URL_START.search(text, max(0, finding.start - 2000), finding.start) is None)
-        )  # a URL's path may carry a token (`hooks.slack.com/workflows/…`): not spared as a path
-        return inside and value.count("/") >= 2 and any(_WORD.fullmatch(p) for p in value.split("/"))
-    if name == "documentation_value":
-        detector = finding.detector
-        if BUILTIN_BY_NAME.get(detector.name) is not detector:
-            return False  # a custom detector's values are the operator's business
-        encoded = "\\" in value or "%" in value or "&#" in value  # an escaped run repeats `\x`, `%2`
-        return documentation_value(
-            value,
-            text[finding.end : finding.end + 12],
-            strict=detector.name not in LABELLED,
-            # the entropy fallback (most findings, and random by its own test) is tested for shape only when it
-            # starts like a vendor token (`sk-ant-api03-abc123xyz-…`) or repeats no character (an alphabet)
-            shape=not encoded
-            and (detector.name not in ENTROPY or prefixed(value) or len(set(value)) == len(value))
-            and detector.name not in _OWN_RUNS
-            and detector.entity != "private_key"
-            and not _verified(detector.name, value),
-        )
-    if name == "empty_key_block":
-        return _empty_key_block(value)
-    if name == "ciphertext":
-        # the whole base64 run: a labelled value may be cut at its detector's bound (256 characters)
-        begin = finding.start
-        if text.endswith("==", 0, begin):  # a finding inside a longer run, after a `==` in it
-            breaks = [m.end() for m in _NOT_B64.finditer(text, max(0, begin - 2048), begin)]
-            begin = breaks[-1] if breaks else max(0, begin - 2048)
-        run = _B64_RUN.match(text, begin) if text.startswith(("AQ", "Ag"), begin) else None
-        whole = run.group() if run is not None and run.end() >= finding.end else value
-        return ciphertext(whole, text[max(0, finding.start - 24) : finding.start])
-    if name == "anti_forgery_token":
-        window = text[max(0, finding.start - 60) : finding.start].lower()
-        if not any(word in window for word in ("csrf", "xsrf", "authenticity", "verificationtoken")):
-            return False
-        return _ANTI_FORGERY.search(window) is not None
-    if name == "asset_url":
-        start = _URL_START.search(text, max(0, finding.start - 2000), finding.start)
-        if start is None:
-            return False
-        asset = _ASSET_URL.match(text, start.start())
-        return asset is not None and asset.end() >= finding.end
-    if name == "public_label":
-        window = text[max(0, finding.start - 40) : finding.start]
-        return ("ub" in window or "UB" in window) and _PUBLIC_LABEL.search(window) is not None
-    if name == "elided_excerpt":
-        return text.endswith(_ELIDED, 0, finding.start) and text.startswith(_ELIDED, finding.end)
-    return False
+    return (_PUBLIC_ID.fullmatch(value) is not None and "_secret_" not in value) or (
+        _CONTENT_ID.fullmatch(value) is not None
+    )
+
+
+def _request_id(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return _ID_LABEL.search(text, max(0, finding.start - 40), finding.start) is not None
+
+
+def _ulid(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return _ULID.fullmatch(finding.value) is not None
+
+
+def _placeholder(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    core = finding.value.strip().strip("\"'`").lstrip("=:>")
+    return _PLACEHOLDER.fullmatch(core) is not None
+
+
+def _code_identifier(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return _code_value(text, finding)
+
+
+def _binary_base64(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return _inside(facts.binary(), finding.start, finding.end)
+
+
+def _path_segment(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    value = finding.value
+    if _RECORD_PATH.match(text, finding.end):
+        return True  # a path in a wheel's RECORD (`pkg/mod.py,sha256=…,123`)
+    if value.count("/") < 2:
+        return False
+    inside = (
+        value.startswith("/")
+        or text[finding.start - 2 : finding.start] == "/."  # in a dot directory (`/tmp/.tmpKUZmhW/pkg-1.0/…`)
+        or (text[finding.start - 1 : finding.start] == "/" and _url_start(text, finding.start) < 0)
+    )  # a URL's path may carry a token (`hooks.slack.com/workflows/…`): not spared as a path
+    return inside and any(_WORD.fullmatch(p) for p in value.split("/"))
+
+
+def _documentation_value(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    value = finding.value
+    detector = finding.detector
+    if BUILTIN_BY_NAME.get(detector.name) is not detector:
+        return False  # a custom detector's values are the operator's business
+    encoded = "\\" in value or "%" in value or "&#" in value  # an escaped run repeats `\x`, `%2`
+    return documentation_value(
+        value,
+        text[finding.end : finding.end + 12],
+        strict=detector.name not in LABELLED,
+        # the entropy fallback (most findings, and random by its own test) is tested for shape only when it
+        # starts like a vendor token (`sk-ant-api03-abc123xyz-…`) or repeats no character (an alphabet)
+        shape=not encoded
+        and (detector.name not in ENTROPY or prefixed(value) or len(set(value)) == len(value))
+        and detector.name not in _OWN_RUNS
+        and detector.entity != "private_key"
+        and not _verified(detector.name, value),
+    )
+
+
+def _empty_key(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return _empty_key_block(finding.value)
+
+
+def _ciphertext(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    # the whole base64 run: a labelled value may be cut at its detector's bound (256 characters)
+    begin = finding.start
+    if text.endswith("==", 0, begin):  # a finding inside a longer run, after a `==` in it
+        breaks = [m.end() for m in _NOT_B64.finditer(text, max(0, begin - 2048), begin)]
+        begin = breaks[-1] if breaks else max(0, begin - 2048)
+    run = _B64_RUN.match(text, begin) if text.startswith(("AQ", "Ag"), begin) else None
+    whole = run.group() if run is not None and run.end() >= finding.end else finding.value
+    return ciphertext(whole, text[max(0, finding.start - 24) : finding.start])
+
+
+def _anti_forgery(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    window = text[max(0, finding.start - 60) : finding.start].lower()
+    if not any(word in window for word in ("csrf", "xsrf", "authenticity", "verificationtoken")):
+        return False
+    return _ANTI_FORGERY.search(window) is not None
+
+
+def _asset_url(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    start = _url_start(text, finding.start)
+    if start < 0:
+        return False
+    asset = _ASSET_URL.match(text, start)
+    return asset is not None and asset.end() >= finding.end
+
+
+def _public_label(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    window = text[max(0, finding.start - 40) : finding.start]
+    return ("ub" in window or "UB" in window) and _PUBLIC_LABEL.search(window) is not None
+
+
+def _elided(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return text.endswith(_ELIDED, 0, finding.start) and text.startswith(_ELIDED, finding.end)
+
+
+_CHECKS: dict[str, Callable[[str, Finding, _TextFacts], bool]] = {
+    "public_material": _public_material,
+    "digest": _digest,
+    "public_id": _public_id,
+    "request_id": _request_id,
+    "ulid": _ulid,
+    "placeholder": _placeholder,
+    "code_identifier": _code_identifier,
+    "binary_base64": _binary_base64,
+    "path_segment": _path_segment,
+    "ciphertext": _ciphertext,
+    "anti_forgery_token": _anti_forgery,
+    "asset_url": _asset_url,
+    "public_label": _public_label,
+    "elided_excerpt": _elided,
+    "empty_key_block": _empty_key,
+    "documentation_value": _documentation_value,
+}
+
+
+def _signal_holds(name: str, text: str, finding: Finding, facts: _TextFacts) -> bool:
+    """Whether the named signal holds for a finding (one dictionary look-up: `spare` calls the checks directly)."""
+    return _CHECKS[name](text, finding, facts)
 
 
 def _empty_key_block(value: str) -> bool:
@@ -453,7 +519,7 @@ class Context:
                 for signal in self._for(finding.detector.name):
                     if facts is None:
                         facts = _TextFacts(text)
-                    if _signal_holds(signal.name, text, finding, facts):
+                    if _CHECKS[signal.name](text, finding, facts):
                         reason = signal.name
                         break
             if reason is None:
