@@ -111,6 +111,8 @@ _ASSET_URL = re.compile(
 )
 _URL_START = re.compile(r"(?i)https?://[^\s\"'<>()]{0,2000}$")
 _ELIDED = ("...", "\u2026")
+_ANTI_FORGERY_HINT = re.compile(r"(?i)csrf|xsrf|authenticity|verificationtoken")
+_CIPHER_STARTS = ("AQ", "Ag", "gAAAAA", "ENC", "enc(", '"', "'")
 _PUBLIC_LABEL = re.compile(
     r"(?i)(?<![a-z])(?:public[_-]?(?:key|token)|publishable[_-]?key|pub[_-]?key)[\"']?\s{0,3}[:=]\s{0,3}[\"']?$"
 )
@@ -403,8 +405,15 @@ def _empty_key(text: str, finding: Finding, facts: _TextFacts) -> bool:
 
 
 def _ciphertext(text: str, finding: Finding, facts: _TextFacts) -> bool:
-    # the whole base64 run: a labelled value may be cut at its detector's bound (256 characters)
     begin = finding.start
+    if (
+        not text.startswith(_CIPHER_STARTS, begin)
+        and not text.endswith("==", 0, begin)
+        and text.find("ENC", max(0, begin - 24), begin) < 0
+        and text.find("enc(", max(0, begin - 24), begin) < 0
+    ):
+        return False  # none of the shapes `ciphertext` knows starts here
+    # the whole base64 run: a labelled value may be cut at its detector's bound (256 characters)
     if text.endswith("==", 0, begin):  # a finding inside a longer run, after a `==` in it
         breaks = [m.end() for m in _NOT_B64.finditer(text, max(0, begin - 2048), begin)]
         begin = breaks[-1] if breaks else max(0, begin - 2048)
@@ -414,10 +423,10 @@ def _ciphertext(text: str, finding: Finding, facts: _TextFacts) -> bool:
 
 
 def _anti_forgery(text: str, finding: Finding, facts: _TextFacts) -> bool:
-    window = text[max(0, finding.start - 60) : finding.start].lower()
-    if not any(word in window for word in ("csrf", "xsrf", "authenticity", "verificationtoken")):
+    lo = max(0, finding.start - 60)
+    if _ANTI_FORGERY_HINT.search(text, lo, finding.start) is None:
         return False
-    return _ANTI_FORGERY.search(window) is not None
+    return _ANTI_FORGERY.search(text, lo, finding.start) is not None
 
 
 def _asset_url(text: str, finding: Finding, facts: _TextFacts) -> bool:
@@ -429,8 +438,10 @@ def _asset_url(text: str, finding: Finding, facts: _TextFacts) -> bool:
 
 
 def _public_label(text: str, finding: Finding, facts: _TextFacts) -> bool:
-    window = text[max(0, finding.start - 40) : finding.start]
-    return ("ub" in window or "UB" in window) and _PUBLIC_LABEL.search(window) is not None
+    lo = max(0, finding.start - 40)
+    if text.find("ub", lo, finding.start) < 0 and text.find("UB", lo, finding.start) < 0:
+        return False
+    return _PUBLIC_LABEL.search(text, lo, finding.start) is not None
 
 
 def _elided(text: str, finding: Finding, facts: _TextFacts) -> bool:

@@ -47,7 +47,7 @@ _INC = bytes((i + 1) % 256 for i in range(256))
 _DEC = bytes((i - 1) % 256 for i in range(256))
 # What shows a value was cut or masked right after it (`xoxp-1-2-3-####`, `ops_eyJ…..[Redacted]`).
 _MASKED_AFTER = re.compile(r"(?i)#{3}|\*{3}|\.\.|\u2026|\[redacted")
-_NAMED_END = re.compile(r"(?i)[-_](?:token|key|secret|password)$")
+_NAMED_ENDS = tuple(sep + word for sep in "-_" for word in ("token", "key", "secret", "password"))
 _CONSTANT_NAME = re.compile(r"[A-Z]{2,30}(?:_[A-Z]{2,30}){1,6}")
 _FORMAT_TEMPLATE = re.compile(r"\{[A-Za-z_][\w.]{0,60}\}")
 # A token whose variable part is only digits, 24 or more (`hf_3478658437…`): in a hex or base62 token the chance
@@ -141,9 +141,10 @@ def documentation_value(value: str, text_after: str = "", *, strict: bool = True
     `strict`: a vendor format (a random alphabet is known); else a labelled value (looser sequence tests).
     `shape`: also the run, cycle and distinct-character tests (off for formats with runs of their own: X bearer
     tokens start with 21 `A`, base64 of binary structures has `AAAA`)."""
-    if (_MARKER_HINT.search(value.lower()) and _MARKER.search(value)) or _MASKED_AFTER.match(text_after):
+    lowered = value.lower()
+    if (_MARKER_HINT.search(lowered) and _MARKER.search(value)) or _MASKED_AFTER.match(text_after):
         return True
-    if _NAMED_END.search(value):
+    if lowered.endswith(_NAMED_ENDS):
         return True  # `xoxb-my-bot-token`: a value that ends by saying what it stands for
     if not strict:
         core = value.strip("\"'` ")
