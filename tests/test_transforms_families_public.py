@@ -109,6 +109,15 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("call_argument_secret", 'System.setProperty("KAFKA_PASSWORD", "' + (kp := "kf-Pa55-w0rd") + '");', kp),
     ("call_argument_secret", "define('AUTH_SECRET', '" + (ws := "q9!Zr2@Lm5#x") + "');", ws),
     ("sidekiq_credentials", "<BUNDLE_GEMS__CONTRIBSYS__COM>\n  " + (sk3 := f"{_rand(HEX, 8)}:{_rand(HEX, 8)}") + "\n</BUNDLE_GEMS__CONTRIBSYS__COM>", sk3),
+    ("sourcegraph_labelled_token", "SOURCEGRAPH_TOKEN=" + (sg2 := _rand("0123456789abcdefABCDEF", 40)), sg2),
+    ("sumologic_access_id", 'SUMO_ACCESS_ID = "' + (sl := "su" + _rand(B62, 12)) + '"', sl),
+    ("sumologic_access_id", "sumologic.accessId: " + (sl2 := "su" + _rand(B62, 12)), sl2),
+    ("curl_authorization_header", 'curl -H "Authorization: Api-Token ' + (ah := _rand(HEX, 40)) + '" https://api.example.com/v1', ah),
+    ("curl_authorization_header", "curl --header 'Authorization: " + (ah2 := _guid()) + "'", ah2),
+    ("curl_user_credentials", 'curl -u ":' + (cp := "Zq8!mW2xKp4") + '" https://search.internal:9200', cp),
+    ("curl_user_credentials", "curl -u " + (ck := "rk_" + _rand(B62, 24)) + ": https://api.example.com/v1/charges", ck),
+    ("curl_user_credentials", "curl --user deploy:'" + (cq := "Hq7vT2m9Lp4x") + "' -X PATCH", cq),
+    ("call_argument_secret", 'token = os.getenv("API_TOKEN", "' + (gd := "d3v-T0ken-9xQ") + '")', gd),
 ]  # fmt: skip
 
 NEGATIVES: list[tuple[str, str]] = [
@@ -169,6 +178,15 @@ NEGATIVES: list[tuple[str, str]] = [
     ("aws_bedrock_api_key", "bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29x"),
     ("call_argument_secret", 'System.setProperty("API_KEY", "${API_KEY}")'),
     ("call_argument_secret", 'fields = ("token", "password")'),
+    ("sourcegraph_labelled_token", "sourcegraph: see the docs for a token"),
+    ("sumologic_access_id", "sumObj = suGyK5imvQDdvU"),
+    ("sumologic_access_id", "export SUMOLOGIC_ACCESSID=${SUMOLOGIC_ACCESSID}"),
+    ("curl_authorization_header", 'curl -H "Authorization: Token $API_TOKEN" https://api.example.com'),
+    ("curl_authorization_header", 'curl -H "Authorization: Bearer <your token>" https://api.example.com'),
+    ("curl_user_credentials", "curl -u 'test:test' https://localhost"),
+    ("curl_user_credentials", 'curl --user "${USER}:${PASSWORD}" https://ci'),
+    ("curl_user_credentials", "curl --user neo4j:[PASSWORD] http://db:7474/"),
+    ("curl_user_credentials", "curl -u <user:password> https://api.example.com/endpoint"),
 ]
 
 PUBLIC_MATERIAL = [  # look-alikes that are public: the whole standard pipeline leaves them as they are

@@ -331,7 +331,8 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "google_api_key", "api_token", "secret", 0.99,
-        r"AIza[0-9A-Za-z_-]{35}",
+        # bounded both sides: `AIza` inside a longer base64 run, or 35 characters that run on, is no key
+        r"(?<![0-9A-Za-z_-])AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])",
         hints=("aiza",), min_length=39,
         spec="'AIza' [A-Za-z0-9_-]{35}", source="Google Cloud API keys (cloud.google.com/docs/authentication/api-keys)",
         description="Google API keys: AIza + 35",

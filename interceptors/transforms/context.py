@@ -26,13 +26,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from .assignments import ASSIGNMENT_NAMES
+from .catalog import BUILTIN_BY_NAME
 from .detectors import Finding
+from .docvalues import ciphertext, documentation_value, prefixed
+from .tokenspec import crc32_token_valid
 
 # Detectors that decide by shape or by a label near the value (what a context signal may overrule).
 ENTROPY = frozenset({"high_entropy_secret", "azure_storage_key"})
 LABELLED = frozenset(
     {"secret_assignment", "labelled_key", "connection_string_secret", "authorization_header", "url_credentials",
-     "cli_password_flag", "curl_user_credentials", "netrc_password", "mysql_password_flag"}
+     "cli_password_flag", "curl_user_credentials", "netrc_password", "mysql_password_flag", "curl_authorization_header",
+     "call_argument_secret", "cli_secret_flag"}
 ) | ASSIGNMENT_NAMES  # fmt: skip
 GENERIC = ENTROPY | LABELLED
 
@@ -95,6 +99,57 @@ _KEYWORDS = frozenset(
      "req", "ctx", "getpass", "input", "str", "bytes", "string", "os", "env", "config", "settings", "props"}
 )  # fmt: skip
 _CODE_AFTER = re.compile(r"\s{0,3}(?:\(|\.[A-Za-z_]|\bor\b|\band\b|\|\||&&|\?\?|\bif\b)")
+# A per-request anti-forgery token's label, right before its value (`name="authenticity_token" value="`).
+_ANTI_FORGERY = re.compile(
+    r"(?i)(?:authenticity_token|csrf[-_]?token|xsrf[-_]?token|csrfmiddlewaretoken|__RequestVerificationToken|_csrf)"
+    r"(?:[\"']?\s{0,3}(?:[:=]|content=|value=)|[\"']\s{1,3}(?:value|content)=)\s{0,3}[\"']?$"
+)
+# A URL whose path ends in a static asset (an image, a style sheet, a script, a font): its segments are names.
+_ASSET_URL = re.compile(
+    r"(?i)https?://[^\s\"'<>()]{1,2000}?\.(?:png|jpe?g|gif|webp|svg|ico|bmp|avif|image|css|js|woff2?|ttf|mp[34])"
+    r"(?![\w-])"
+)
+_URL_START = re.compile(r"(?i)https?://[^\s\"'<>()]{0,2000}$")
+_ELIDED = ("...", "\u2026")
+_ANTI_FORGERY_HINT = re.compile(r"(?i)csrf|xsrf|authenticity|verificationtoken")
+_CIPHER_STARTS = ("AQ", "Ag", "gAAAAA", "ENC", "enc(", '"', "'")
+_PUBLIC_LABEL = re.compile(
+    r"(?i)(?<![a-z])(?:public[_-]?(?:key|token)|publishable[_-]?key|pub[_-]?key)[\"']?\s{0,3}[:=]\s{0,3}[\"']?$"
+)
+_RECORD_PATH = re.compile(r"[^\s,]{0,200},sha256=")
+_B64_RUN = re.compile(r"[A-Za-z0-9+/_=-]{1,8192}")
+_NOT_B64 = re.compile(r"[^A-Za-z0-9+/_=-]")
+_CALL_OPEN = re.compile(_DOTTED_NAME + r"\((?:[ \t]{0,2}" + _ARG + r"(?:[ \t]{0,2},[ \t]{0,2}" + _ARG + r"){0,6})?")
+# A name of code with digits inside (`base64.b64encode`, `standard_b64encode`): dotted or snake_case, then a call.
+_IDENTIFIER_CALL = re.compile(r"[A-Za-z_][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)+")
+_PRIVATE_NAME = re.compile(r"_{1,2}[a-z][a-z]{1,30}(?:_[a-z]{2,30}){0,6}")
+_DOC_PARAM = re.compile(r"(?::param|:type|:arg|:keyword|@param|@arg)[ \t]+[\w.*]{1,64}:?[ \t]*$")
+# A type name: two or more capitalised parts, optionally after an acronym (`RefreshToken`, `HTTPPasswordMgr`).
+_TYPE_NAME = re.compile(r"(?:[A-Z]{2,8})?(?:[A-Z][a-z]{1,20}){2,6}|[A-Z]{2,8}(?:[A-Z][a-z]{1,20}){1,6}")
+_ANNOTATION_AFTER = re.compile(r"[ \t]{0,2}(?:[,|)\]\[=]|\r?\n|$)")
+_HEX_LITERAL = re.compile(r"0[xX][0-9a-fA-F]{2,64}")
+# Where the value of a labelled assignment is really the next line's key (`password=\njdbc.url=`).
+_NEXT_KEY = re.compile(r"[A-Za-z_][\w.-]{0,80}[:=]")
+# Detectors whose format has runs of its own (X bearer tokens start with 21 `A`; base64 of a binary structure has
+# `AAAA`): only the marker and mask tests of `documentation_value` apply to them.
+_OWN_RUNS = frozenset(
+    {"twitter_bearer_token", "ntlm_authenticate_message", "ntlm_hash_dump", "jwt", "grafana_provisioned_key",
+     "flyio_token", "aws_bedrock_api_key"}
+)  # fmt: skip
+# A token that passes its format's own verification is reported even when it reads like a sequence (markers such
+# as EXAMPLE still count): a GitHub token whose CRC32 checks, an Anthropic key of the exact length ending `AA`.
+_ANTHROPIC_EXACT = re.compile(r"sk-ant-(?:api|admin)\d\d-[A-Za-z0-9_-]{93}AA")
+
+
+def _verified(detector: str, value: str) -> bool:
+    if detector == "github_token":
+        payload = value.partition("_")[2]
+        return len(payload) == 36 and crc32_token_valid(payload)
+    return detector == "anthropic_api_key" and _ANTHROPIC_EXACT.fullmatch(value) is not None
+
+
+_PEM_BODY = re.compile(r"-----BEGIN[ A-Z0-9]{0,40}-----(.*?)(?:-----END[ A-Z0-9]{0,40}-----|\Z)", re.S)
+_PEM_HEADER_LINE = re.compile(r"(?m)^[A-Za-z-]{2,40}:[^\n]*$")
 _BASE64_LINE = re.compile(r"(?m)^[ \t]*[A-Za-z0-9+/]{40,120}={0,2}[ \t]*\r?$")
 _CONTENT_TYPE = re.compile(r"(?i)content-type:\s*([\w.+-]+/[\w.+-]+)")
 # Magic numbers of binary formats (decoded bytes): images, audio, video, fonts, archives, documents, executables.
@@ -159,6 +214,19 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("binary_base64", ENTROPY,
            "base64 of a binary file (image, audio, font, archive, PDF), by its magic bytes or a MIME content type"),
     Signal("path_segment", frozenset({"high_entropy_secret"}), "a segment of a path (`/nix/store/<hash>-name`)"),
+    Signal("empty_key_block", frozenset({"private_key"}),
+           "a private-key block with nothing in it, or a word (`-----BEGIN PRIVATE KEY-----\\nanything\\n-----END…`)"),
+    Signal("ciphertext", GENERIC,
+           "encrypted data: a Sealed Secrets value, a Fernet token, a Jasypt `ENC(…)` or SOPS `ENC[AES256_GCM,…]`"),
+    Signal("anti_forgery_token", GENERIC,
+           "a per-request anti-forgery token after its label (`authenticity_token`, `csrf-token`, `_csrf`)"),
+    Signal("asset_url", ENTROPY, "a segment of a URL to a static asset (an image, a style sheet, a script, a font)"),
+    Signal("public_label", GENERIC, "a value after a label naming public material (`public_key`, `publicToken`,"
+           " `publishable_key`)"),
+    Signal("elided_excerpt", ENTROPY, "an excerpt of a longer run, elided on both sides (`...a9Fq…Zk2...`)"),
+    Signal("documentation_value", None,
+           "a value with too little information to be issued: EXAMPLE, x runs, one character repeated, a short cycle,"
+           " consecutive runs (`abcdef`, `0123456789`), few distinct characters, a mask right after it"),
 )  # fmt: skip
 SIGNALS_BY_NAME: dict[str, Signal] = {s.name: s for s in SIGNALS}
 
@@ -234,36 +302,184 @@ def _code_value(text: str, finding: Finding) -> bool:
         return not core.replace(".", "").isdigit()
     if _SNAKE.fullmatch(core) and not any(c.isdigit() for c in core):
         return True
+    if _HEX_LITERAL.fullmatch(core):
+        return True  # a number literal (`#define PASSWORD 0x0dead1beef`)
+    if _NEXT_KEY.fullmatch(core) and "\n" in text[max(0, finding.start - 8) : finding.start]:
+        return True  # an empty value, then the next line's key
+    if _CALL_OPEN.fullmatch(core) or (_IDENTIFIER_CALL.fullmatch(core) and text.startswith("(", finding.end)):
+        return True  # a call whose arguments the value stops inside (`password.encode(`, `base64.b64encode(…)`)
+    if _PRIVATE_NAME.fullmatch(core):
+        return True  # `_core_token=_core_token`
+    if _DOC_PARAM.search(text, max(0, finding.start - 80), finding.start):
+        return True  # `:param refresh_token: should …` describes a parameter
+    if _TYPE_NAME.fullmatch(core) and _ANNOTATION_AFTER.match(text, finding.end):
+        return True  # a type annotation (`private_key: PrivateKeyTypes,`, `passwd: HTTPPasswordMgr`)
     return _CODE_AFTER.match(text, finding.end) is not None and _NAME_RE.fullmatch(core) is not None
 
 
-def _signal_holds(name: str, text: str, finding: Finding, facts: _TextFacts) -> bool:
+def _url_start(text: str, start: int) -> int:
+    """Where the http(s) URL that runs without a blank up to `start` begins, or -1."""
+    lo = max(0, start - 2000)
+    at = text.rfind("://", lo, start)
+    if at < 0:
+        return -1
+    found = _URL_START.search(text, max(lo, at - 8), start)
+    return -1 if found is None else found.start()
+
+
+def _public_material(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return _inside(facts.public(), finding.start, finding.end)
+
+
+def _digest(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return (
+        _DIGEST_VALUE.match(finding.value) is not None
+        or _DIGEST_BEFORE.search(text, max(0, finding.start - 40), finding.start) is not None
+    )
+
+
+def _public_id(text: str, finding: Finding, facts: _TextFacts) -> bool:
     value = finding.value
-    if name == "public_material":
-        return _inside(facts.public(), finding.start, finding.end)
-    if name == "digest":
-        return (
-            _DIGEST_VALUE.match(value) is not None
-            or _DIGEST_BEFORE.search(text, max(0, finding.start - 40), finding.start) is not None
-        )
-    if name == "public_id":
-        return (_PUBLIC_ID.fullmatch(value) is not None and "_secret_" not in value) or (
-            _CONTENT_ID.fullmatch(value) is not None
-        )
-    if name == "request_id":
-        return _ID_LABEL.search(text, max(0, finding.start - 40), finding.start) is not None
-    if name == "ulid":
-        return _ULID.fullmatch(value) is not None
-    if name == "placeholder":
-        core = value.strip().strip("\"'`").lstrip("=:>")
-        return _PLACEHOLDER.fullmatch(core) is not None
-    if name == "code_identifier":
-        return _code_value(text, finding)
-    if name == "binary_base64":
-        return _inside(facts.binary(), finding.start, finding.end)
-    if name == "path_segment":
-        return value.startswith("/") and value.count("/") >= 2 and any(_WORD.fullmatch(p) for p in value.split("/"))
-    return False
+    return (_PUBLIC_ID.fullmatch(value) is not None and "_secret_" not in value) or (
+        _CONTENT_ID.fullmatch(value) is not None
+    )
+
+
+def _request_id(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return _ID_LABEL.search(text, max(0, finding.start - 40), finding.start) is not None
+
+
+def _ulid(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return _ULID.fullmatch(finding.value) is not None
+
+
+def _placeholder(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    core = finding.value.strip().strip("\"'`").lstrip("=:>")
+    return _PLACEHOLDER.fullmatch(core) is not None
+
+
+def _code_identifier(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return _code_value(text, finding)
+
+
+def _binary_base64(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return _inside(facts.binary(), finding.start, finding.end)
+
+
+def _path_segment(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    value = finding.value
+    if _RECORD_PATH.match(text, finding.end):
+        return True  # a path in a wheel's RECORD (`pkg/mod.py,sha256=…,123`)
+    if value.count("/") < 2:
+        return False
+    inside = (
+        value.startswith("/")
+        or text[finding.start - 2 : finding.start] == "/."  # in a dot directory (`/tmp/.tmpKUZmhW/pkg-1.0/…`)
+        or (text[finding.start - 1 : finding.start] == "/" and _url_start(text, finding.start) < 0)
+    )  # a URL's path may carry a token (`hooks.slack.com/workflows/…`): not spared as a path
+    return inside and any(_WORD.fullmatch(p) for p in value.split("/"))
+
+
+def _documentation_value(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    value = finding.value
+    detector = finding.detector
+    if BUILTIN_BY_NAME.get(detector.name) is not detector:
+        return False  # a custom detector's values are the operator's business
+    encoded = "\\" in value or "%" in value or "&#" in value  # an escaped run repeats `\x`, `%2`
+    return documentation_value(
+        value,
+        text[finding.end : finding.end + 12],
+        strict=detector.name not in LABELLED,
+        # the entropy fallback (most findings, and random by its own test) is tested for shape only when it
+        # starts like a vendor token (`sk-ant-api03-abc123xyz-…`) or repeats no character (an alphabet)
+        shape=not encoded
+        and (detector.name not in ENTROPY or prefixed(value) or len(set(value)) == len(value))
+        and detector.name not in _OWN_RUNS
+        and detector.entity != "private_key"
+        and not _verified(detector.name, value),
+    )
+
+
+def _empty_key(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return _empty_key_block(finding.value)
+
+
+def _ciphertext(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    begin = finding.start
+    if (
+        not text.startswith(_CIPHER_STARTS, begin)
+        and not text.endswith("==", 0, begin)
+        and text.find("ENC", max(0, begin - 24), begin) < 0
+        and text.find("enc(", max(0, begin - 24), begin) < 0
+    ):
+        return False  # none of the shapes `ciphertext` knows starts here
+    # the whole base64 run: a labelled value may be cut at its detector's bound (256 characters)
+    if text.endswith("==", 0, begin):  # a finding inside a longer run, after a `==` in it
+        breaks = [m.end() for m in _NOT_B64.finditer(text, max(0, begin - 2048), begin)]
+        begin = breaks[-1] if breaks else max(0, begin - 2048)
+    run = _B64_RUN.match(text, begin) if text.startswith(("AQ", "Ag"), begin) else None
+    whole = run.group() if run is not None and run.end() >= finding.end else finding.value
+    return ciphertext(whole, text[max(0, finding.start - 24) : finding.start])
+
+
+def _anti_forgery(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    lo = max(0, finding.start - 60)
+    if _ANTI_FORGERY_HINT.search(text, lo, finding.start) is None:
+        return False
+    return _ANTI_FORGERY.search(text, lo, finding.start) is not None
+
+
+def _asset_url(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    start = _url_start(text, finding.start)
+    if start < 0:
+        return False
+    asset = _ASSET_URL.match(text, start)
+    return asset is not None and asset.end() >= finding.end
+
+
+def _public_label(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    lo = max(0, finding.start - 40)
+    if text.find("ub", lo, finding.start) < 0 and text.find("UB", lo, finding.start) < 0:
+        return False
+    return _PUBLIC_LABEL.search(text, lo, finding.start) is not None
+
+
+def _elided(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return text.endswith(_ELIDED, 0, finding.start) and text.startswith(_ELIDED, finding.end)
+
+
+_CHECKS: dict[str, Callable[[str, Finding, _TextFacts], bool]] = {
+    "public_material": _public_material,
+    "digest": _digest,
+    "public_id": _public_id,
+    "request_id": _request_id,
+    "ulid": _ulid,
+    "placeholder": _placeholder,
+    "code_identifier": _code_identifier,
+    "binary_base64": _binary_base64,
+    "path_segment": _path_segment,
+    "ciphertext": _ciphertext,
+    "anti_forgery_token": _anti_forgery,
+    "asset_url": _asset_url,
+    "public_label": _public_label,
+    "elided_excerpt": _elided,
+    "empty_key_block": _empty_key,
+    "documentation_value": _documentation_value,
+}
+
+
+def _signal_holds(name: str, text: str, finding: Finding, facts: _TextFacts) -> bool:
+    """Whether the named signal holds for a finding (one dictionary look-up: `spare` calls the checks directly)."""
+    return _CHECKS[name](text, finding, facts)
+
+
+def _empty_key_block(value: str) -> bool:
+    """A private-key block whose body (header fields aside) is empty, a lower-case word or a placeholder."""
+    found = _PEM_BODY.match(value)
+    if found is None or "-----END" not in value:
+        return False
+    body = "".join(_PEM_HEADER_LINE.sub("", found.group(1)).split())
+    return not body or (body.isalpha() and body.islower()) or set(body) <= set("x.*<>-_#\u2026")
 
 
 class Context:
@@ -314,7 +530,7 @@ class Context:
                 for signal in self._for(finding.detector.name):
                     if facts is None:
                         facts = _TextFacts(text)
-                    if _signal_holds(signal.name, text, finding, facts):
+                    if _CHECKS[signal.name](text, finding, facts):
                         reason = signal.name
                         break
             if reason is None:

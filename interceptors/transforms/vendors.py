@@ -576,6 +576,20 @@ GAP_DETECTORS: tuple[Detector, ...] = (
     _v("wundergraph_key", _lb() + r"cosmo_[0-9a-f]{32}" + _la(), ("cosmo_",), "'cosmo_' [0-9a-f]{32}",
        "WunderGraph Cosmo API keys (cosmo-docs.wundergraph.com, 'API keys')",
        "WunderGraph Cosmo keys: cosmo_ + 32 hex"),
+    # labelled families: a credential with no prefix of its own, known by the vendor's name right before it
+    _v("sourcegraph_labelled_token",
+       r"(?i:sourcegraph)[\w.-]{0,24}?[\s\"'`]{0,4}(?::{1,3}=|\?=|=>|:|=)[\s\"'`]{0,4}([0-9a-fA-F]{40})" + _la(),
+       ("sourcegraph",), "('sourcegraph: '|'SOURCEGRAPH_TOKEN='|'sourcegraph_access_token = \"') <[0-9a-f]{40}>",
+       "Sourcegraph access tokens before the sgp_ prefix (sourcegraph.com/docs/cli/how-tos/creating_an_access_token:"
+       " 40 hex)", "a 40-hex Sourcegraph token after a label naming Sourcegraph", group=1, confidence=0.9),
+    _v("sumologic_access_id",
+       r"(?i:sumo(?:logic)?[\w.-]{0,12}?access[_.-]?id)[\w.-]{0,8}?[\s\"'`]{0,4}(?::{1,3}=|\?=|=>|:|=)[\s\"'`]{0,4}"
+       r"(su[A-Za-z0-9]{12})" + _la(),
+       ("accessid", "access_id", "access-id", "access.id"),
+       "('SUMO_ACCESS_ID = \"'|'sumologic.accessId: '|'SUMOLOGIC_ACCESSID=') <'su' [A-Za-z0-9]{12}>",
+       "Sumo Logic access keys: an access id (su + 12) and an access key (help.sumologic.com/docs/manage/security/"
+       "access-keys)", "a Sumo Logic access id (su + 12) after a label naming it", entity="api_token",
+       category="credential", group=1, confidence=0.85),
     _v("dropbox_token", r"sl\.(?<![A-Za-z0-9_.-]sl\.)(?:u\.)?[A-Za-z0-9_-]{130,1400}+" + _la(), ("sl.",),
        "'sl.' [A-Za-z0-9_-]{138}",
        "Dropbox short-lived access tokens (developers.dropbox.com/oauth-guide)",
@@ -617,11 +631,26 @@ VENDOR_DETECTORS = tuple(
 _CLI_VALUE = r"""(?:'([^'\r\n]{1,256})'|"([^"\r\n]{1,256})"|([^\s'"]{1,256}))"""
 
 
+_CLI_PLACEHOLDER = frozenset({"test", "pass", "password", "passwd", "pwd", "secret", "token", "foo", "bar"})
+
+
 def _validate_cli(value: str, entity: str) -> str | None:
-    """A command-line password is not a flag, a placeholder or a port mapping."""
+    """A command-line password is not a flag, a placeholder (`[PASSWORD]`, `<user:password>`, `test`, `yyy`) or a
+    port mapping."""
     if value.startswith(("-", "$")) or re.fullmatch(r"[\d:./]+", value):
         return None
+    bracketed = value[-1:] in "]>}" and (value[:1] in "[<{" or not any(c in value for c in "[<{"))  # `<user:pw>`
+    if value.lower() in _CLI_PLACEHOLDER or bracketed or len(set(value)) == 1:
+        return None
     return validate_secret(value, entity)
+
+
+def _validate_plain_secret(value: str, entity: str) -> str | None:
+    """A header value is a credential when it is not a variable, a command substitution or a placeholder, and
+    has a digit or a symbol (a word is a scheme or prose)."""
+    if _validate_plain(value, entity) is None or value.startswith(("$", "`", "{")) or value.isalpha():
+        return None
+    return entity
 
 
 def _validate_cli_secret(value: str, entity: str) -> str | None:
@@ -636,10 +665,22 @@ def _validate_cli_secret(value: str, entity: str) -> str | None:
 
 CLI_DETECTORS: tuple[Detector, ...] = (
     _v("curl_user_credentials",
-       r"(?<![\w-])(?:-u|--user|--proxy-user)(?:[ \t]{1,4}|=)?['\"]?[^\s:'\"]{1,128}:([^\s'\"]{1,256})",
+       # user:password (the password may be quoted on its own: `kevin:'pw'`); `:password` (no user); `key:` (an
+       # API key as the user, no password: Stripe, Elasticsearch)
+       r"(?<![\w-])(?:-u|--user|--proxy-user)(?:[ \t]{1,4}|=)?['\"]?(?:[^\s:'\"]{0,128}:['\"]?([^\s'\"]{1,256})"
+       r"|([^\s:'\"$<{\[]{12,256}):['\"]?(?=[\s'\"]|$))",
        ("-u", "--user"), "'curl -u ' [a-z]{4,10} ':' <[A-Za-z0-9!%^*_+]{10,24}> ' https://api.example.com/'",
        "curl(1) --user user:password", "the password of curl -u/--user user:PASSWORD",
-       entity="password", group=1, min_length=8, validator=_validate_cli, confidence=0.9),
+       entity="password", group=(1, 2), min_length=8, validator=_validate_cli, confidence=0.9),
+    _v("curl_authorization_header",
+       r"(?i)(?<![\w-])(?:-H|--header)[ \t]{1,4}[\"']Authorization:[ \t]{0,4}"
+       r"(?:(?!bearer\b|basic\b)[A-Za-z][\w-]{0,24}[ \t]{1,4})?([^\s\"']{8,4096})",
+       ("authorization:",),
+       "('curl -H \"Authorization: Api-Token '|'curl --header \"Authorization: ') <[A-Za-z0-9]{32,40}> '\"'",
+       "curl(1) -H/--header 'Authorization: [scheme] credentials' with a scheme other than Bearer and Basic "
+       "(RFC 9110 section 11.6.2), or none",
+       "the credentials of a curl Authorization header (any scheme, or none)", entity="secret_value", group=1,
+       min_length=8, validator=_validate_plain_secret, confidence=0.85),
     _v("mysql_password_flag",
        r"(?<!\S)-p(?![\s'\"])" + _CLI_VALUE.replace("{1,256}", "{3,256}"),
        ("mysql", "mariadb"), "'mysql -u root -p' <[A-Za-z0-9!%^*_+]{10,24}> ' -h db.internal shop'",
@@ -672,13 +713,15 @@ CLI_DETECTORS: tuple[Detector, ...] = (
        "the password given to libcurl's CURLOPT_PASSWORD/USERPWD/PROXYPASSWORD/PROXYUSERPWD", entity="password",
        category="credential", group=1, min_length=4, validator=_validate_cli, confidence=0.9),
     _v("call_argument_secret",
-       r"(?i)\b(?:setProperty|setenv|putenv|put|set|define|setdefault|add)\([ \t]{0,4}[\"']"
+       r"(?i)\b(?:setProperty|setenv|putenv|put|set|define|setdefault|add|getenv|GetEnvOrDefault|getOrDefault)"
+       r"\([ \t]{0,4}[\"']"
        r"[\w.-]{0,40}?(?:token|secret|password|passwd|pwd|api[_-]?key|apikey|credentials?)s?[\"'][ \t]{0,4},[ \t]{0,4}"
        r"(?:\"([^\"\r\n]{4,256})\"|'([^'\r\n]{4,256})')",
-       ("setproperty", "setenv", "putenv", "put(", "set(", "define(", "setdefault(", "add("),
+       ("setproperty", "setenv", "putenv", "put(", "set(", "define(", "setdefault(", "add(", "getenv(", "ordefault("),
        "('System.setProperty(\"DB_PASSWORD\", \"'|'define(\"API_TOKEN\", \"'|'props.put(\"app.secret\", \"') "
        "<[A-Za-z0-9!%^*_+]{10,24}> '\")'",
-       "a secret given by name to a setter: Java System.setProperty, PHP define, putenv, Properties.put",
+       "a secret given by name to a setter: Java System.setProperty, PHP define, putenv, Properties.put; or as the "
+       "default of a lookup: getenv(\"API_TOKEN\", \"…\"), GetEnvOrDefault, getOrDefault",
        "the literal value of setProperty/define/putenv/put(\"…TOKEN|SECRET|PASSWORD|API_KEY…\", \"value\")",
        entity="password", category="credential", group=(1, 2), min_length=4, validator=_validate_cli,
        confidence=0.85),
