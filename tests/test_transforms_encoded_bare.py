@@ -9,6 +9,7 @@ import collections
 import gzip
 import string
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -112,3 +113,29 @@ def test_a_secret_in_a_decoded_view_is_redacted_and_only_the_run_changes(data: s
     assert encoded not in out and secret.value not in out
     if out != "[REDACTED:content]":  # a `drop` inside drops the string, as it would in plain text (private keys)
         assert out.startswith("head ") and out.endswith(" tail")
+
+
+@pytest.mark.parametrize("how", ["base64", "hex", "gzip"])
+def test_a_random_key_known_only_by_its_entropy_is_redacted_inside_its_encoding(how: str) -> None:
+    """Found by the `thorough` profile: base64, hex or gzip+base64 of `config:\\n<random key>\\n` passed, because a
+    run that decodes to text was judged never random; now it is judged by the text it decodes to."""
+    key = "Mw7qG7zY-tE5Ln8is2Wg9Zq8TZ9jt1Ue-Rv7Jg5Bu9On8EC-Hq0ZJ0fU"
+    raw = f"config:\n{key}\n".encode()
+    encoded = {
+        "base64": lambda: base64.b64encode(raw).decode(),
+        "hex": raw.hex,
+        "gzip": lambda: base64.b64encode(gzip.compress(raw, mtime=0)).decode(),
+    }[how]()
+    out = _out(f"head {encoded} tail")
+    assert encoded not in out and key not in out
+    assert out.startswith("head ") and out.endswith(" tail")
+
+
+@pytest.mark.parametrize(
+    "text", ["config:\nlisten: 8080\nname: web-frontend\n", "password reset link sent to the user"]
+)
+def test_an_encoding_of_text_without_a_random_run_is_not_random(text: str) -> None:
+    raw = text.encode()
+    for encoded in (base64.b64encode(raw).decode(), raw.hex(), base64.b64encode(gzip.compress(raw, mtime=0)).decode()):
+        line = f"payload: {encoded} (end)"
+        assert _out(line) == line

@@ -7,6 +7,7 @@ import binascii
 import ipaddress
 import math
 import re
+import zlib
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
@@ -208,18 +209,36 @@ _NOT_RANDOM_SHAPES = re.compile(
 )
 
 
-def _decodes_to_text(token: str) -> bool:
-    """Whether `token` is base64 (standard or URL-safe) of printable UTF-8 text."""
+def _text_of_base64(token: str) -> str | None:
+    """The printable UTF-8 text `token` is base64 (standard or URL-safe) of, or gzip+base64 of, else None."""
     if len(token) < 16 or len(token) % 4 == 1:
-        return False
+        return None
     padded = token + "=" * (-len(token) % 4)
     try:
         raw = base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True)
+        if raw.startswith(b"\x1f\x8b"):  # gzip, then base64: the text inside (bounded)
+            raw = zlib.decompressobj(wbits=31).decompress(raw, _MAX_INFLATED)
         text = raw.decode("utf-8")
-    except (binascii.Error, ValueError):
-        return False
+    except (binascii.Error, ValueError, zlib.error):
+        return None
     printable = sum(1 for c in text if c.isprintable() or c in "\n\r\t")
-    return printable >= 0.97 * len(text)
+    return text if printable >= 0.97 * len(text) else None
+
+
+def _text_of_hex(token: str) -> str | None:
+    """The printable UTF-8 text `token` is hex of (40 digits at least), else None."""
+    if len(token) < 40 or len(token) % 2:
+        return None
+    try:
+        text = bytes.fromhex(token).decode("utf-8")
+    except ValueError:
+        return None
+    return text if text.isprintable() or all(c.isprintable() or c in "\n\r\t" for c in text) else None
+
+
+_MAX_INFLATED = 1 << 16
+"""The most bytes a gzip+base64 token is inflated to when judged (a bomb stays small)."""
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9+/_-]{20,512}={0,2}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,8 +265,11 @@ def looks_random(text: str, rule: RandomnessRule = RANDOMNESS) -> bool:
     SSH public key), and a Shannon entropy within `slack` of what random text of its length and alphabet has."""
     token = text.rstrip("=")
     size = len(token)
-    if size < rule.min_length or _NOT_RANDOM_SHAPES.fullmatch(token):
+    if size < rule.min_length:
         return False
+    if _NOT_RANDOM_SHAPES.fullmatch(token):
+        decoded = _text_of_hex(token)  # hex of text is judged by what it says, like base64 of text (below)
+        return decoded is not None and any(looks_random(run.group(0), rule) for run in _TOKEN_RUN.finditer(decoded))
     lower = any(c.islower() for c in token)
     upper = any(c.isupper() for c in token)
     digit = any(c.isdigit() for c in token)
@@ -263,8 +285,13 @@ def looks_random(text: str, rule: RandomnessRule = RANDOMNESS) -> bool:
     if _wordy_share(token) > rule.max_wordy or 4 * sum(map(len, _CAPITALISED_WORD.findall(token))) > 3 * size:
         # mostly pronounceable runs, or mostly capitalised words (`SingletonHttpProxy90`: CamelCase, not random)
         return False
-    if _decodes_to_text(token):
-        return False  # base64 of text is encoded content (the decoder reads it where the payload marks it)
+    decoded = _text_of_base64(token)
+    if decoded is not None:
+        # Base64 of text is encoded content, judged by what it says: random only when the text holds a random run
+        # (`config:\n<key>` encoded), and never by its own statistics (the decoder reads it where marked).
+        # A PEM block's body is base64 by nature: its kind (a certificate, a private key) is the decoder's call.
+        runs = _TOKEN_RUN.finditer(decoded)
+        return "-----BEGIN " not in decoded and any(looks_random(m.group(0), rule) for m in runs)
     alphabet = 26 * lower + 26 * upper + 10 * digit + len(symbols)
     expected = math.log2(alphabet) - (alphabet - 1) / (2 * size * math.log(2))
     return shannon_entropy(token) >= expected - rule.slack
