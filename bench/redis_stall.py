@@ -135,7 +135,8 @@ async def _run(args: argparse.Namespace, work: Path) -> None:
             await asyncio.gather(*tasks)
         lines = log_path.read_text(errors="replace").splitlines()[lines_before:]
         warnings = [line for line in lines if " WARNING " in line or " ERROR " in line]
-        print(f"Redis stopped {args.stall:g} s, {args.clients} clients (each: ping, tools/list, limited call)")
+        each = "ping, tools/list, limited call" + (", vault call" if args.vault else "")
+        print(f"Redis stopped {args.stall:g} s, {args.clients} clients (each: {each})")
         print(f"{'kind':<14}{'n':>6}{'p50 ms':>10}{'p99 ms':>10}{'max ms':>10}")
         for kind, values in samples.items():
             p50, p99 = _percentile(values, 0.5) * 1000, _percentile(values, 0.99) * 1000
