@@ -1,11 +1,12 @@
 """A stalled Redis under traffic (issue 31): the latency of calls that need no Redis, and how limited calls fare.
 
 One redis-server of its own, one `proxy --listen --redis` gateway whose policy limits the tool `sleep`, and
-`--clients` HTTP sessions each looping ping, tools/list and a limited call. After `--warm` seconds Redis is
+`--clients` HTTP sessions each looping ping, tools/list and a limited call (with `--vault`, also a call of the
+unlimited tool `echo`, whose result the vault in Redis must re-pseudonymise). After `--warm` seconds Redis is
 stopped with SIGSTOP for `--stall` seconds, then continued. Printed: p50/p99/max per kind during the stall,
 how the limited calls were answered, and the gateway's warning lines.
 
-python -m bench.redis_stall [--clients 4] [--warm 2] [--stall 10] [--gateway-root DIR]
+python -m bench.redis_stall [--clients 4] [--warm 2] [--stall 10] [--vault] [--gateway-root DIR]
 """
 
 from __future__ import annotations
@@ -80,7 +81,9 @@ async def _run(args: argparse.Namespace, work: Path) -> None:
         stalled = asyncio.Event()
         over = asyncio.Event()
         samples: dict[str, list[float]] = {"ping": [], "tools/list": [], "limited call": []}
-        answers: dict[str, int] = {}
+        if args.vault:
+            samples["vault call"] = []
+        answers: dict[str, dict[str, int]] = {"limited call": {}, "vault call": {}}
 
         async def client(http: Any) -> None:
             init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}}
@@ -93,8 +96,13 @@ async def _run(args: argparse.Namespace, work: Path) -> None:
             }
             await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
             n = 0
-            calls = (("ping", "ping", None), ("tools/list", "tools/list", None),
-                     ("limited call", "tools/call", {"name": "sleep", "arguments": {"seconds": 0}}))  # fmt: skip
+            calls: tuple[tuple[str, str, dict[str, Any] | None], ...] = (
+                ("ping", "ping", None),
+                ("tools/list", "tools/list", None),
+                ("limited call", "tools/call", {"name": "sleep", "arguments": {"seconds": 0}}),
+            )
+            if args.vault:
+                calls += (("vault call", "tools/call", {"name": "echo", "arguments": {"text": "hello"}}),)
             while not over.is_set():
                 for kind, method, params in calls:
                     n += 1
@@ -106,11 +114,14 @@ async def _run(args: argparse.Namespace, work: Path) -> None:
                     took = time.perf_counter() - started
                     if stalled.is_set() and not over.is_set():
                         samples[kind].append(took)
-                        if kind == "limited call":
+                        if kind in answers:
                             text = response.text
-                            reason = "refused: store unavailable" if "rate_limit_store_unavailable" in text else (
-                                "passed" if '"result"' in text else "other error")  # fmt: skip
-                            answers[reason] = answers.get(reason, 0) + 1
+                            reason = (
+                                "refused: store unavailable" if "rate_limit_store_unavailable" in text
+                                else "refused: vault unavailable" if "vault_store_unavailable" in text
+                                else "passed" if '"result"' in text else "other error"
+                            )  # fmt: skip
+                            answers[kind][reason] = answers[kind].get(reason, 0) + 1
 
         async with httpx2.AsyncClient(timeout=60) as http:
             tasks = [asyncio.create_task(client(http)) for _ in range(args.clients)]
@@ -124,12 +135,15 @@ async def _run(args: argparse.Namespace, work: Path) -> None:
             await asyncio.gather(*tasks)
         lines = log_path.read_text(errors="replace").splitlines()[lines_before:]
         warnings = [line for line in lines if " WARNING " in line or " ERROR " in line]
-        print(f"Redis stopped {args.stall:g} s, {args.clients} clients (each: ping, tools/list, limited call)")
+        each = "ping, tools/list, limited call" + (", vault call" if args.vault else "")
+        print(f"Redis stopped {args.stall:g} s, {args.clients} clients (each: {each})")
         print(f"{'kind':<14}{'n':>6}{'p50 ms':>10}{'p99 ms':>10}{'max ms':>10}")
         for kind, values in samples.items():
             p50, p99 = _percentile(values, 0.5) * 1000, _percentile(values, 0.99) * 1000
             print(f"{kind:<14}{len(values):>6}{p50:>10.1f}{p99:>10.1f}{max(values, default=0) * 1000:>10.1f}")
-        print("limited calls:", answers)
+        print("limited calls:", answers["limited call"])
+        if args.vault:
+            print("vault calls:", answers["vault call"])
         print(f"warning/error lines while stalled: {len(warnings)}")
         for line in warnings[:12]:
             print("  " + line[:160])
@@ -150,6 +164,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--warm", type=float, default=2.0)
     parser.add_argument("--stall", type=float, default=10.0)
+    parser.add_argument("--vault", action="store_true", help="also loop an unlimited call through the vault in Redis")
     parser.add_argument("--gateway-root", default=str(ROOT), help="the source tree the gateway runs from")
     args = parser.parse_args()
     if shutil.which("redis-server") is None:

@@ -7,6 +7,7 @@ from .errors import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     InterceptorRpcError,
+    RequesterError,
     WireError,
 )
 from .events import KNOWN_EVENTS, SERVER_INFO_EVENT, WILDCARD, hooks_match, is_context_operation, pattern_matches
@@ -60,6 +61,7 @@ __all__ = [
     "Priority",
     "RegisteredInterceptor",
     "Registry",
+    "RequesterError",
     "Severity",
     "Suggestion",
     "ValidationMessage",

@@ -52,3 +52,9 @@ class InterceptorRpcError(Exception):
         if self.data is not None:
             error["data"] = self.data
         return error
+
+
+class RequesterError(InterceptorRpcError):
+    """An in-process handler's failure that chose what the requester sees: a chain answers the requester with
+    exactly this error (its message and data are written for the requester, e.g. a shared store that is
+    unavailable), instead of the generic "interceptor failed". Over the wire it is an ordinary host error."""

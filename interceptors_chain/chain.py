@@ -31,6 +31,7 @@ from interceptors import (
     Mode,
     MutationResult,
     Phase,
+    RequesterError,
     ValidationResult,
     WireError,
 )
@@ -401,7 +402,10 @@ def _host_failure(entry: PlanEntry, exc: Exception, mode: Mode, started: float) 
     """An in-process host's raised error as an attempt: its JSON-RPC error, or for a host bug what the host's MCP
     binding answers (-32603), never the exception text."""
     if isinstance(exc, InterceptorRpcError):
-        return _error_attempt(entry, exc.code, exc.data, mode, started)
+        attempt = _error_attempt(entry, exc.code, exc.data, mode, started)
+        if isinstance(exc, RequesterError):  # the handler chose what the requester sees
+            attempt[0].requester_error = exc.to_wire()
+        return attempt
     return _error_attempt(entry, INTERNAL_ERROR, None, mode, started)
 
 
@@ -542,7 +546,7 @@ class _Run:
             if record.error is not None:
                 if record.mode is Mode.ACTIVE and not entry.fail_open:
                     out.aborted_at.append(
-                        _abort(entry, self.phase, record.error_kind or AbortKind.FAILED, record.error)
+                        _abort(entry, self.phase, record.error_kind or AbortKind.FAILED, record.error, record)
                     )
                 continue
             assert isinstance(result, ValidationResult)
@@ -582,10 +586,15 @@ class _Run:
                         out.final_payload, out.modified = current, True
                         record.applied = True
             elif record.mode is Mode.ACTIVE and not entry.fail_open:
-                out.aborted_at.append(_abort(entry, self.phase, record.error_kind or AbortKind.FAILED, record.error))
+                out.aborted_at.append(
+                    _abort(entry, self.phase, record.error_kind or AbortKind.FAILED, record.error, record)
+                )
                 return original
         return current
 
 
-def _abort(entry: PlanEntry, phase: Phase, kind: AbortKind, reason: str, messages: tuple[str, ...] = ()) -> AbortInfo:
-    return AbortInfo(entry.info.name, entry.server.name, entry.info.type, phase, kind, reason, messages)
+def _abort(
+    entry: PlanEntry, phase: Phase, kind: AbortKind, reason: str, record: InvocationRecord | None = None
+) -> AbortInfo:
+    chosen = record.requester_error if record is not None else None
+    return AbortInfo(entry.info.name, entry.server.name, entry.info.type, phase, kind, reason, (), chosen)

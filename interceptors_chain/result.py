@@ -71,6 +71,8 @@ class InvocationRecord:
     error_kind: AbortKind | None = None
     applied: bool = False
     duration_ms: float = 0.0
+    requester_error: Mapping[str, Any] | None = None
+    """For a failure: the error an in-process handler chose for the requester (`RequesterError`), if any."""
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio.to_thread
 from mcp.shared.exceptions import MCPError
 
 from interceptors import (
@@ -102,8 +103,9 @@ class LocalAnswers:
                 return self.host.list(action.params or {}), None
             if action.method == INVOKE_METHOD and self.host is not None:
                 return await self.host.invoke(_with_session_context(action.params, context)), None
-            if action.method == "tools/call":
-                return self._call_tool(action.params or {}, context), None
+            if action.method == "tools/call":  # in a worker thread: the policy's check and the tool may wait on Redis
+                call = self._call_tool
+                return await anyio.to_thread.run_sync(call, action.params or {}, context, abandon_on_cancel=True), None
         except InterceptorRpcError as exc:
             return None, _error(exc.code, exc.message, exc.data)
         except MCPError as exc:  # the policy's refusal, exactly as it words it

@@ -11,16 +11,29 @@ Redis never holds a real value, a namespace (principal id) or a key in clear: va
 store sub-key with the field name as associated data (an entry cannot be moved to another namespace),
 and indexes are keyed HMACs. Claims, lookups and reversals are Lua scripts, so each is atomic and one
 round trip; reversal looks up every candidate of a text in one call.
+
+A stalled or failing Redis never stalls the calls (issue 31): every round trip runs on a thread of the
+store's own and is waited for at most `STORE_DEADLINE_S`. The call that finds Redis hung (or failing)
+opens the breaker at once for every call waiting behind it and after it; they all fail at once with
+`VaultStoreUnavailable` (-32603, `data.reason = "vault_store_unavailable"`), which the chain answers as
+is: fail closed (a result that cannot be re-pseudonymised is never passed in clear, a token never
+invented). Redis is then left alone for `UNAVAILABLE_RETRY_S`, then asked by one call at a time; the
+warning is one line per `WARN_EVERY_S` with the count of failures it held back.
 """
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, cast
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import orjson
 
+from ..errors import INTERNAL_ERROR, RequesterError
 from .store import ClaimStatus, Entry, Pair, StoreKeys
 
 if TYPE_CHECKING:
@@ -92,6 +105,136 @@ end
 return out
 """
 
+logger = logging.getLogger("interceptors.vault")
+T = TypeVar("T")
+
+STORE_DEADLINE_S = 1.5
+"""The longest a call waits for one Redis round trip. A healthy Redis answers in about a millisecond; the
+largest round trips here (a reversal or an import of 512 entries) take a few; a loaded machine can hold a
+thread off the CPU for some hundreds of milliseconds. 1.5 s is far above all of that (a healthy store never
+trips it, even on a busy CI machine), three times the rate limiter's 0.5 s (a limit check is one tiny
+script), and still well below the socket timeout (`SOCKET_TIMEOUT_S`) a call would otherwise wait."""
+SOCKET_TIMEOUT_S = 5.0
+"""The Redis client's socket timeout: only the bound on a store thread left waiting past its deadline."""
+STORE_THREADS = 8
+"""Round trips in flight at most: with every one still waiting on a hung store, a call fails at once."""
+UNAVAILABLE_RETRY_S = 1.0
+"""After a failure, Redis is not asked again for this long (calls fail at once), then by one call at a time."""
+WARN_EVERY_S = 10.0
+UNAVAILABLE_MESSAGE = "Vault state unavailable; retry in 1s"
+
+
+class VaultStoreUnavailable(RequesterError):
+    """Redis did not answer in time or failed: the call fails (closed) with -32603 and
+    `data = {"reason": "vault_store_unavailable", "retry_after": 1.0}`, no value or server name in it."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(
+            INTERNAL_ERROR,
+            UNAVAILABLE_MESSAGE,
+            {"reason": "vault_store_unavailable", "retry_after": UNAVAILABLE_RETRY_S},
+        )
+        self.why = why
+
+
+class StoreBreaker:
+    """Runs each round trip on a thread of its own with a deadline; opens at once when one fails or hangs."""
+
+    def __init__(
+        self,
+        *,
+        deadline: float = STORE_DEADLINE_S,
+        threads: int = STORE_THREADS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.deadline = deadline
+        self.threads = threads
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None  # made on first use
+        self._busy = 0  # round trips still running (one left behind by a deadline runs to its socket timeout)
+        self._tripped: Future[None] = Future()  # completed when the breaker opens: the waiting calls give up
+        self._failed = False
+        self._down_until = 0.0
+        self._probing = False  # one call is asking again: the others fail at once
+        self._warned_at = -WARN_EVERY_S
+        self._unwarned = 0
+
+    @property
+    def open(self) -> bool:
+        """Whether the last round trip failed (calls fail at once, or one probes)."""
+        return self._failed
+
+    def call(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`function(*args, **kwargs)` (one Redis round trip) on a store thread, or `VaultStoreUnavailable`."""
+        with self._lock:
+            if self._failed and (self._probing or self.clock() < self._down_until):
+                closed: str | None = None  # it failed a moment ago, or one call is asking it again
+            elif self._busy >= self.threads:
+                closed = "every store call in flight is still waiting"  # a hung store holds them all
+            else:
+                closed = ""
+                self._probing = self._failed
+                self._busy += 1
+                tripped = self._tripped
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(self.threads, thread_name_prefix="vault-store")
+                executor = self._executor
+        if closed != "":
+            if closed is not None:
+                self._trip()
+            raise self._unavailable(closed or "not asked again yet")
+        try:
+            asked = executor.submit(self._run, function, args, kwargs)
+        except RuntimeError:  # the interpreter is shutting down
+            with self._lock:
+                self._busy -= 1
+                self._probing = False
+            raise self._unavailable("shutting down") from None
+        waited: tuple[Future[Any], ...] = (asked, tripped)
+        done, _ = wait(waited, timeout=self.deadline, return_when=FIRST_COMPLETED)
+        if asked not in done:  # no answer in time (or another call found the store hung): the breaker opens
+            if not tripped.done():
+                self._trip()
+            raise self._unavailable(f"no answer within {self.deadline:g}s")
+        try:
+            result = asked.result()
+        except Exception as exc:  # redis.RedisError, a closed socket, a script error: the store is unavailable
+            self._trip()
+            raise self._unavailable(type(exc).__name__) from None
+        with self._lock:
+            self._failed = self._probing = False
+        return result
+
+    def _run(self, function: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+        try:
+            return function(*args, **kwargs)
+        finally:
+            with self._lock:
+                self._busy -= 1
+
+    def _trip(self) -> None:
+        with self._lock:
+            self._failed, self._probing = True, False
+            self._down_until = self.clock() + UNAVAILABLE_RETRY_S
+            tripped, self._tripped = self._tripped, Future()
+        if not tripped.done():
+            tripped.set_result(None)
+
+    def _unavailable(self, why: str) -> VaultStoreUnavailable:
+        now = self.clock()
+        with self._lock:  # calls fail on several threads at once
+            warn = now - self._warned_at >= WARN_EVERY_S
+            if warn:
+                held, self._unwarned, self._warned_at = self._unwarned, 0, now
+            else:
+                self._unwarned += 1
+        if warn:
+            more = f" (and {held} more failed calls since the last warning)" if held else ""
+            logger.warning("vault store unavailable: %s%s", why, more)
+        return VaultStoreUnavailable(why)
+
+
 BATCH = 512
 MAX_TOKEN = 4096
 """Tokens are at most this long (the longest are composite ones, bounded by the 2048-character ARN)."""
@@ -113,6 +256,7 @@ class RedisStore:
         client: redis.Redis | None = None,
         prefix: str = "mcpi:vault",
         max_pairs: int = 4_096,
+        deadline: float = STORE_DEADLINE_S,
     ) -> None:
         if client is None:
             if url is None:
@@ -121,8 +265,11 @@ class RedisStore:
                 import redis as redis_module
             except ImportError:
                 raise ImportError("RedisStore needs the redis package: pip install 'mcp-interceptors[redis]'") from None
-            client = redis_module.Redis.from_url(url)
+            client = redis_module.Redis.from_url(
+                url, socket_timeout=SOCKET_TIMEOUT_S, socket_connect_timeout=SOCKET_TIMEOUT_S
+            )
         self.client: redis.Redis = client
+        self.breaker = StoreBreaker(deadline=deadline)
         self.prefix = prefix
         self.max_pairs = max_pairs
         self._keys: StoreKeys | None = None
@@ -174,7 +321,7 @@ class RedisStore:
             repr(now),
             _ttl(ttl),
         ]
-        found = self._find(keys=[tok, val, used], args=args)
+        found = self.breaker.call(self._find, keys=[tok, val, used], args=args)
         return None if found is None else _text(found)
 
     def claim(self, entry: Entry, ttl: float | None) -> tuple[ClaimStatus, str]:
@@ -188,7 +335,8 @@ class RedisStore:
             _ttl(ttl),
             entry.token,
         ]
-        status, token = cast(list[bytes], self._claim(keys=self._names(), args=args))
+        names = self._names()
+        status, token = cast(list[bytes], self.breaker.call(self._claim, keys=names, args=args))
         return cast(ClaimStatus, _text(status)), _text(token)
 
     def reverse(self, namespace: str, tokens: Sequence[str], now: float, ttl: float | None) -> dict[str, Entry]:
@@ -198,7 +346,8 @@ class RedisStore:
         for start in range(0, len(unique), BATCH):
             chunk = unique[start : start + BATCH]
             fields = [self._field(namespace, t) for t in chunk]
-            blobs = cast(list[bytes | None], self._reverse(keys=[tok, used], args=[repr(now), _ttl(ttl), *fields]))
+            args = [repr(now), _ttl(ttl), *fields]
+            blobs = cast(list[bytes | None], self.breaker.call(self._reverse, keys=[tok, used], args=args))
             for token, field, blob in zip(chunk, fields, blobs, strict=True):
                 if blob is not None:
                     entry = self._open(field, blob, now)
@@ -209,8 +358,8 @@ class RedisStore:
     def entries(self, namespace: str | None = None) -> Iterator[Entry]:
         tok, _, used = self._names()
         pending: list[tuple[str, bytes]] = []
-        for raw_field, blob in self.client.hscan_iter(tok, count=BATCH):
-            pending.append((_text(raw_field), cast(bytes, blob)))
+        for raw_field, blob in self._scan(tok):
+            pending.append((_text(raw_field), blob))
             if len(pending) >= BATCH:
                 yield from self._entries(pending, used, namespace)
                 pending = []
@@ -218,7 +367,8 @@ class RedisStore:
             yield from self._entries(pending, used, namespace)
 
     def _entries(self, items: list[tuple[str, bytes]], used: str, namespace: str | None) -> Iterator[Entry]:
-        stamps = cast(list[bytes | None], self.client.hmget(used, [f for f, _ in items]))
+        fields = [f for f, _ in items]
+        stamps = cast(list[bytes | None], self.breaker.call(self.client.hmget, used, fields))
         for (field, blob), stamp in zip(items, stamps, strict=True):
             last = float(stamp) if stamp is not None else -math.inf
             entry = self._open(field, blob, last)
@@ -232,7 +382,7 @@ class RedisStore:
         for start in range(0, len(items), BATCH):
             chunk = items[start : start + BATCH]
             fields = [self._field(e.namespace, e.token) for e in chunk]
-            present = cast(list[bytes | None], self.client.hmget(tok, fields))
+            present = cast(list[bytes | None], self.breaker.call(self.client.hmget, tok, fields))
             pipe = self.client.pipeline(transaction=True)
             for entry, field, old in zip(chunk, fields, present, strict=True):
                 if old is not None and not overwrite:
@@ -241,32 +391,30 @@ class RedisStore:
                 pipe.hsetnx(val, self.keys.index("val", entry.namespace, entry.entity, entry.value), field)
                 pipe.hset(used, field, repr(entry.last_used))
                 added += 1
-            pipe.execute()
+            self.breaker.call(pipe.execute)
         return added
 
     def purge(self, now: float, ttl: float | None) -> int:
         if ttl is None:
             return 0
         tok, val, used = self._names()
-        stale = {
-            _text(field)
-            for field, stamp in self.client.hscan_iter(used, count=BATCH)
-            if now - float(cast(bytes, stamp)) >= ttl
-        }
+        stale = {_text(field) for field, stamp in self._scan(used) if now - float(stamp) >= ttl}
         if not stale:
             return 0
         fields = sorted(stale)
         for start in range(0, len(fields), BATCH):
             chunk = fields[start : start + BATCH]
-            self.client.hdel(tok, *chunk)
-            self.client.hdel(used, *chunk)
-        dangling = [_text(f) for f, target in self.client.hscan_iter(val, count=BATCH) if _text(target) in stale]
+            self.breaker.call(self.client.hdel, tok, *chunk)
+            self.breaker.call(self.client.hdel, used, *chunk)
+        dangling = [_text(f) for f, target in self._scan(val) if _text(target) in stale]
         for start in range(0, len(dangling), BATCH):
-            self.client.hdel(val, *dangling[start : start + BATCH])
+            batch = dangling[start : start + BATCH]
+            self.breaker.call(self.client.hdel, val, *batch)
         return len(fields)
 
     def count(self) -> int:
-        return int(self.client.hlen(f"{self._base}:tok"))
+        name = f"{self._base}:tok"
+        return int(self.breaker.call(self.client.hlen, name))
 
     def max_token_length(self) -> int:
         # Asking Redis would cost a round trip per text (and could be stale): assume the longest ARN-like token.
@@ -274,8 +422,23 @@ class RedisStore:
 
     def clear(self) -> None:
         names = self._names()
-        names.extend(_text(k) for k in self.client.scan_iter(match=f"{self._base}:op:*", count=BATCH))
-        self.client.delete(*names)
+        match = f"{self._base}:op:*"
+        cursor: Any = 0
+        while True:
+            cursor, found = self.breaker.call(self.client.scan, cursor, match=match, count=BATCH)
+            names.extend(_text(k) for k in found)
+            if not int(cursor):
+                break
+        self.breaker.call(self.client.delete, *names)
+
+    def _scan(self, name: str) -> Iterator[tuple[bytes, bytes]]:
+        """`HSCAN` page by page, each page one round trip with the store's deadline."""
+        cursor: Any = 0
+        while True:
+            cursor, page = self.breaker.call(self.client.hscan, name, cursor, count=BATCH)
+            yield from cast(dict[bytes, bytes], page).items()
+            if not int(cursor):
+                return
 
     # --- per-operation pairs -----------------------------------------------------------------------------
 
@@ -290,7 +453,7 @@ class RedisStore:
         pipe.rpush(name, *sealed)
         pipe.ltrim(name, -self.max_pairs, -1)
         pipe.expire(name, max(1, math.ceil(ttl)))
-        pipe.execute()
+        self.breaker.call(pipe.execute)
 
     def recall(self, operation: str, ttl: float | None = None) -> list[Pair]:
         name = self._op(operation)
@@ -298,7 +461,7 @@ class RedisStore:
         pipe.lrange(name, 0, -1)
         if ttl is not None:
             pipe.expire(name, max(1, math.ceil(ttl)))
-        items = cast(list[bytes], pipe.execute()[0])
+        items = cast(list[bytes], self.breaker.call(pipe.execute)[0])
         aad = name.encode()
         out: list[Pair] = []
         for blob in items:
