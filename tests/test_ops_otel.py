@@ -32,7 +32,7 @@ from tests.test_gateway_trace import later_pass, request_pass, run_request
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 CLIENT_SPAN = "00f067aa0ba902b7"
 TRACEPARENT = f"00-{TRACE_ID}-{CLIENT_SPAN}-01"
-SECRET = "AKIAIOSFODNN7EXAMPLE"
+SECRET = "AKIAZ7QW3RT5YU8OP2LM"
 
 
 def _lines() -> list[dict[str, Any]]:

@@ -35,6 +35,7 @@ import contextlib
 import itertools
 import logging
 import re
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from typing import Any, Final
@@ -59,7 +60,9 @@ CLOSE_S: Final = 2.0
 RECONNECT_S: Final = 1.0
 """The pause before the GET stream is opened again after the server ended it (unless it said `retry`)."""
 MAX_RESUMES: Final = 5
-"""Resumptions of a request's stream in a row that bring no new event before the request is given up."""
+"""Resumptions of a request's stream in a row that bring no new event before the request may be given up."""
+RESUME_PATIENCE_S: Final = 10.0
+"""...and the time since the last new event that must also have passed (a loaded server is slow, not gone)."""
 ERROR_BODY_BYTES: Final = 64 * 1024
 INTERNAL_ERROR: Final = -32603
 
@@ -489,7 +492,10 @@ class HttpUpstream:
         if not await self._events(response, request_id, stream):
             return
         resumes = 0
-        while not stream.answered and stream.last_event is not None and resumes < MAX_RESUMES and not self._closing:
+        moved = time.monotonic()
+        while not stream.answered and stream.last_event is not None and not self._closing:
+            if resumes >= MAX_RESUMES and time.monotonic() - moved >= RESUME_PATIENCE_S:
+                break  # the server keeps ending the stream with nothing new: a loaded server gets this long
             resumes += 1
             await asyncio.sleep(stream.retry)
             seen = stream.last_event
@@ -506,6 +512,7 @@ class HttpUpstream:
                 await resumed.aclose()
             if stream.last_event != seen:
                 resumes = 0
+                moved = time.monotonic()
         if not stream.answered:
             self._answer(request_id, "the upstream closed the request's stream without answering it")
 
