@@ -111,7 +111,7 @@ async def _listening(argv: list[str], pid: dict[str, int] | None = None) -> Asyn
         for _ in range(50):
             line = (await anyio.to_thread.run_sync(process.stderr.readline)).decode()
             if "listening on http://" in line:
-                url = line.split("listening on ", 1)[1].strip()
+                url = line.split("listening on ", 1)[1].split()[0]
                 break
         if url is None:
             raise RuntimeError(f"{argv[2:5]} did not start listening")
