@@ -27,6 +27,22 @@ UNAVAILABLE_RETRY_S = 1.0
 """After a failure the store is not asked again for this long (calls fail at once), then by one call at a time."""
 WARN_EVERY_S = 10.0
 """At most one warning line per this many seconds; the next one counts the failed calls in between."""
+SMALL_DEADLINE_S = 0.5
+"""The deadline of a store whose round trips are tiny (one small script or `HMGET`: rate limits, guard taints):
+a healthy Redis answers in about a millisecond."""
+SMALL_PROBE_DEADLINE_S = 0.1
+"""How long the one call that asks such a store again waits (it keeps the breaker open one more period)."""
+SOCKET_TIMEOUT_S = 2.0
+"""Such a store's socket timeout: only the bound on a thread left waiting past its deadline."""
+
+
+def redis_client(client: Any, socket_timeout_s: float = SOCKET_TIMEOUT_S) -> Any:
+    """`client` as is, or a Redis client for it when it is a URL (`redis://host:port/db`; extra `redis`)."""
+    if not isinstance(client, str):
+        return client
+    import redis
+
+    return redis.Redis.from_url(client, socket_timeout=socket_timeout_s, socket_connect_timeout=socket_timeout_s)
 
 
 class StoreUnavailable(Exception):

@@ -10,7 +10,7 @@ call goes through the limiter's breaker (`interceptors/store_breaker.py`): a thr
 at most `STORE_DEADLINE_S`, so a store that hangs (SIGSTOP, a dead peer whose socket has not timed out yet)
 costs the call that found out that long and opens the breaker at once for every call waiting behind it; a
 call still queued for a thread is skipped. After a failure the store is not asked again for
-`UNAVAILABLE_RETRY_S`, then by one call at a time (waiting at most `PROBE_DEADLINE_S`; every other call is
+`UNAVAILABLE_RETRY_S`, then by one call at a time (waiting at most `SMALL_PROBE_DEADLINE_S`; every other call is
 refused at once), and the warning is logged at most once per `WARN_EVERY_S`, with the count of what it held
 back. `shared` tells the policy stage to decide calls off the event loop.
 """
@@ -24,9 +24,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..store_breaker import SMALL_DEADLINE_S, SMALL_PROBE_DEADLINE_S, StoreBreaker, StoreUnavailable, redis_client
 from ..store_breaker import UNAVAILABLE_RETRY_S as UNAVAILABLE_RETRY_S
 from ..store_breaker import WARN_EVERY_S as WARN_EVERY_S
-from ..store_breaker import StoreBreaker, StoreUnavailable
 from .ratelimit import RateLimit, Refusal
 
 if TYPE_CHECKING:
@@ -34,11 +34,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("interceptors.policy")
 
-STORE_DEADLINE_S = 0.5
-"""The longest a call waits for the store (a healthy Redis answers in about a millisecond; its socket timeout,
-2 s, is only the bound on the thread left waiting)."""
-PROBE_DEADLINE_S = 0.1
-"""The longest the one call that asks a failed store again waits (it keeps the breaker open one more period)."""
+STORE_DEADLINE_S = SMALL_DEADLINE_S
+"""The longest a call waits for the store (one tiny script)."""
 STORE_THREADS = 16
 """The store's threads (more concurrent calls queue for one, within their deadline)."""
 
@@ -113,14 +110,10 @@ class RedisRateLimiter:
             logger=logger,
             deadline=deadline,
             threads=STORE_THREADS,
-            probe_deadline=PROBE_DEADLINE_S,
+            probe_deadline=SMALL_PROBE_DEADLINE_S,
             clock=clock,
         )
-        if isinstance(client, str):
-            import redis
-
-            client = redis.Redis.from_url(client, socket_timeout=2.0, socket_connect_timeout=2.0)
-        self.client = client
+        self.client = client = redis_client(client)
         self.names = dict(names)
         self.prefix = prefix
         self.fail_open = fail_open

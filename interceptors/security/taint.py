@@ -8,7 +8,7 @@ guard refuses the send (fail closed) unless it was built with `fail_open`.
 A stalled Redis never stalls the calls (issue 31): every round trip goes through the store's breaker
 (`interceptors/store_breaker.py`): a thread of its own, waited for at most `STORE_DEADLINE_S`, open at once
 for every call waiting behind the one that found Redis hung or failing, then left alone for 1 s and asked
-by one call at a time (waiting at most `PROBE_DEADLINE_S`). `shared` tells the guard's stage to judge calls
+by one call at a time (waiting at most `SMALL_PROBE_DEADLINE_S`). `shared` tells the guard's stage to judge calls
 in a worker thread, never on the event loop.
 """
 
@@ -21,18 +21,15 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from ..store_breaker import StoreBreaker
+from ..store_breaker import SMALL_DEADLINE_S, SMALL_PROBE_DEADLINE_S, StoreBreaker, redis_client
 
 Taint = tuple[str, str]
 """(format id, origin server)"""
 
 logger = logging.getLogger("interceptors.security")
 
-STORE_DEADLINE_S = 0.5
-"""The longest a call waits for one taint round trip (an `HMGET` or a tiny script, like the rate limiter's: a
-healthy Redis answers in about a millisecond; the socket timeout, 2 s, only bounds the thread left waiting)."""
-PROBE_DEADLINE_S = 0.1
-"""The longest the one call that asks a failed store again waits."""
+STORE_DEADLINE_S = SMALL_DEADLINE_S
+"""The longest a call waits for one taint round trip (an `HMGET` or a tiny script, like the rate limiter's)."""
 STORE_THREADS = 8
 """The store's threads (more concurrent calls queue for one, within their deadline)."""
 
@@ -110,13 +107,10 @@ class RedisTaintStore:
             logger=logger,
             deadline=deadline,
             threads=STORE_THREADS,
-            probe_deadline=PROBE_DEADLINE_S,
+            probe_deadline=SMALL_PROBE_DEADLINE_S,
             error=TaintStoreUnavailable,
         )
-        if isinstance(client, str):
-            import redis
-
-            client = redis.Redis.from_url(client, socket_timeout=2.0, socket_connect_timeout=2.0)
+        client = redis_client(client)
         if not key:
             raise ValueError("a RedisTaintStore needs a key shared by every process (secrets are stored hashed)")
         self.client = client
