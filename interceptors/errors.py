@@ -26,6 +26,13 @@ def integral(value: object) -> int | None:
     return None
 
 
+def leaf(exc: BaseException) -> BaseException:
+    """The first real exception inside (nested) exception groups (a task group wraps what its body raises)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
 class WireError(ValueError):
     """A value that does not have the SEP-2624 wire shape; `path` names the offending field."""
 
