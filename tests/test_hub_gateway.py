@@ -88,7 +88,10 @@ async def test_the_aggregate_merges_namespaced_catalogs_and_routes_every_feature
             assert "server 'beta'" in failed.value.error.message and failed.value.error.data["server"] == "beta"
             with pytest.raises(MCPError) as unknown:
                 await client.call_tool("gamma__echo", {})
-            assert (unknown.value.error.code, unknown.value.error.message) == (INVALID_PARAMS, "Unknown tool: gamma__echo")
+            assert (unknown.value.error.code, unknown.value.error.message) == (
+                INVALID_PARAMS,
+                "Unknown tool: gamma__echo",
+            )
 
             # resources and templates under a per-server URI prefix; prompts and completions by prefixed name
             uris = [str(r.uri) for r in (await client.list_resources()).resources]
@@ -101,7 +104,9 @@ async def test_the_aggregate_merges_namespaced_catalogs_and_routes_every_feature
             prompt = await client.get_prompt("beta__greet", {"name": "Ada"})
             assert isinstance(prompt.messages[0].content, types.TextContent)
             assert prompt.messages[0].content.text == "Hello Ada"
-            completed = await client.complete(types.PromptReference(name="alpha__greet"), {"name": "name", "value": "al"})
+            completed = await client.complete(
+                types.PromptReference(name="alpha__greet"), {"name": "name", "value": "al"}
+            )
             assert completed.completion.values == ["alice", "albert"]
 
             # progress reaches the caller; logs carry the server's name
@@ -273,7 +278,10 @@ def test_a_bad_gateway_file_is_one_line_naming_the_server_and_the_key(tmp_path: 
 
 
 async def test_http_serves_the_aggregate_per_principal_each_server_alone_and_health(tmp_path: Path) -> None:
-    servers = {"fs": {"command": UPSTREAM, "roles": ["files", "admin"]}, "mem": {"command": UPSTREAM, "roles": ["admin"]}}
+    servers = {
+        "fs": {"command": UPSTREAM, "roles": ["files", "admin"]},
+        "mem": {"command": UPSTREAM, "roles": ["admin"]},
+    }
     path = write_file(tmp_path, servers)
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text(
@@ -290,8 +298,9 @@ async def test_http_serves_the_aggregate_per_principal_each_server_alone_and_hea
             for bearer, want_mem in (("fay-token", False), ("ada-token", True)):
                 async with (
                     httpx2.AsyncClient(headers={"authorization": f"Bearer {bearer}"}, timeout=STEP_S) as http,
-                    Client(streamable_http_client(url, http_client=http), mode="legacy", read_timeout_seconds=STEP_S)
-                    as client,
+                    Client(
+                        streamable_http_client(url, http_client=http), mode="legacy", read_timeout_seconds=STEP_S
+                    ) as client,
                 ):
                     tools = names(await client.list_tools())
                     assert "fs__echo" in tools and any(n.startswith("mem__") for n in tools) is want_mem

@@ -124,6 +124,11 @@ def upstream_command(command: Sequence[str]) -> list[str]:
     return argv
 
 
+def _upstream_env(args: argparse.Namespace) -> dict[str, str]:
+    """The gateway's environment, plus a gateway file's `env` for its server (`--config FILE --server NAME`)."""
+    return {**os.environ, **(getattr(args, "upstream_env", None) or {})}
+
+
 def _leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
@@ -235,7 +240,7 @@ def proxy(args: argparse.Namespace) -> int:
     from .command import RouterOptions, run_router
 
     options = RouterOptions(
-        command, {**os.environ, **(getattr(args, "upstream_env", None) or {})} if command else None, chain_file, registries, stages, listen, tokens,
+        command, _upstream_env(args) if command else None, chain_file, registries, stages, listen, tokens,
         args.role or (), exposed, bool(getattr(args, "verbose", 0)),
         extra={"metrics": args.metrics, "max_sessions_per_principal": quota, "session_idle_s": idle,
                "reload": getattr(args, "reload", False), "policy": args.policy, "chain_path": args.chain,

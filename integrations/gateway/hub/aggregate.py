@@ -329,7 +329,7 @@ class Aggregate:
     def _client_answer(self, session: _Session, message: Message) -> None:
         """The client's answer to a server's request (sampling, elicitation, roots): back to that server."""
         down_id = message.id
-        entry = session.outgoing.pop(down_id, None) if isinstance(down_id, int) else None  # type: ignore[arg-type]
+        entry = session.outgoing.pop(down_id, None) if isinstance(down_id, int) else None
         if entry is None:
             return
         leg, generation, leg_id = entry
@@ -396,7 +396,9 @@ class Aggregate:
         if session.routed.pop(request_id, None) is None:  # type: ignore[arg-type]
             return  # answered or cancelled meanwhile
         data = {"server": leg.name, "reason": reason, "retry": True}
-        self._reply(session, request_id, error=_error(INTERNAL_ERROR, f"server {leg.name!r} is unavailable: {reason}", data))
+        self._reply(
+            session, request_id, error=_error(INTERNAL_ERROR, f"server {leg.name!r} is unavailable: {reason}", data)
+        )
 
     # From the legs ---------------------------------------------------------------------------------
     def from_leg(self, leg: Leg, action: SendDownstream) -> None:
@@ -455,7 +457,7 @@ class Aggregate:
         self._finish(session, fan)
 
     def _finish(self, session: _Session, fan: _FanOut) -> None:
-        if session.fanouts.pop(fan.request_id, None) is not fan:  # type: ignore[arg-type]
+        if session.fanouts.pop(fan.request_id, None) is not fan:
             return
         if fan.timer is not None:
             fan.timer.cancel()
@@ -640,7 +642,10 @@ def _notification_out(leg: Leg, body: dict[str, Any], session: _Session) -> bool
     elif method == "notifications/tasks/status":
         _name_field(params, "taskId", leg)
     elif method == "notifications/cancelled":  # the server takes back a request it sent the client
-        agg_id = session.incoming.pop((leg.name, params.get("requestId")), None)
+        request_id = params.get("requestId")
+        if not isinstance(request_id, int | str):
+            return False
+        agg_id = session.incoming.pop((leg.name, request_id), None)
         if agg_id is None:
             return False
         session.outgoing.pop(agg_id, None)

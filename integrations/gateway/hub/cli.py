@@ -32,7 +32,9 @@ def hub_proxy(args: argparse.Namespace, proxy: Any) -> int:
         args.config = args.server = None
         if spec.url is not None:
             args.upstream_url = spec.url
-            args.upstream_header = [f"{name}: {value}" for name, value in spec.headers] + list(args.upstream_header or ())
+            args.upstream_header = [f"{name}: {value}" for name, value in spec.headers] + list(
+                args.upstream_header or ()
+            )
         else:
             args.upstream = ["--", *spec.command]
             args.upstream_env = spec.env

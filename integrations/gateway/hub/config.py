@@ -107,7 +107,8 @@ def load_gateway_file(path: str | Path) -> GatewayFile:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise GatewayFileError(f"{source}: not UTF-8 text") from None
-    from interceptors.policy.document import PolicyError, parse_text
+    from interceptors.policy import PolicyError
+    from interceptors.policy.document import parse_text
 
     try:
         document = parse_text(text, source, json_only=file.suffix.lower() == ".json")
@@ -168,9 +169,7 @@ def _server(name: str, entry: Any, source: str, base: Path | None, timeout: floa
     kind = entry.get("type")
     if kind is not None and kind not in ("stdio", *HTTP_TYPES):
         hint = " (the deprecated HTTP+SSE transport is not spoken: use the server's Streamable HTTP URL)"
-        raise GatewayFileError(
-            f"{where}: 'type' {kind!r} is not 'stdio' or 'http'{hint if kind == 'sse' else ''}"
-        )
+        raise GatewayFileError(f"{where}: 'type' {kind!r} is not 'stdio' or 'http'{hint if kind == 'sse' else ''}")
     command, url = entry.get("command"), entry.get("url")
     if (command is None) == (url is None):
         raise GatewayFileError(f"{where}: give either 'command' (stdio) or 'url' (Streamable HTTP)")

@@ -219,7 +219,10 @@ class Leg:
         spec = self.spec
         if spec.url is not None:
             return await HttpUpstream.start(
-                spec.url, list(spec.headers), protocol_version=lambda: router.upstream.version, max_message=MAX_LINE_BYTES
+                spec.url,
+                list(spec.headers),
+                protocol_version=lambda: router.upstream.version,
+                max_message=MAX_LINE_BYTES,
             )
         env = {**os.environ, **(spec.env or {})}
         return await StdioUpstream.start(list(spec.command), env, cwd=spec.cwd)
@@ -262,7 +265,9 @@ class Leg:
             engine = getattr(self._stages, "engine", None)
             catalog = Catalog(router, self._learn) if engine is not None or self.settings.listen else None
             timeout = self.spec.timeout or self.settings.default_timeout
-            runner = LegRunner(self, router, self._adapter, upstream, catalog=catalog, timeout=timeout, local=self._local)
+            runner = LegRunner(
+                self, router, self._adapter, upstream, catalog=catalog, timeout=timeout, local=self._local
+            )
             runner.enable_renewal()
             self.router, self.runner, self.upstream = router, runner, upstream
             self.incarnations += 1
@@ -297,10 +302,15 @@ class Leg:
 
         settings = self.settings
         return HttpFront(
-            router, runner.perform, upstream.drain, tokens=settings.tokens, default_principal=settings.default_principal,
-            settings=settings.http_settings, tool_schema=catalog.tool_schema if catalog is not None else None,
+            router,
+            runner.perform,
+            upstream.drain,
+            tokens=settings.tokens,
+            default_principal=settings.default_principal,
+            settings=settings.http_settings,
+            tool_schema=catalog.tool_schema if catalog is not None else None,
             upstream_for=runner.upstream_for,
-        )  # fmt: skip
+        )
 
     # Delivery -------------------------------------------------------------------------------------
     def deliver(self, action: SendDownstream) -> None:

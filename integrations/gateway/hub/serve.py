@@ -22,7 +22,7 @@ import orjson
 from interceptors import InvocationContext
 
 from ..router import SendDownstream
-from ..router.messages import INVALID_REQUEST, Kind, parse
+from ..router.messages import INTERNAL_ERROR, INVALID_REQUEST, Kind, parse
 from .aggregate import Aggregate
 from .config import GatewayFile
 from .legs import Leg
@@ -133,7 +133,9 @@ class Hub:
             settings=settings.http_settings, upstream_for=aggregate.upstream_for,
         )  # fmt: skip
         aggregate.deliver = front.deliver
-        front.side_apps.update({"/healthz": self._health_app, "/readyz": self._health_app, "/metrics": self._metrics_app})
+        front.side_apps.update(
+            {"/healthz": self._health_app, "/readyz": self._health_app, "/metrics": self._metrics_app}
+        )
         app = _HubApp(self, front)
         http = HttpServer(app, header_timeout_s=front.settings.header_timeout_s)
         try:
@@ -196,8 +198,9 @@ class _HubApp:
             leg.ensure_started()
             await leg.wait_ready(self.hub.gateway.list_timeout)
         if leg.front is None or leg.runner is None or leg.runner.finished:
-            body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": f"server {leg.name!r} is "
-                    f"unavailable: {leg.unavailable_reason()}", "data": {"server": leg.name, "retry": True}}}  # fmt: skip
+            message = f"server {leg.name!r} is unavailable: {leg.unavailable_reason()}"
+            error = {"code": INTERNAL_ERROR, "message": message, "data": {"server": leg.name, "retry": True}}
+            body = {"jsonrpc": "2.0", "id": None, "error": error}
             await _send(send, 503, b"application/json", orjson.dumps(body))
             return
         await leg.front({**scope, "path": "/mcp", "raw_path": b"/mcp"}, receive, send)
