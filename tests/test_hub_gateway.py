@@ -324,3 +324,21 @@ async def test_http_serves_the_aggregate_per_principal_each_server_alone_and_hea
                 assert unauthenticated.status_code == 401
     finally:
         stop(process)
+
+
+async def test_one_audit_log_labels_each_entry_with_its_server(tmp_path: Path) -> None:
+    audit = tmp_path / "audit.jsonl"
+    policy = tmp_path / "recorded.yaml"
+    policy.write_text("name: recorded\nextends: open\naudit: true\n")
+    path = write_file(tmp_path, {"alpha": {"command": UPSTREAM}, "beta": {"command": UPSTREAM}}, audit_log=str(audit))
+    document = json.loads(path.read_text())
+    document["policy"] = str(policy)
+    path.write_text(json.dumps(document))
+    with anyio.fail_after(TEST_S):
+        async with hub_client(path) as client:
+            await client.call_tool("alpha__echo", {"text": "a"})
+            await client.call_tool("beta__echo", {"text": "b"})
+    entries = [json.loads(line) for line in audit.read_text().splitlines()]
+    calls = {(entry["server"], entry["name"]) for entry in entries if entry["kind"] == "tool"}
+    assert {("alpha", "echo"), ("beta", "echo")} <= calls
+    assert all(entry["server"] in ("alpha", "beta") for entry in entries)

@@ -48,6 +48,8 @@ class HubSettings:
     default_principal: Any = None
     http_settings: Any = None
     audit_log: str | None = None
+    audit_sink: Any = None
+    """The one audit log file every leg writes to (a `JsonlAuditFile` of `audit_log`), its entries labelled."""
     redis: str | None = None
     max_restarts: int = 5
     default_timeout: float | None = 300.0
@@ -197,12 +199,16 @@ class Leg:
         policy = spec.policy or self.gateway.policy or "standard"
         chain_file = load_chain_file(spec.chain) if spec.chain is not None else None
         multi = settings.tokens is not None
-        stages = build_stages(policy, settings.audit_log, settings.redis, multi_principal=multi)
+        stages = build_stages(policy, None, settings.redis, multi_principal=multi)
         options = RouterOptions(
             list(spec.command), None, chain_file, list(stages.registries), stages,
             extra={"policy": spec.policy or self.gateway.policy, "chain_path": spec.chain,
-                   "audit_log": settings.audit_log, "redis": settings.redis, "multi_principal": multi},
+                   "audit_log": None, "redis": settings.redis, "multi_principal": multi},
         )  # fmt: skip
+        engine = getattr(stages, "engine", None)
+        if engine is not None:  # one audit log for every server: each entry says which
+            shared = [settings.audit_sink] if settings.audit_sink is not None else []
+            engine.audit.sinks = [_Labelled(sink, spec.name) for sink in [*engine.audit.sinks, *shared]]
         stack.callback(stages.close)
         reloader = await stack.enter_async_context(reloader_for(options))
         chain = await reloader.open(options.registries)
@@ -327,3 +333,14 @@ class Leg:
     async def drain(self) -> None:
         if self.upstream is not None:
             await self.upstream.drain()
+
+
+class _Labelled:
+    """An audit sink that adds the server's name to each entry (`server`), so one log serves every server."""
+
+    def __init__(self, sink: Callable[[Any], None], server: str) -> None:
+        self.sink = sink
+        self.server = server
+
+    def __call__(self, entry: Any) -> None:
+        self.sink({**entry, "server": self.server})

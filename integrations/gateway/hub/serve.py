@@ -38,6 +38,10 @@ class Hub:
     def __init__(self, gateway: GatewayFile, settings: Any) -> None:
         self.gateway = gateway
         self.settings = settings
+        if settings.audit_log and settings.audit_sink is None:
+            from interceptors.policy import JsonlAuditFile
+
+            settings.audit_sink = JsonlAuditFile(settings.audit_log)
         self.legs = [Leg(spec, gateway, settings) for spec in gateway.servers]
         self.by_name = {leg.name: leg for leg in self.legs}
         self.aggregate = Aggregate(self.legs, list_timeout=gateway.list_timeout)
@@ -53,6 +57,8 @@ class Hub:
         with anyio.CancelScope(shield=True):
             for leg in self.legs:
                 await leg.aclose()
+        if self.settings.audit_sink is not None:
+            self.settings.audit_sink.close()
 
     def health(self) -> dict[str, Any]:
         servers = {leg.name: leg.health() for leg in self.legs}
