@@ -48,7 +48,7 @@ from ..router.messages import (
     parse,
 )
 from .legs import HUB_SESSION, Leg
-from .names import name_in, name_out, uri_in, uri_out
+from .names import SEPARATOR, URI_SEPARATOR, name_out, uri_out
 
 logger = logging.getLogger("interceptors.gateway")
 
@@ -76,6 +76,8 @@ LISTS: Final = {
     "resources/templates/list": ("resourceTemplates", "uriTemplate", True),
     "tasks/list": ("tasks", "taskId", False),
 }
+REWRITES: Final = {"tasks/result": "taskresult", "tasks/get": "taskrecord", "tasks/cancel": "taskrecord"}
+"""Replies whose task id is namespaced on the way back (a task-augmented `tools/call` too)."""
 BROADCAST: Final = frozenset({"logging/setLevel"})
 BROADCAST_NOTIFICATIONS: Final = frozenset({"notifications/roots/list_changed"})
 LIST_CHANGED: Final = (
@@ -136,6 +138,7 @@ class Aggregate:
         self.deliver: Callable[[SendDownstream], None] = lambda action: None
         self.tasks: anyio.abc.TaskGroup | None = None
         self._ids = itertools.count(1)
+        self._touched: set[Leg] = set()
         for leg in legs:
             leg.aggregate_deliver = self.from_leg
             leg.on_new_generation = self._new_generation
@@ -204,12 +207,18 @@ class Aggregate:
         return True
 
     async def drain(self) -> None:
-        for leg in self.legs:
-            await leg.drain()
+        """Wait for the write buffers of the legs written to since the last drain."""
+        touched = self._touched
+        while touched:
+            await touched.pop().drain()
 
     # Client requests -----------------------------------------------------------------------------
     def _request(self, session: _Session, message: Message) -> None:
         method = message.method or ""
+        target = TARGETS.get(method)
+        if target is not None and session.init is not None:  # the hot path: a call, a read, a get
+            self._route(session, message, message.params or {}, target[0], target[1])
+            return
         params = message.params or {}
         if method == "initialize":
             self._initialize(session, message)
@@ -222,9 +231,8 @@ class Aggregate:
             self._fan_out(session, message, params.get("cursor"))
         elif method in BROADCAST:
             self._fan_out(session, message, None)
-        elif method in TARGETS:
-            key, what = TARGETS[method]
-            self._route(session, message, params, key, what)
+        elif target is not None:
+            self._route(session, message, params, target[0], target[1])
         elif method == "completion/complete":
             ref = params.get("ref")
             key = "uri" if isinstance(ref, dict) and ref.get("type") == "ref/resource" else "name"
@@ -263,20 +271,22 @@ class Aggregate:
 
     def _route(self, session: _Session, message: Message, params: dict[str, Any], key: str, what: str) -> None:
         target = params.get(key)
-        found = (uri_in if key == "uri" else name_in)(target) if isinstance(target, str) else None
-        leg = session.legs.get(found[0]) if found is not None else None
-        if found is None or leg is None:
+        leg = None
+        if isinstance(target, str):  # a prefix holds no separator: the first one ends it (names.py)
+            prefix, separator, own = target.partition(URI_SEPARATOR if key == "uri" else SEPARATOR)
+            if separator:
+                leg = session.legs.get(prefix)
+        if leg is None:
             self._reply(session, message.id, error=_unknown(what, target))
             return
-        params[key] = found[1]  # the message's own params (or its ref): the leg serialises them once
-        request_params = message.params or {}
-        rewrite = "task" if message.method == "tools/call" and "task" in request_params else None
-        if message.method == "tasks/result":
-            rewrite = "taskresult"
-        elif message.method in ("tasks/get", "tasks/cancel"):
-            rewrite = "taskrecord"
-        session.routed[message.id] = (leg, rewrite)  # type: ignore[index]
-        self._send(session, leg, message, on_fail=lambda reason: self._fail(session, leg, message.id, reason))
+        params[key] = own  # the message's own params (or its ref): the leg serialises them once
+        method = message.method
+        rewrite = REWRITES.get(method)  # type: ignore[arg-type]
+        if rewrite is None and method == "tools/call" and "task" in params:
+            rewrite = "task"
+        assert message.id is not None
+        session.routed[message.id] = (leg, rewrite)
+        self._send(session, leg, message)
 
     def _fan_out(self, session: _Session, message: Message, cursor: Any) -> None:
         legs = list(session.legs.values())
@@ -295,11 +305,7 @@ class Aggregate:
             fan.timer = asyncio.get_running_loop().call_later(self.list_timeout, self._expire, session, fan)
         for leg in legs:
             copy = _copy(message, cursors.get(leg.prefix))  # a leg's router may change what it is given
-
-            def failed(reason: str, leg: Leg = leg) -> None:
-                self._collect(session, fan, leg, None, reason)
-
-            self._send(session, leg, copy, on_fail=failed)
+            self._send(session, leg, copy, fan)
         if not legs:
             self._finish(session, fan)
 
@@ -349,34 +355,40 @@ class Aggregate:
         """A notification or an answer, to a leg where the session is open (else nothing to tell)."""
         if self._live(session, leg):
             assert leg.router is not None
+            self._touched.add(leg)
             leg.perform(leg.router.receive_downstream_message(HUB_SESSION + session.id, message))
 
-    def _send(self, session: _Session, leg: Leg, message: Message, *, on_fail: Callable[[str], None]) -> None:
+    def _send(self, session: _Session, leg: Leg, message: Message, fan: _FanOut | None = None) -> None:
         """A request to a leg: now when its router runs (it waits there while the server's handshake runs, and
         is answered at once while the server restarts); a leg not started yet is started and waited for; a leg
-        that is down fails at once."""
+        that is down fails at once (a fanned-out list leaves it out, a routed request gets an error)."""
         runner = leg.runner
         if runner is not None and not runner.finished:
-            self._open_in(session, leg)
-            assert leg.router is not None
-            leg.perform(leg.router.receive_downstream_message(HUB_SESSION + session.id, message))
+            if session.opened.get(leg.name) != leg.generation:
+                self._open_in(session, leg)
+            self._touched.add(leg)
+            runner.perform(runner.router.receive_downstream_message(HUB_SESSION + session.id, message))
             return
-        if leg.state == "down":
-            on_fail(leg.unavailable_reason())
+        if leg.state == "down" or self.tasks is None:
+            self._failed(session, leg, message, fan, leg.unavailable_reason())
             return
         leg.ensure_started((session.init or {}).get("capabilities") or {})
         wait = self.list_timeout if leg.incarnations == 0 else START_WAIT_S
-        if self.tasks is None:
-            on_fail(leg.unavailable_reason())
-            return
 
         async def later() -> None:
             if await leg.wait_ready(wait) and session.id in self.sessions:
-                self._send(session, leg, message, on_fail=on_fail)
+                self._send(session, leg, message, fan)
             else:
-                on_fail(leg.unavailable_reason())
+                self._failed(session, leg, message, fan, leg.unavailable_reason())
+            await self.drain()
 
         self.tasks.start_soon(later)
+
+    def _failed(self, session: _Session, leg: Leg, message: Message, fan: _FanOut | None, reason: str) -> None:
+        if fan is not None:
+            self._collect(session, fan, leg, None, reason)
+        else:
+            self._fail(session, leg, message.id, reason)
 
     def _open_in(self, session: _Session, leg: Leg) -> None:
         if session.opened.get(leg.name) == leg.generation:
@@ -414,7 +426,7 @@ class Aggregate:
                 self._collect(session, fan, leg, data, None)
                 return
             route = session.routed.pop(related, None)  # type: ignore[arg-type]
-            if route is not None:
+            if route is not None and (route[1] is not None or b'"error":{' in data[:512]):
                 data = _reply_out(leg, data, route[1])
             self.deliver(SendDownstream(session.id, data, related, True))
             return
@@ -590,8 +602,6 @@ _UNKNOWN_PREFIXES: Final = ("Unknown tool: ", "Unknown prompt: ")
 def _reply_out(leg: Leg, data: bytes, rewrite: str | None) -> bytes:
     """A leg's final reply to a routed request: as is, unless it is an error (it then names the server) or
     holds a task id (namespaced)."""
-    if rewrite is None and b'"error":{' not in data[:512]:
-        return data
     body = _loads(data)
     if not isinstance(body, dict):
         return data

@@ -116,6 +116,7 @@ class Leg:
         self._stages: Any = None
         self._local: Any = None
         self._learn: Any = None
+        self._hold_back = True
 
     # State ----------------------------------------------------------------------------------------
     @property
@@ -214,6 +215,7 @@ class Leg:
         chain = await reloader.open(options.registries)
         self._adapter = reloader.adapter = ChainAdapter(chain, on_refusal=getattr(stages, "refused", None))
         self._stages = stages
+        self._hold_back = bool(options.registries) or chain_file is not None  # as `proxy` decides it
         self._learn = reloader.learn
         self._local = LocalAnswers(None, getattr(stages, "local_tools", ()), getattr(stages, "authorize", None))
 
@@ -253,7 +255,7 @@ class Leg:
 
         delay = FIRST_BACKOFF_S
         while not self._stopping:
-            router = router_for(self._adapter, self._local)
+            router = router_for(self._adapter, self._local, hold_back=self._hold_back)
             try:
                 first = await self._start_upstream(router)
             except (UpstreamStartError, UpstreamUrlError, OSError) as exc:
