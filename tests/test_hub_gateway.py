@@ -40,7 +40,11 @@ SILENT = [sys.executable, "-m", "tests.servers.hub_upstream", "silent"]
 
 
 def write_file(tmp_path: Path, servers: dict[str, Any], name: str = "gateway.json", **top: Any) -> Path:
-    document = {"policy": "none", **top, "servers": {k: {"cwd": str(ROOT), **v} for k, v in servers.items()}}
+    document = {
+        "policy": "none",
+        **top,
+        "servers": {k: {**({"cwd": str(ROOT)} if "command" in v else {}), **v} for k, v in servers.items()},
+    }
     path = tmp_path / name
     path.write_text(json.dumps(document))
     return path
@@ -342,3 +346,20 @@ async def test_one_audit_log_labels_each_entry_with_its_server(tmp_path: Path) -
     calls = {(entry["server"], entry["name"]) for entry in entries if entry["kind"] == "tool"}
     assert {("alpha", "echo"), ("beta", "echo")} <= calls
     assert all(entry["server"] in ("alpha", "beta") for entry in entries)
+
+
+async def test_an_http_upstream_with_headers_and_an_on_first_use_server(tmp_path: Path) -> None:
+    from tests.test_router_upstream_http import http_upstream
+
+    with http_upstream("--token", "s3cret") as (url, _):
+        servers = {
+            "remote": {"url": url, "headers": {"Authorization": "Bearer s3cret"}},
+            "lazy": {"command": UPSTREAM, "start": "on-first-use"},
+        }
+        path = write_file(tmp_path, servers)
+        with anyio.fail_after(TEST_S):
+            async with hub_client(path) as client:
+                tools = names(await client.list_tools())  # the lazy server is started by its first use
+                assert {"remote__echo", "lazy__echo"} <= tools
+                assert text_of(await client.call_tool("remote__echo", {"text": "over http"})) == "over http"
+                assert text_of(await client.call_tool("lazy__echo", {"text": "lazy"})) == "lazy"
