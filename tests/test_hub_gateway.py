@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -326,6 +327,11 @@ async def test_http_serves_the_aggregate_per_principal_each_server_alone_and_hea
                 assert 'mcp_interceptors_upstream_up{server="mem"} 1' in metrics
                 unauthenticated = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
                 assert unauthenticated.status_code == 401
+            process.send_signal(signal.SIGHUP)  # each server's policy read again; the gateway goes on
+            await anyio.sleep(0.5)
+            async with httpx2.AsyncClient(timeout=STEP_S) as http:
+                assert (await http.get(f"{base}/healthz")).status_code == 200
+            assert process.poll() is None
     finally:
         stop(process)
 

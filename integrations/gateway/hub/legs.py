@@ -117,6 +117,7 @@ class Leg:
         self._local: Any = None
         self._learn: Any = None
         self._hold_back = True
+        self._reloader: Any = None
 
     # State ----------------------------------------------------------------------------------------
     @property
@@ -178,6 +179,11 @@ class Leg:
                     await anyio.sleep(0.05)
         return self.ready
 
+    def reload(self) -> None:
+        """SIGHUP: read this server's policy and chain files again (as `proxy` does on SIGHUP)."""
+        if self._reloader is not None:
+            self._reloader.request()
+
     async def aclose(self) -> None:
         self._stopping = True
         if self.runner is not None:
@@ -217,6 +223,7 @@ class Leg:
         self._stages = stages
         self._hold_back = bool(options.registries) or chain_file is not None  # as `proxy` decides it
         self._learn = reloader.learn
+        self._reloader = reloader
         self._local = LocalAnswers(None, getattr(stages, "local_tools", ()), getattr(stages, "authorize", None))
 
     async def _start_upstream(self, router: Router) -> Any:

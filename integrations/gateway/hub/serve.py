@@ -60,6 +60,11 @@ class Hub:
         if self.settings.audit_sink is not None:
             self.settings.audit_sink.close()
 
+    def reload(self) -> None:
+        """SIGHUP: every server's policy and chain files read again (the gateway file itself is not)."""
+        for leg in self.legs:
+            leg.reload()
+
     def health(self) -> dict[str, Any]:
         servers = {leg.name: leg.health() for leg in self.legs}
         ready = all(s["state"] in ("ready", "idle") for s in servers.values())
@@ -96,8 +101,11 @@ class Hub:
                 aggregate.open_session("stdio", context=context, principal=principal.id)
 
                 async def signals() -> None:
-                    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
-                        async for _ in received:
+                    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as received:
+                        async for signum in received:
+                            if signum == signal.SIGHUP:
+                                self.reload()
+                                continue
                             tasks.cancel_scope.cancel()
                             return
 
@@ -155,8 +163,11 @@ class Hub:
                         tasks.cancel_scope.cancel()
 
                 async def signals() -> None:
-                    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
-                        async for _ in received:
+                    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as received:
+                        async for signum in received:
+                            if signum == signal.SIGHUP:
+                                self.reload()
+                                continue
                             http.should_exit = True
                             return
 
