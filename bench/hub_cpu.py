@@ -80,7 +80,10 @@ async def _single_supervised(stack: AsyncExitStack, policy: str) -> _Client:
     async def again() -> Any:
         return _MemoryUpstream()
 
-    gateway_cpu._Upstream = lambda: SupervisedUpstream(_MemoryUpstream(), again)  # type: ignore[assignment,misc]
+    def supervised() -> Any:
+        return SupervisedUpstream(_MemoryUpstream(), again)
+
+    gateway_cpu._Upstream = supervised  # type: ignore[assignment,misc]
     try:
         return await _gateway(stack, policy)
     finally:

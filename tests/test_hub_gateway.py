@@ -287,7 +287,7 @@ async def test_http_serves_the_aggregate_per_principal_each_server_alone_and_hea
         "fs": {"command": UPSTREAM, "roles": ["files", "admin"]},
         "mem": {"command": UPSTREAM, "roles": ["admin"]},
     }
-    path = write_file(tmp_path, servers)
+    path = write_file(tmp_path, servers, policy="standard")  # (its chain counts the requests in /metrics)
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text(
         "tokens:\n  - {id: fay, token: fay-token, roles: [files]}\n  - {id: ada, token: ada-token, roles: [admin]}\n"
@@ -325,6 +325,7 @@ async def test_http_serves_the_aggregate_per_principal_each_server_alone_and_hea
                 assert {name: s["state"] for name, s in health["servers"].items()} == {"fs": "ready", "mem": "ready"}
                 metrics = (await http.get(f"{base}/metrics")).text
                 assert 'mcp_interceptors_upstream_up{server="mem"} 1' in metrics
+                assert 'mcp_interceptors_requests_total{server="fs",method="tools/call",outcome="passed"} 2' in metrics
                 unauthenticated = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
                 assert unauthenticated.status_code == 401
             process.send_signal(signal.SIGHUP)  # each server's policy read again; the gateway goes on

@@ -27,6 +27,7 @@ import anyio.abc
 from ..router import Router, SendDownstream, UpstreamPhase
 from ..runner import NoDownstream, Runner
 from .config import GatewayFile, ServerSpec
+from .metrics import LegRequests
 
 logger = logging.getLogger("interceptors.gateway")
 
@@ -107,6 +108,8 @@ class Leg:
         self.last_error: str | None = None
         self.on_new_generation: Callable[[Leg], None] | None = None
         self.aggregate_deliver: Callable[[Leg, SendDownstream], None] | None = None
+        self.requests = LegRequests()
+        """Its requests by method and outcome, for `/metrics` (`metrics.py`)."""
         self._started = False
         self._ready = anyio.Event()
         self._capabilities: dict[str, Any] = dict(EVERY_CAPABILITY)
@@ -220,6 +223,7 @@ class Leg:
         reloader = await stack.enter_async_context(reloader_for(options))
         chain = await reloader.open(options.registries)
         self._adapter = reloader.adapter = ChainAdapter(chain, on_refusal=getattr(stages, "refused", None))
+        self.requests.observe(self._adapter)
         self._stages = stages
         self._hold_back = bool(options.registries) or chain_file is not None  # as `proxy` decides it
         self._learn = reloader.learn

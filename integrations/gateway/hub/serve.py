@@ -71,20 +71,9 @@ class Hub:
         return {"status": "ok" if ready else "degraded", "servers": servers}
 
     def metrics_text(self) -> bytes:
-        lines = [
-            "# HELP mcp_interceptors_upstream_up Whether the upstream server is ready (1) or not (0).",
-            "# TYPE mcp_interceptors_upstream_up gauge",
-        ]
-        lines += [f'mcp_interceptors_upstream_up{{server="{leg.name}"}} {int(leg.ready)}' for leg in self.legs]
-        lines += [
-            "# HELP mcp_interceptors_upstream_restarts_total Restarts of the upstream server.",
-            "# TYPE mcp_interceptors_upstream_restarts_total counter",
-        ]
-        lines += [
-            f'mcp_interceptors_upstream_restarts_total{{server="{leg.name}"}} {leg.health()["restarts"]}'
-            for leg in self.legs
-        ]
-        return ("\n".join(lines) + "\n").encode()
+        from .metrics import exposition
+
+        return exposition(self.legs)
 
     # stdio -----------------------------------------------------------------------------------------
     async def run_stdio(self, principal: Any) -> int:
