@@ -370,3 +370,37 @@ async def test_an_http_upstream_with_headers_and_an_on_first_use_server(tmp_path
                 assert {"remote__echo", "lazy__echo"} <= tools
                 assert text_of(await client.call_tool("remote__echo", {"text": "over http"})) == "over http"
                 assert text_of(await client.call_tool("lazy__echo", {"text": "lazy"})) == "lazy"
+
+
+def test_malformed_and_odd_requests_through_the_aggregate_are_answered_not_dropped(tmp_path: Path) -> None:
+    from tests.test_router_gateway import HANDSHAKE, INITIALIZED, _exchange
+
+    path = write_file(tmp_path, {"alpha": {"command": UPSTREAM}})
+    call = {"jsonrpc": "2.0", "method": "tools/call"}
+    lines: list[dict[str, Any] | str] = [
+        HANDSHAKE,
+        INITIALIZED,
+        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"alpha__echo","arguments":',  # cut short
+        {**call, "id": 3, "params": {"name": 7}},  # not a string
+        {**call, "id": 4, "params": {"name": "alpha_echo"}},  # one underscore: no server
+        {**call, "id": 5},  # no params
+        {"jsonrpc": "2.0", "id": 6, "method": "resources/read", "params": {"uri": "memo://greeting"}},  # no prefix
+        {"jsonrpc": "2.0", "id": 7, "method": "completion/complete", "params": {"ref": "x"}},
+        {"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {"cursor": {"a": 1}}},
+        {"jsonrpc": "2.0", "id": 9, "method": "no/such/method"},
+        {"jsonrpc": "2.0", "id": 10, "result": {}},  # an answer to nothing
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}},
+        [{"jsonrpc": "2.0", "id": 11, "method": "ping"}],  # a batch
+        {**call, "id": 12, "params": {"name": "alpha__echo", "arguments": {"text": "still here"}}},
+    ]
+    replies = _exchange(hub_argv(path), [line if not isinstance(line, list) else json.dumps(line) for line in lines],
+                        [1, 3, 4, 5, 6, 7, 8, 9, 12])  # fmt: skip
+    assert (
+        replies[3]["error"]["code"] == INVALID_PARAMS and replies[4]["error"]["message"] == "Unknown tool: alpha_echo"
+    )
+    assert replies[5]["error"]["code"] == INVALID_PARAMS
+    assert replies[6]["error"] == {"code": INVALID_PARAMS, "message": "Resource not found: memo://greeting",
+                                   "data": {"uri": "memo://greeting"}}  # fmt: skip
+    assert replies[7]["error"]["code"] == INVALID_PARAMS and replies[8]["error"]["message"] == "Invalid cursor"
+    assert replies[9]["error"]["code"] == -32601
+    assert replies[12]["result"]["content"][0]["text"] == "still here"

@@ -414,6 +414,13 @@ class Aggregate:
 
     # From the legs ---------------------------------------------------------------------------------
     def from_leg(self, leg: Leg, action: SendDownstream) -> None:
+        """A message a leg's router releases for an aggregate session (never raises into the leg's runner)."""
+        try:
+            self._from_leg(leg, action)
+        except Exception as exc:  # a defect: logged; the leg and the other sessions go on
+            logger.error("the aggregate failed on a message of server %s: %s", leg.name, type(exc).__name__)
+
+    def _from_leg(self, leg: Leg, action: SendDownstream) -> None:
         session = self.sessions.get(action.session[len(HUB_SESSION) :])
         if session is None or session.opened.get(leg.name) != leg.generation:
             return

@@ -107,7 +107,13 @@ class Hub:
                     message = parse(line)
                     if message.kind is Kind.REQUEST and message.method == "initialize":
                         await aggregate.upstream_for({})
-                    aggregate.receive_downstream_message("stdio", message)
+                    try:
+                        aggregate.receive_downstream_message("stdio", message)
+                    except Exception as exc:  # a defect: logged, the request answered, the session goes on
+                        logger.error("the aggregate failed on a client message: %s", type(exc).__name__)
+                        if message.kind is Kind.REQUEST:
+                            error = {"code": INTERNAL_ERROR, "message": "Internal error"}
+                            downstream.send(orjson.dumps({"jsonrpc": "2.0", "id": message.id, "error": error}))
                     await aggregate.drain()
                     await downstream.drain()
                 aggregate.close_session("stdio")
