@@ -394,7 +394,7 @@ def test_malformed_and_odd_requests_through_the_aggregate_are_answered_not_dropp
         {**call, "id": 12, "params": {"name": "alpha__echo", "arguments": {"text": "still here"}}},
     ]
     replies = _exchange(hub_argv(path), [line if not isinstance(line, list) else json.dumps(line) for line in lines],
-                        [1, 3, 4, 5, 6, 7, 8, 9, 12])  # fmt: skip
+                        [1, 2, 3, 4, 5, 6, 7, 8, 9, 12])  # fmt: skip
     assert (
         replies[3]["error"]["code"] == INVALID_PARAMS and replies[4]["error"]["message"] == "Unknown tool: alpha_echo"
     )
