@@ -404,3 +404,26 @@ def test_malformed_and_odd_requests_through_the_aggregate_are_answered_not_dropp
     assert replies[7]["error"]["code"] == INVALID_PARAMS and replies[8]["error"]["message"] == "Invalid cursor"
     assert replies[9]["error"]["code"] == -32601
     assert replies[12]["result"]["content"][0]["text"] == "still here"
+
+
+async def test_a_server_past_its_restart_bound_comes_back_as_a_new_process_announced_by_list_changed(
+    tmp_path: Path,
+) -> None:
+    path = write_file(tmp_path, {"alpha": {"command": UPSTREAM}, "beta": {"command": UPSTREAM}})
+    recorder = Recorder()
+    with anyio.fail_after(TEST_S):
+        async with hub_client(path, "--max-upstream-restarts", "1", message_handler=recorder.on_message) as client:
+            for _ in range(2):  # the second death within a minute is past the bound: the leg is down
+                with pytest.raises(MCPError):
+                    await client.call_tool("alpha__crash", {})
+                with anyio.fail_after(20):
+                    while True:
+                        try:
+                            await client.call_tool("alpha__echo", {"text": "up?"})
+                            break
+                        except MCPError as exc:
+                            assert exc.error.data["server"] == "alpha"
+                            await anyio.sleep(0.05)
+            await recorder.notified(types.ToolListChangedNotification)  # the new process: clients re-list
+            assert "alpha__echo" in names(await client.list_tools())
+            assert text_of(await client.call_tool("beta__echo", {"text": "b"})) == "b"

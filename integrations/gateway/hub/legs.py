@@ -14,6 +14,7 @@ reopens its sessions on it and announces `list_changed`, so a client never has t
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 from collections.abc import Callable
@@ -31,6 +32,8 @@ from .metrics import LegRequests
 
 logger = logging.getLogger("interceptors.gateway")
 
+SERVER: contextvars.ContextVar[str | None] = contextvars.ContextVar("mcp_interceptors_server", default=None)
+"""The server a leg's tasks work for: its log lines say which (`ServerLogFilter`)."""
 HUB_SESSION: Final = "hub:"
 """Session ids the aggregated endpoint opens in a leg's router start with this."""
 FIRST_BACKOFF_S: Final = 0.5
@@ -247,13 +250,14 @@ class Leg:
         return await StdioUpstream.start(list(spec.command), env, cwd=spec.cwd)
 
     async def _supervise(self) -> None:
+        SERVER.set(self.name)  # every task this one starts (the runner's pumps, the chain's) inherits it
         async with AsyncExitStack() as stack:  # the chain's servers and tasks live in this task
             try:
                 await self._chain(stack)
             except Exception as exc:  # a policy or chain that cannot be loaded: this server stays down
                 self.last_error = f"its policy or chain could not be loaded: {exc}"
                 self.incarnations = 1
-                logger.error("server %s: %s", self.name, self.last_error)
+                logger.error("%s", self.last_error)  # (the log filter names the server)
                 return
             await self._incarnations()
 
@@ -272,7 +276,7 @@ class Leg:
             except (UpstreamStartError, UpstreamUrlError, OSError) as exc:
                 self.incarnations += 1
                 self.last_error = str(exc)
-                logger.warning("server %s could not be started: %s (again in %g s)", self.name, exc, delay)
+                logger.warning("could not be started: %s (again in %g s)", exc, delay)
                 await anyio.sleep(delay)
                 delay = min(delay * 2, MAX_BACKOFF_S)
                 continue
@@ -299,7 +303,7 @@ class Leg:
                 if ok:
                     delay = FIRST_BACKOFF_S
                     self.last_error = None
-                    logger.info("server %s is ready", self.name)
+                    logger.info("ready")
                     self._ready.set()
                     self._ready = anyio.Event()
                     if self.generation > 1 and self.on_new_generation is not None:
@@ -312,7 +316,7 @@ class Leg:
                 await upstream.aclose()
             if self._stopping:
                 return
-            logger.warning("server %s is down: starting it again in %g s", self.name, delay)
+            logger.warning("down: starting it again in %g s", delay)
             await anyio.sleep(delay)
             delay = min(delay * 2, MAX_BACKOFF_S)
 
@@ -357,3 +361,15 @@ class _Labelled:
 
     def __call__(self, entry: Any) -> None:
         self.sink({**entry, "server": self.server})
+
+
+class ServerLogFilter(logging.Filter):
+    """Prefixes the gateway's log lines written for a leg with `server NAME: ` (the runner's own lines do not
+    know which server they are about)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        name = SERVER.get()
+        if name is not None and not getattr(record, "mcp_interceptors_server", None):
+            record.mcp_interceptors_server = name
+            record.msg = f"server {name.replace('%', '%%')}: {record.msg}"
+        return True

@@ -47,6 +47,10 @@ class Hub:
         self.aggregate = Aggregate(self.legs, list_timeout=gateway.list_timeout)
 
     def _start(self, tasks: anyio.abc.TaskGroup) -> None:
+        from .legs import ServerLogFilter
+
+        if not any(isinstance(f, ServerLogFilter) for f in logger.filters):
+            logger.addFilter(ServerLogFilter())
         self.aggregate.tasks = tasks
         for leg in self.legs:
             leg.attach(tasks)
