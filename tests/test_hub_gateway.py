@@ -427,3 +427,20 @@ async def test_a_server_past_its_restart_bound_comes_back_as_a_new_process_annou
             await recorder.notified(types.ToolListChangedNotification)  # the new process: clients re-list
             assert "alpha__echo" in names(await client.list_tools())
             assert text_of(await client.call_tool("beta__echo", {"text": "b"})) == "b"
+
+
+async def test_within_a_server_its_own_policy_decides_per_role_which_tools_a_session_sees(tmp_path: Path) -> None:
+    policy = tmp_path / "alpha-policy.yaml"
+    policy.write_text(
+        "name: interns-limited\nextends: open\nrules:\n"
+        "  - name: no-crash-for-interns\n    match: {roles: [intern]}\n    deny_tools: [crash, sleep]\n"
+    )
+    path = write_file(tmp_path, {"alpha": {"command": UPSTREAM, "policy": str(policy)}, "beta": {"command": UPSTREAM}})
+    with anyio.fail_after(TEST_S):
+        async with hub_client(path, "--role", "intern") as client:
+            tools = names(await client.list_tools())
+            assert "alpha__echo" in tools and "alpha__crash" not in tools and "alpha__sleep" not in tools
+            assert "beta__crash" in tools  # another server, another policy
+            with pytest.raises(MCPError) as hidden:
+                await client.call_tool("alpha__crash", {})
+            assert hidden.value.error.message == "Unknown tool: alpha__crash"  # hidden equals missing
