@@ -37,12 +37,12 @@ async def _hub(stack: AsyncExitStack, policy: str) -> _Client:
     from interceptors import InvocationContext
     from interceptors.policy import principal_for_stdio
 
-    async def in_memory(self: Leg, router: Any) -> Any:
-        return _MemoryUpstream()
+    class MemoryLeg(Leg):
+        async def _start_upstream(self, router: Any) -> Any:
+            return _MemoryUpstream()
 
-    Leg._start_upstream = in_memory  # type: ignore[method-assign]
     gateway = parse_gateway({"policy": policy, "servers": {"a": {"command": "x"}, "b": {"command": "y"}}})
-    hub = Hub(gateway, HubSettings())
+    hub = Hub(gateway, HubSettings(), leg=MemoryLeg)
     client = _Client()
     aggregate = hub.aggregate
     aggregate.deliver = lambda action: client.send(action.data)

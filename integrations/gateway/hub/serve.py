@@ -35,14 +35,14 @@ SERVERS_PATH: Final = "/servers/"
 class Hub:
     """The gateway file's servers behind one process."""
 
-    def __init__(self, gateway: GatewayFile, settings: Any) -> None:
+    def __init__(self, gateway: GatewayFile, settings: Any, *, leg: type[Leg] = Leg) -> None:
         self.gateway = gateway
         self.settings = settings
         if settings.audit_log and settings.audit_sink is None:
             from interceptors.policy import JsonlAuditFile
 
             settings.audit_sink = JsonlAuditFile(settings.audit_log)
-        self.legs = [Leg(spec, gateway, settings) for spec in gateway.servers]
+        self.legs = [leg(spec, gateway, settings) for spec in gateway.servers]
         self.by_name = {leg.name: leg for leg in self.legs}
         self.aggregate = Aggregate(self.legs, list_timeout=gateway.list_timeout)
 
