@@ -139,6 +139,7 @@ class Aggregate:
         self.tasks: anyio.abc.TaskGroup | None = None
         self._ids = itertools.count(1)
         self._touched: set[Leg] = set()
+        self._waited = False
         for leg in legs:
             leg.aggregate_deliver = self.from_leg
             leg.on_new_generation = self._new_generation
@@ -198,12 +199,15 @@ class Aggregate:
         return []
 
     async def upstream_for(self, capabilities: dict[str, Any]) -> bool:
-        """A session opens: the eager legs get `list_timeout` to be ready (so `initialize` states their
-        capabilities); the aggregate answers whatever they do."""
+        """A session opens: the first one gives the eager servers up to `list_timeout` to finish starting (so
+        `initialize` states their capabilities); a server that is down is not waited for, and later sessions
+        wait for nothing. The aggregate answers whatever the servers do."""
+        if self._waited:
+            return True
+        self._waited = True
         with anyio.move_on_after(self.list_timeout):
-            for leg in self.legs:
-                if leg.spec.eager:
-                    await leg.wait_ready(self.list_timeout)
+            while any(leg.spec.eager and leg.state in ("idle", "starting") for leg in self.legs):
+                await anyio.sleep(0.02)
         return True
 
     async def drain(self) -> None:
