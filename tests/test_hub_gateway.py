@@ -28,9 +28,9 @@ from mcp.shared.exceptions import MCPError
 
 from interceptors import INTERNAL_ERROR, INVALID_PARAMS
 from tests.conftest import ROOT
-from tests.processes import listening_url, stop
+from tests.processes import children, listening_url, stop
 from tests.servers.upstream_server import GREETING_URI
-from tests.test_gateway import STEP_S, TEST_S, Recorder, text_of
+from tests.test_gateway import STEP_S, TEST_S, Recorder, assert_no_zombies, gateway_pids, text_of, wait_gone
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -143,6 +143,11 @@ async def test_the_aggregate_merges_namespaced_catalogs_and_routes_every_feature
             with anyio.fail_after(20):
                 while (await stats(client, "alpha"))["cancelled"] == before:
                     await anyio.sleep(0.05)
+            (gateway,) = gateway_pids()
+            upstreams = list(children(gateway))
+            assert len(upstreams) == 2  # one process per server
+    await wait_gone([gateway, *upstreams])  # the client left: the gateway and every server exit
+    assert_no_zombies()
 
 
 async def test_merged_lists_are_paged_and_a_silent_server_is_left_out_and_named(tmp_path: Path) -> None:

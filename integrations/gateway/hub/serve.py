@@ -59,8 +59,9 @@ class Hub:
 
     async def _close(self) -> None:
         with anyio.CancelScope(shield=True):
-            for leg in self.legs:
-                await leg.aclose()
+            async with anyio.create_task_group() as closing:  # every server stopped at once
+                for leg in self.legs:
+                    closing.start_soon(leg.aclose)
         if self.settings.audit_sink is not None:
             self.settings.audit_sink.close()
 
