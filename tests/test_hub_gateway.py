@@ -338,6 +338,11 @@ async def test_http_serves_the_aggregate_per_principal_each_server_alone_and_hea
             async with httpx2.AsyncClient(timeout=STEP_S) as http:
                 assert (await http.get(f"{base}/healthz")).status_code == 200
             assert process.poll() is None
+            upstreams = list(children(process.pid))
+            assert len(upstreams) == 2
+            process.terminate()  # SIGTERM: status 0, every server gone
+            assert process.wait(timeout=STEP_S) == 0
+            await wait_gone(upstreams)
     finally:
         stop(process)
 
