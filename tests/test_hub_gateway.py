@@ -291,6 +291,7 @@ async def test_http_serves_the_aggregate_per_principal_each_server_alone_and_hea
     servers = {
         "fs": {"command": UPSTREAM, "roles": ["files", "admin"]},
         "mem": {"command": UPSTREAM, "roles": ["admin"]},
+        "lazy": {"command": UPSTREAM, "start": "on-first-use"},
     }
     path = write_file(tmp_path, servers, policy="standard")  # (its chain counts the requests in /metrics)
     tokens = tmp_path / "tokens.yaml"
@@ -305,6 +306,15 @@ async def test_http_serves_the_aggregate_per_principal_each_server_alone_and_hea
         url = listening_url(process)
         base = url.removesuffix("/mcp")
         with anyio.fail_after(TEST_S):
+            async with httpx2.AsyncClient(timeout=STEP_S) as http:
+                health = (await http.get(f"{base}/healthz")).json()
+                assert health["servers"]["lazy"]["state"] == "idle"  # started by its first use only
+                refused = await http.post(
+                    f"{base}/servers/mem/mcp",
+                    json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                    headers={"authorization": "Bearer fay-token", "accept": "application/json, text/event-stream"},
+                )
+                assert refused.status_code == 404  # a server outside the principal's roles: as unknown
             for bearer, want_mem in (("fay-token", False), ("ada-token", True)):
                 async with (
                     httpx2.AsyncClient(headers={"authorization": f"Bearer {bearer}"}, timeout=STEP_S) as http,
@@ -327,7 +337,11 @@ async def test_http_serves_the_aggregate_per_principal_each_server_alone_and_hea
                 assert text_of(await client.call_tool("echo", {"text": "alone"})) == "alone"
             async with httpx2.AsyncClient(timeout=STEP_S) as http:
                 health = (await http.get(f"{base}/healthz")).json()
-                assert {name: s["state"] for name, s in health["servers"].items()} == {"fs": "ready", "mem": "ready"}
+                assert {name: s["state"] for name, s in health["servers"].items()} == {
+                    "fs": "ready",
+                    "mem": "ready",
+                    "lazy": "ready",  # the aggregate's first list started it
+                }
                 metrics = (await http.get(f"{base}/metrics")).text
                 assert 'mcp_interceptors_upstream_up{server="mem"} 1' in metrics
                 assert 'mcp_interceptors_requests_total{server="fs",method="tools/call",outcome="passed"} 2' in metrics
@@ -339,7 +353,7 @@ async def test_http_serves_the_aggregate_per_principal_each_server_alone_and_hea
                 assert (await http.get(f"{base}/healthz")).status_code == 200
             assert process.poll() is None
             upstreams = list(children(process.pid))
-            assert len(upstreams) == 2
+            assert len(upstreams) == 3
             process.terminate()  # SIGTERM: status 0, every server gone
             assert process.wait(timeout=STEP_S) == 0
             await wait_gone(upstreams)

@@ -195,11 +195,17 @@ class Hub:
 
 
 class _HubApp:
-    """Paths: `/servers/NAME/mcp` to that server's own front, everything else to the aggregate's front."""
+    """Paths: `/servers/NAME/mcp` to that server's own front, everything else to the aggregate's front. A
+    server with `roles` is served alone only to principals with one of them (others get 404, as for an
+    unknown server), as the aggregate shows it only to them."""
 
     def __init__(self, hub: Hub, front: Any) -> None:
         self.hub = hub
         self.front = front
+
+    async def _may_see(self, leg: Leg, scope: dict[str, Any]) -> bool:
+        roles = await _principal_roles(self.front, scope)
+        return roles is None or leg.spec.visible_to(roles)  # None: a refused token, answered 401 by the leg
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         path = scope.get("path", "") if scope.get("type") == "http" else ""
@@ -211,6 +217,9 @@ class _HubApp:
         if leg is None or rest.rstrip("/") != "mcp":
             await self.front(scope, receive, send)  # its 404, after the Host and Origin checks
             return
+        if leg.spec.roles is not None and not await self._may_see(leg, scope):
+            await self.front({**scope, "path": "/servers/"}, receive, send)  # as unknown: its 404, after the checks
+            return
         if leg.front is None or leg.runner is None or leg.runner.finished:
             leg.ensure_started()
             await leg.wait_ready(self.hub.gateway.list_timeout)
@@ -221,6 +230,23 @@ class _HubApp:
             await _send(send, 503, b"application/json", orjson.dumps(body))
             return
         await leg.front({**scope, "path": "/mcp", "raw_path": b"/mcp"}, receive, send)
+
+
+async def _principal_roles(front: Any, scope: dict[str, Any]) -> list[str] | None:
+    """The roles of the request's principal (its bearer token's; none without tokens); None when the token is
+    refused (the server's own front then answers 401 with its challenge)."""
+    from interceptors import Principal
+
+    if front.auth is None:
+        principal = front.default_principal
+    else:
+        header = next((v for k, v in scope.get("headers", ()) if k.lower() == b"authorization"), None)
+        principal = await front.auth.admit(header.decode("latin-1") if header is not None else None)
+        if not isinstance(principal, Principal):
+            return None
+    claims = getattr(principal, "claims", None) or {}
+    roles = claims.get("roles") if isinstance(claims, dict) else None
+    return [r for r in roles if isinstance(r, str)] if isinstance(roles, list | tuple) else []
 
 
 async def _send(send: Any, status: int, content_type: bytes, body: bytes) -> None:
