@@ -83,6 +83,9 @@ async def test_the_aggregate_merges_namespaced_catalogs_and_routes_every_feature
     client = hub_client(path, logging_callback=recorder.on_log, message_handler=recorder.on_message)
     with anyio.fail_after(TEST_S):
         async with client:
+            instructions = client.instructions or ""
+            assert "alpha__" not in instructions and "SECRET-MARKER" not in instructions  # no server's own text
+            assert "alpha (alpha)" in instructions
             tools = names(await client.list_tools())
             assert {"alpha__echo", "beta__echo", "alpha__progress", "beta__add_tool"} <= tools
             assert all(name.startswith(("alpha__", "beta__")) for name in tools)

@@ -252,24 +252,24 @@ class Aggregate:
         params["protocolVersion"] = version
         session.init = params
         capabilities: dict[str, Any] = {key: dict(value) for key, value in BASE_CAPABILITIES.items()}
-        lines = []
+        tasks: dict[str, Any] = {}
         for leg in session.legs.values():
             if leg.ready:
                 assert leg.router is not None
-                upstream = leg.router.upstream
-                tasks = upstream.capabilities.get("tasks")
-                if isinstance(tasks, dict) and "tasks" not in capabilities:
-                    capabilities["tasks"] = tasks
-                if upstream.instructions:
-                    lines.append(f"{leg.prefix}: {upstream.instructions}")
+                tasks.update(_task_capabilities(leg.router.upstream.capabilities.get("tasks")))
+        if tasks:
+            capabilities["tasks"] = tasks
         result: dict[str, Any] = {
             "protocolVersion": version,
             "capabilities": capabilities,
             "serverInfo": {"name": self.name, "version": _VERSION},
         }
+        # The servers' own instructions are not repeated here: a leg's chain judges its initialize result per
+        # session (the policy may redact it), and this answer passes no leg's chain.
         servers = ", ".join(f"{leg.prefix} ({leg.name})" for leg in session.legs.values())
-        result["instructions"] = "\n".join(
-            [f"One gateway in front of: {servers or 'no server'}. Names are PREFIX__NAME, URIs PREFIX+URI.", *lines]
+        result["instructions"] = (
+            f"One gateway in front of: {servers or 'no server'}. Tools and prompts are named PREFIX__NAME, "
+            "resources PREFIX+URI."
         )
         self._reply(session, message.id, result=result)
 
@@ -547,6 +547,19 @@ def _version() -> str:
 
 
 _VERSION: Final = _version()
+
+
+def _task_capabilities(declared: Any) -> dict[str, Any]:
+    """What a server declares of tasks, in the spec's shape only (this answer passes no leg's chain, so no
+    member of the server's own is repeated)."""
+    if not isinstance(declared, dict):
+        return {}
+    out: dict[str, Any] = {key: {} for key in ("list", "cancel") if isinstance(declared.get(key), dict)}
+    requests = declared.get("requests")
+    tools = requests.get("tools") if isinstance(requests, dict) else None
+    if isinstance(tools, dict) and isinstance(tools.get("call"), dict):
+        out["requests"] = {"tools": {"call": {}}}
+    return out
 
 
 def _copy(message: Message, cursor: Any) -> Message:
