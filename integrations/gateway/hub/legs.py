@@ -109,6 +109,7 @@ class Leg:
         self.generation = 0
         self.incarnations = 0
         self.last_error: str | None = None
+        """Why it is down, in words a client may read (no path, no URL: the log has those)."""
         self.on_new_generation: Callable[[Leg], None] | None = None
         self.aggregate_deliver: Callable[[Leg, SendDownstream], None] | None = None
         self.requests = LegRequests()
@@ -161,7 +162,7 @@ class Leg:
         if state == "restarting":
             return "the server is restarting"
         if state == "down":
-            return f"the server is down ({self.last_error or 'it exited'}); it is being restarted"
+            return f"the server is down ({self.last_error or 'it exited'}); it is started again after a pause"
         return "the server is starting"
 
     # Starting -------------------------------------------------------------------------------------
@@ -255,9 +256,9 @@ class Leg:
             try:
                 await self._chain(stack)
             except Exception as exc:  # a policy or chain that cannot be loaded: this server stays down
-                self.last_error = f"its policy or chain could not be loaded: {exc}"
+                self.last_error = "its policy or chain could not be loaded"
                 self.incarnations = 1
-                logger.error("%s", self.last_error)  # (the log filter names the server)
+                logger.error("its policy or chain could not be loaded: %s", exc)  # (the log filter names the server)
                 return
             await self._incarnations()
 
@@ -275,7 +276,7 @@ class Leg:
                 first = await self._start_upstream(router)
             except (UpstreamStartError, UpstreamUrlError, OSError) as exc:
                 self.incarnations += 1
-                self.last_error = str(exc)
+                self.last_error = "it could not be started"
                 logger.warning("could not be started: %s (again in %g s)", exc, delay)
                 await anyio.sleep(delay)
                 delay = min(delay * 2, MAX_BACKOFF_S)
