@@ -288,6 +288,10 @@ def test_a_bad_gateway_file_is_one_line_naming_the_server_and_the_key(tmp_path: 
     ]
     done = subprocess.run(hub_argv(path, "--server", "nope"), capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 2 and "unknown key" in done.stderr
+    path.write_text("servers:\n  web:\n    url: http://127.0.0.1:9/mcp\n    policy: no-such-profile\n")
+    done = subprocess.run(hub_argv(path), capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 2  # refused before anything starts, never a server left down
+    assert done.stderr.startswith(f"error: {path}: server 'web': no built-in profile or policy file named")
 
 
 async def test_http_serves_the_aggregate_per_principal_each_server_alone_and_health(tmp_path: Path) -> None:

@@ -67,6 +67,7 @@ def _aggregate(args: argparse.Namespace, gateway: Any) -> int:
                 raise _UsageError("--role is for stdio: over HTTP each client's roles come from its entry in --tokens")
         elif tokens is not None:
             raise _UsageError("--tokens authenticates HTTP clients: use it with --listen")
+        _check_policies(gateway)
         restarts = getattr(args, "max_upstream_restarts", None)
         if restarts is not None and restarts < 1:
             raise _UsageError("--max-upstream-restarts must be at least 1")
@@ -118,3 +119,21 @@ def _with_policy(gateway: Any, policy: str) -> Any:
     from dataclasses import replace
 
     return replace(gateway, policy=policy)
+
+
+def _check_policies(gateway: Any) -> None:
+    """Every server's policy and chain file, read before anything starts: a mistake is a one-line refusal
+    naming the server (exit 2), never a server that stays down."""
+    from interceptors.policy import load_policy
+
+    from ...chain_file import load_chain_file
+
+    for spec in gateway.servers:
+        policy = spec.policy or gateway.policy or "standard"
+        try:
+            if policy.lower() != "none":
+                load_policy(policy)
+            if spec.chain is not None:
+                load_chain_file(spec.chain)
+        except (ValueError, OSError) as exc:
+            raise ValueError(f"{gateway.source}: server {spec.name!r}: {exc}") from None
