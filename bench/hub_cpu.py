@@ -125,7 +125,7 @@ async def hub_cpu(iterations: int, rounds: int) -> tuple[dict[str, Measurement],
     return {m.name: m for m in results.values()}, ratios
 
 
-async def opcodes(calls: int = 20) -> dict[str, float]:
+async def opcodes(calls: int = 200) -> dict[str, float]:
     """Python opcodes per call (load-independent; C code such as orjson is not counted)."""
     counted = [0]
 

@@ -140,6 +140,8 @@ class Aggregate:
         self._ids = itertools.count(1)
         self._touched: set[Leg] = set()
         self._waited = False
+        self._by_leg_session: dict[str, _Session] = {}
+        """Sessions by their id in the legs' routers (`hub:` + id)."""
         for leg in legs:
             leg.aggregate_deliver = self.from_leg
             leg.on_new_generation = self._new_generation
@@ -148,12 +150,14 @@ class Aggregate:
     def open_session(self, session_id: str, *, context: Any = None, principal: Hashable = None) -> None:
         roles = _roles(context)
         visible = {leg.prefix: leg for leg in self.legs if leg.spec.visible_to(roles)}
-        self.sessions[session_id] = _Session(session_id, context, principal, visible)
+        session = self.sessions[session_id] = _Session(session_id, context, principal, visible)
+        self._by_leg_session[HUB_SESSION + session_id] = session
 
     def close_session(self, session_id: str) -> list[Action]:
         session = self.sessions.pop(session_id, None)
         if session is None:
             return []
+        self._by_leg_session.pop(HUB_SESSION + session_id, None)
         for fan in session.fanouts.values():
             if fan.timer is not None:
                 fan.timer.cancel()
@@ -420,14 +424,22 @@ class Aggregate:
     def from_leg(self, leg: Leg, action: SendDownstream) -> None:
         """A message a leg's router releases for an aggregate session (never raises into the leg's runner)."""
         try:
-            self._from_leg(leg, action)
+            session = self._by_leg_session.get(action.session)
+            if session is None or session.opened.get(leg.name) != leg.generation:
+                return
+            if action.final:  # a reply: as is, unless it completes a list or must name the server
+                related, data = action.related, action.data
+                route = session.routed.pop(related, None)  # type: ignore[arg-type]
+                if route is not None:
+                    if route[1] is not None or data.find(b'"error":{', 0, 512) >= 0:
+                        data = _reply_out(leg, data, route[1])
+                    self.deliver(SendDownstream(session.id, data, related, True))
+                    return
+            self._from_leg(session, leg, action)
         except Exception as exc:  # a defect: logged; the leg and the other sessions go on
             logger.error("the aggregate failed on a message of server %s: %s", leg.name, type(exc).__name__)
 
-    def _from_leg(self, leg: Leg, action: SendDownstream) -> None:
-        session = self.sessions.get(action.session[len(HUB_SESSION) :])
-        if session is None or session.opened.get(leg.name) != leg.generation:
-            return
+    def _from_leg(self, session: _Session, leg: Leg, action: SendDownstream) -> None:
         related, data = action.related, action.data
         if action.final:
             if related == INIT_ID:
@@ -436,9 +448,6 @@ class Aggregate:
             if fan is not None and leg.prefix in fan.waiting:
                 self._collect(session, fan, leg, data, None)
                 return
-            route = session.routed.pop(related, None)  # type: ignore[arg-type]
-            if route is not None and (route[1] is not None or b'"error":{' in data[:512]):
-                data = _reply_out(leg, data, route[1])
             self.deliver(SendDownstream(session.id, data, related, True))
             return
         if b'"notifications/progress"' in data[:64]:  # the client's own token: as is

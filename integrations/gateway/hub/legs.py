@@ -67,12 +67,19 @@ class LegRunner(Runner):
         super().__init__(router, adapter, upstream, NoDownstream(), **kwargs)
         self.leg = leg
 
-    def send_downstream(self, action: SendDownstream) -> None:
-        self.leg.deliver(action)
+    finished = False
+    """Set once the runner ends (its upstream gone for good): a plain attribute, read on every call."""
 
-    @property
-    def finished(self) -> bool:
-        return self._done.is_set()
+    def send_downstream(self, action: SendDownstream) -> None:
+        leg = self.leg
+        if leg.aggregate_deliver is not None and action.session.startswith(HUB_SESSION):
+            leg.aggregate_deliver(leg, action)
+        elif leg.front is not None:
+            leg.front.deliver(action)
+
+    def _finish(self, code: int) -> None:
+        self.finished = True
+        super()._finish(code)
 
     @property
     def finished_event(self) -> anyio.Event:
@@ -337,13 +344,6 @@ class Leg:
         )
 
     # Delivery -------------------------------------------------------------------------------------
-    def deliver(self, action: SendDownstream) -> None:
-        if action.session.startswith(HUB_SESSION):
-            if self.aggregate_deliver is not None:
-                self.aggregate_deliver(self, action)
-        elif self.front is not None:
-            self.front.deliver(action)
-
     def perform(self, actions: list[Any]) -> None:
         if self.runner is not None:
             self.runner.perform(actions)
