@@ -437,6 +437,7 @@ def test_malformed_and_odd_requests_through_the_aggregate_are_answered_not_dropp
     assert replies[12]["result"]["content"][0]["text"] == "still here"
 
 
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 async def test_a_server_past_its_restart_bound_comes_back_as_a_new_process_announced_by_list_changed(
     tmp_path: Path,
 ) -> None:
@@ -444,6 +445,8 @@ async def test_a_server_past_its_restart_bound_comes_back_as_a_new_process_annou
     recorder = Recorder()
     with anyio.fail_after(TEST_S):
         async with hub_client(path, "--max-upstream-restarts", "1", message_handler=recorder.on_message) as client:
+            await client.subscribe_resource(f"alpha+{GREETING_URI}")
+            await client.set_logging_level("error")
             for _ in range(2):  # the second death within a minute is past the bound: the leg is down
                 with pytest.raises(MCPError):
                     await client.call_tool("alpha__crash", {})
@@ -457,6 +460,8 @@ async def test_a_server_past_its_restart_bound_comes_back_as_a_new_process_annou
                             await anyio.sleep(0.05)
             await recorder.notified(types.ToolListChangedNotification)  # the new process: clients re-list
             assert "alpha__echo" in names(await client.list_tools())
+            renewed = await stats(client, "alpha")  # what the session had asked, asked of the new process
+            assert GREETING_URI in renewed["subscribed"] and renewed["level"] == "error"
             assert text_of(await client.call_tool("beta__echo", {"text": "b"})) == "b"
 
 

@@ -52,7 +52,9 @@ from .names import SEPARATOR, URI_SEPARATOR, name_out, uri_out
 
 logger = logging.getLogger("interceptors.gateway")
 
-INIT_ID: Final = "io.mcp-interceptors/hub-initialize"
+INTERNAL: Final = "io.mcp-interceptors/hub-"
+"""Ids of the requests the aggregate sends a leg itself (their replies stay here)."""
+INIT_ID: Final = INTERNAL + "initialize"
 """The id of the `initialize` the aggregate sends a leg for a client session (its reply is kept here)."""
 UNAVAILABLE_META: Final = "io.mcp-interceptors/unavailable"
 RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
@@ -78,6 +80,7 @@ LISTS: Final = {
 }
 REWRITES: Final = {"tasks/result": "taskresult", "tasks/get": "taskrecord", "tasks/cancel": "taskrecord"}
 """Replies whose task id is namespaced on the way back (a task-augmented `tools/call` too)."""
+SUBSCRIPTIONS: Final = frozenset({"resources/subscribe", "resources/unsubscribe"})
 BROADCAST: Final = frozenset({"logging/setLevel"})
 BROADCAST_NOTIFICATIONS: Final = frozenset({"notifications/roots/list_changed"})
 LIST_CHANGED: Final = (
@@ -121,6 +124,9 @@ class _Session:
     opened: dict[str, int] = field(default_factory=dict)
     routed: dict[RequestId, tuple[Leg, str | None]] = field(default_factory=dict)
     fanouts: dict[RequestId, _FanOut] = field(default_factory=dict)
+    subscribed: dict[str, set[str]] = field(default_factory=dict)
+    """The resources it subscribed to, by leg name (its own URIs): renewed on a leg's new process."""
+    log_level: str | None = None
     outgoing: dict[int, tuple[Leg, int, RequestId]] = field(default_factory=dict)
     incoming: dict[tuple[str, RequestId], int] = field(default_factory=dict)
     initialized: bool = False
@@ -238,6 +244,8 @@ class Aggregate:
         elif method in LISTS:
             self._fan_out(session, message, params.get("cursor"))
         elif method in BROADCAST:
+            level = params.get("level")
+            session.log_level = level if isinstance(level, str) else session.log_level
             self._fan_out(session, message, None)
         elif target is not None:
             self._route(session, message, params, target[0], target[1])
@@ -289,6 +297,12 @@ class Aggregate:
             return
         params[key] = own  # the message's own params (or its ref): the leg serialises them once
         method = message.method
+        if method in SUBSCRIPTIONS:
+            held = session.subscribed.setdefault(leg.name, set())
+            if method == "resources/subscribe":
+                held.add(own)
+            else:
+                held.discard(own)
         rewrite = REWRITES.get(method)  # type: ignore[arg-type]
         if rewrite is None and method == "tools/call" and "task" in params:
             rewrite = "task"
@@ -411,6 +425,14 @@ class Aggregate:
         init = dumps_exact({"jsonrpc": "2.0", "id": INIT_ID, "method": "initialize", "params": params})
         leg.perform(router.receive_downstream_message(sid, parse(init)))
         leg.perform(router.receive_downstream_message(sid, parse(_INITIALIZED)))
+        # A new process of the server (past its restart bound): what the session had asked of the old one
+        renew: list[tuple[str, dict[str, Any]]] = [("resources/subscribe", {"uri": uri})
+                                                   for uri in sorted(session.subscribed.get(leg.name, ()))]  # fmt: skip
+        if session.log_level is not None:
+            renew.append(("logging/setLevel", {"level": session.log_level}))
+        for index, (method, renewed) in enumerate(renew):
+            request = {"jsonrpc": "2.0", "id": f"{INTERNAL}renew-{index}", "method": method, "params": renewed}
+            leg.perform(router.receive_downstream_message(sid, parse(dumps_exact(request))))
 
     def _fail(self, session: _Session, leg: Leg, request_id: RequestId | None, reason: str) -> None:
         if session.routed.pop(request_id, None) is None:  # type: ignore[arg-type]
@@ -442,7 +464,7 @@ class Aggregate:
     def _from_leg(self, session: _Session, leg: Leg, action: SendDownstream) -> None:
         related, data = action.related, action.data
         if action.final:
-            if related == INIT_ID:
+            if isinstance(related, str) and related.startswith(INTERNAL):
                 return
             fan = session.fanouts.get(related)  # type: ignore[arg-type]
             if fan is not None and leg.prefix in fan.waiting:
