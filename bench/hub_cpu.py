@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import orjson
 
-from .gateway_cpu import ARGUMENTS, _Client, _gateway, _Upstream
+from .gateway_cpu import ARGUMENTS, _Client, _gateway, _Upstream, counting_opcodes
 from .runner import Measurement, print_table
 
 POLICIES = ("none", "standard")
@@ -127,15 +127,6 @@ async def hub_cpu(iterations: int, rounds: int) -> tuple[dict[str, Measurement],
 
 async def opcodes(calls: int = 200) -> dict[str, float]:
     """Python opcodes per call (load-independent; C code such as orjson is not counted)."""
-    counted = [0]
-
-    def tracer(frame: Any, event: str, arg: Any) -> Any:
-        if event == "call":
-            frame.f_trace_opcodes = True
-        elif event == "opcode":
-            counted[0] += 1
-        return tracer
-
     out: dict[str, float] = {}
     async with AsyncExitStack() as stack:
         for policy in POLICIES:
@@ -145,12 +136,8 @@ async def opcodes(calls: int = 200) -> dict[str, float]:
                 ("aggregate", await _hub(stack, policy), "a__echo"),
             ):
                 await _calls(client, name, 50)
-                counted[0] = 0
-                sys.settrace(tracer)
-                try:
+                with counting_opcodes() as counted:
                     await _calls(client, name, calls)
-                finally:
-                    sys.settrace(None)
                 out[f"{kind}, --policy {policy}"] = round(counted[0] / calls, 1)
     return out
 

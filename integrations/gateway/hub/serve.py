@@ -13,6 +13,7 @@ import logging
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from typing import Any, Final
 
 import anyio
@@ -94,16 +95,7 @@ class Hub:
                 context = InvocationContext(principal=principal, session_id="stdio")
                 aggregate.open_session("stdio", context=context, principal=principal.id)
 
-                async def signals() -> None:
-                    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as received:
-                        async for signum in received:
-                            if signum == signal.SIGHUP:
-                                self.reload()
-                                continue
-                            tasks.cancel_scope.cancel()
-                            return
-
-                tasks.start_soon(signals)
+                tasks.start_soon(self._signals, tasks.cancel_scope.cancel)
                 async for line in downstream.lines():
                     if isinstance(line, Oversized):
                         error = {"code": INVALID_REQUEST, "message": "Invalid Request", "data": {"reason": "too large"}}
@@ -162,17 +154,11 @@ class Hub:
                     finally:
                         tasks.cancel_scope.cancel()
 
-                async def signals() -> None:
-                    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as received:
-                        async for signum in received:
-                            if signum == signal.SIGHUP:
-                                self.reload()
-                                continue
-                            http.should_exit = True
-                            return
+                def stop() -> None:
+                    http.should_exit = True
 
                 tasks.start_soon(serve)
-                tasks.start_soon(signals)
+                tasks.start_soon(self._signals, stop)
                 tasks.start_soon(front.sweep)
                 if on_listening is not None:
                     host, port = sock.getsockname()[:2]
@@ -181,6 +167,16 @@ class Hub:
             front.shutdown()
             await self._close()
         return 0
+
+    async def _signals(self, stop: Callable[[], None]) -> None:
+        """SIGHUP reloads every server's policy and chain; SIGTERM or SIGINT stops serving."""
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as received:
+            async for signum in received:
+                if signum == signal.SIGHUP:
+                    self.reload()
+                    continue
+                stop()
+                return
 
     async def _health_app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         health = self.health()
