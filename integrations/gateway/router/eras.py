@@ -31,12 +31,6 @@ _HOP_META_KEYS: Final = frozenset(
 )
 
 
-CACHEABLE_METHODS: Final = frozenset(
-    {"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
-)
-"""Results that must carry caching hints at 2026-07-28 (`cacheScope`, `ttlMs`); a handshake upstream has none."""
-
-
 class Era(StrEnum):
     HANDSHAKE = "handshake"
     MODERN = "modern"
@@ -77,14 +71,14 @@ def upstream_params(
 
 
 def downstream_result(
-    result: dict[str, Any], era: Era, server_info: dict[str, Any], method: str | None = None
+    result: dict[str, Any], era: Era, server_info: dict[str, Any], cacheable: bool = False
 ) -> dict[str, Any]:
-    """An upstream result in the session's era: the modern stamp added (with the caching hints its method
-    needs: immediately stale and private, the safe default), or removed for a handshake client."""
+    """An upstream result in the session's era: the modern stamp added (with the caching hints a `cacheable`
+    method's result needs: immediately stale and private, the safe default), or removed for a handshake client."""
     meta = result.get("_meta")
     if era is Era.MODERN:
         out = dict(result) if "resultType" in result else {"resultType": "complete", **result}
-        if method in CACHEABLE_METHODS:
+        if cacheable:
             out.setdefault("cacheScope", "private")
             out.setdefault("ttlMs", 0)
         stamped = dict(meta) if isinstance(meta, dict) else {}
