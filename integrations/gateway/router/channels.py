@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from interceptors.events import SERVER_INFO_EVENT, is_context_operation
-from interceptors.protocol.methods import METHODS, Channel, Sender
+from interceptors.protocol.methods import METHODS, Sender
+from interceptors.protocol.methods import Channel as Channel  # the router's name for it, re-exported
 
 CHANNEL_META_KEY: Final = "io.mcp-interceptors/channel"
 LOGGER_META_KEY: Final = "io.mcp-interceptors/logger"
