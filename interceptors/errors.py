@@ -26,6 +26,14 @@ def integral(value: object) -> int | None:
     return None
 
 
+def error_object(code: int, message: str, data: Any = None) -> dict[str, Any]:
+    """A JSON-RPC error object (`data` omitted when None): the one builder every layer answers with."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return error
+
+
 class WireError(ValueError):
     """A value that does not have the SEP-2624 wire shape; `path` names the offending field."""
 
@@ -48,10 +56,7 @@ class InterceptorRpcError(Exception):
         self.data = data
 
     def to_wire(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
+        return error_object(self.code, self.message, self.data)
 
 
 class RequesterError(InterceptorRpcError):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import signal
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
@@ -34,12 +33,14 @@ from mcp.shared.message import SessionMessage
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 
 from interceptors.codec import dumps_exact, loads_exact
+from interceptors.protocol.framing import MAX_LINE_BYTES, LineSplitter, Oversized
+from interceptors.protocol.messages import recover_id
 
 from .failures import MalformedReply
 
 logger = logging.getLogger("interceptors.remote")
 
-DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_LINE_BYTES = MAX_LINE_BYTES
 """The longest message line read from a server: a larger one is refused with a clear error, not buffered."""
 _READ_BYTES = 1 << 20
 _JUNK_LOGGED = 5
@@ -74,80 +75,6 @@ class _Waiter:
         self.done = anyio.Event()
         self.reply: dict[str, Any] | None = None  # None once done: the connection closed
         self.failure: MalformedReply | None = None
-
-
-class _Oversized:
-    """The start of a line that outgrew the limit (the rest of it is skipped)."""
-
-    __slots__ = ("head",)
-
-    def __init__(self, head: bytes) -> None:
-        self.head = head
-
-
-class LineFramer:
-    """Newline-delimited framing in linear time, with a maximum line size.
-
-    Bytes are appended to one buffer and searched for a newline only where the last search stopped;
-    complete lines are cut out once per chunk. A line longer than `max_line_bytes` is reported once (as
-    an `_Oversized` holding its first bytes) and skipped up to its newline, so memory stays bounded.
-    """
-
-    HEAD_BYTES = 512
-
-    def __init__(self, max_line_bytes: int) -> None:
-        if max_line_bytes < 1:
-            raise ValueError("max_line_bytes must be positive")
-        self.max_line_bytes = max_line_bytes
-        self._buffer = bytearray()
-        self._searched = 0
-        self._skipping = False
-
-    def feed(self, chunk: bytes) -> list[bytes | _Oversized]:
-        out: list[bytes | _Oversized] = []
-        buffer = self._buffer
-        buffer += chunk
-        start = 0
-        while True:
-            end = buffer.find(b"\n", max(start, self._searched))
-            if end < 0:
-                break
-            if self._skipping:
-                self._skipping = False
-            elif end - start > self.max_line_bytes:
-                out.append(_Oversized(bytes(buffer[start : start + self.HEAD_BYTES])))
-            else:
-                out.append(bytes(buffer[start:end]))
-            start = end + 1
-            self._searched = start
-        if start:
-            del buffer[:start]
-        self._searched = len(buffer)
-        if len(buffer) > self.max_line_bytes:
-            if not self._skipping:
-                out.append(_Oversized(bytes(buffer[: self.HEAD_BYTES])))
-                self._skipping = True
-            buffer.clear()
-            self._searched = 0
-        return out
-
-
-_REPLY_ID = re.compile(rb'^\s*\{.{0,200}?"id"\s*:\s*("(?:[^"\\]|\\.){0,100}"|-?[0-9]{1,19})', re.DOTALL)
-
-
-def salvage_id(line: bytes) -> str | int | None:
-    """The id a broken reply line seems to carry (from its first bytes), to fail that request at once."""
-    match = _REPLY_ID.match(line[: LineFramer.HEAD_BYTES])
-    if match is None:
-        return None
-    text = match.group(1)
-    if text.startswith(b'"'):
-        try:
-            value = loads_exact(text)
-        except ValueError:
-            return None
-        return value if isinstance(value, str) else None
-    return int(text)
 
 
 class StdioPipe:
@@ -252,7 +179,7 @@ class StdioPipe:
         """The server's stdout: replies to express requests resolved here, everything else to the session."""
         stdout = self._process.stdout
         assert stdout is not None
-        framer = LineFramer(self.max_line_bytes)
+        framer = LineSplitter(self.max_line_bytes)
         try:
             async with self._to_session:
                 while not self._closed:
@@ -261,9 +188,9 @@ class StdioPipe:
                     except anyio.EndOfStream:
                         break
                     for line in framer.feed(chunk):
-                        if isinstance(line, _Oversized):
+                        if isinstance(line, Oversized):
                             await self._oversized(line.head)
-                        elif line.strip():
+                        else:
                             await self._deliver(line)
                 # A last line without its newline was torn by the exit: the connection closed, it is no reply.
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
@@ -274,7 +201,7 @@ class StdioPipe:
     async def _oversized(self, head: bytes) -> None:
         limit = _size(self.max_line_bytes)
         logger.warning("%s wrote a line over the %s line limit; it was discarded", self.who, limit)
-        if not await self._fail_pending(salvage_id(head), f"it is larger than the {limit} line limit"):
+        if not await self._fail_pending(recover_id(head), f"it is larger than the {limit} line limit"):
             self._junk()
 
     async def _deliver(self, line: bytes) -> None:
@@ -283,7 +210,7 @@ class StdioPipe:
         except ValueError:
             message = _UNREADABLE
         if message is _UNREADABLE:
-            if not await self._fail_pending(salvage_id(line), _unreadable_problem(line)):
+            if not await self._fail_pending(recover_id(line), _unreadable_problem(line)):
                 self._junk()
             return
         if not isinstance(message, dict):

@@ -13,12 +13,12 @@ from integrations.gateway import catalog, recovery, upstream_http
 from integrations.gateway.router import AnswerLocally, Router, RouterConfig, SendUpstream
 from integrations.gateway.router import channels as router_channels
 from integrations.gateway.router import state as router_state
-from integrations.gateway.router.messages import Message
 from integrations.gateway.stages import build_stages
 from interceptors import SERVER_INFO_EVENT, is_context_operation
 from interceptors.policy import engine as policy_engine
 from interceptors.policy.metadata import LIST_KEYS
 from interceptors.protocol import METHODS, Channel, Method, MethodTable, Sender, Stage
+from interceptors.protocol.messages import Message
 from interceptors.transforms import mutators
 from interceptors.vault import TokenVault, vault_registry
 from interceptors.vault import stages as vault_stages

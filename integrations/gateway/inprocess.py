@@ -28,6 +28,7 @@ from mcp.shared.message import SessionMessage
 
 from interceptors import INTERNAL_ERROR, InvocationContext, Registry
 from interceptors.codec import dumps_exact
+from interceptors.protocol.messages import Kind, parse
 from interceptors_chain import Chain
 
 from .catalog import Catalog
@@ -35,7 +36,6 @@ from .chain_adapter import ChainAdapter
 from .command import router_for
 from .local import LocalAnswers
 from .router import SendDownstream
-from .router.messages import Kind, parse
 from .runner import UPSTREAM_GONE, NoDownstream, Runner, declared_capabilities
 from .upstream_stdio import StdioUpstream
 

@@ -44,9 +44,9 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx2
 import orjson
 
+from interceptors.protocol.framing import MAX_LINE_BYTES
 from interceptors.protocol.methods import METHODS
 
-from .framing import MAX_LINE_BYTES
 from .http_wire import ConnectFailed, Event, EventTooLarge, Pool, Response, StaleConnection, WireError, WireTimeout
 from .recovery import RENEWED, Renewed
 

@@ -14,9 +14,8 @@ import signal
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Final
 
+from interceptors.protocol.framing import MAX_LINE_BYTES, LineSplitter, Oversized
 from interceptors_chain.stdio_pipe import stop_grace_s
-
-from .framing import MAX_LINE_BYTES, LineSplitter, Oversized
 
 READ_CHUNK: Final = 256 * 1024
 

@@ -22,6 +22,36 @@ from typing import Any, ClassVar, Final, Protocol
 
 from interceptors import Direction, Phase
 from interceptors.codec import dumps_exact
+from interceptors.protocol.eras import (
+    LATEST_HANDSHAKE,
+    LATEST_MODERN,
+    LOG_LEVELS,
+    MODERN_VERSIONS,
+    Era,
+    downstream_result,
+    level_at_least,
+    modern_envelope,
+    negotiate,
+    upstream_params,
+)
+from interceptors.protocol.messages import (
+    BATCH_REASON,
+    BATCH_REASON_2025_03_26,
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    LOG_LEVEL_META_KEY,
+    METHOD_NOT_FOUND,
+    PROTOCOL_VERSION_META_KEY,
+    SERVER_INFO_META_KEY,
+    Kind,
+    Message,
+    RequestId,
+    parse,
+)
+from interceptors.protocol.messages import error_object as _error
 from interceptors.protocol.methods import METHODS, MethodTable
 
 from .actions import (
@@ -54,35 +84,6 @@ from .channels import (
     response_event,
     result_channel,
     side_payload,
-)
-from .eras import (
-    LATEST_HANDSHAKE,
-    LATEST_MODERN,
-    LOG_LEVELS,
-    MODERN_VERSIONS,
-    Era,
-    downstream_result,
-    level_at_least,
-    modern_envelope,
-    negotiate,
-    upstream_params,
-)
-from .messages import (
-    BATCH_REASON,
-    BATCH_REASON_2025_03_26,
-    CLIENT_CAPABILITIES_META_KEY,
-    CLIENT_INFO_META_KEY,
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    LOG_LEVEL_META_KEY,
-    METHOD_NOT_FOUND,
-    PROTOCOL_VERSION_META_KEY,
-    SERVER_INFO_META_KEY,
-    Kind,
-    Message,
-    RequestId,
-    parse,
 )
 
 UPSTREAM_CLOSED_MESSAGE: Final = "upstream server closed the connection"
@@ -1528,13 +1529,6 @@ def with_local_tools(result: dict[str, Any], tools: tuple[dict[str, Any], ...]) 
     listed = listed if isinstance(listed, list) else []
     kept = [tool for tool in listed if not (isinstance(tool, dict) and tool.get("name") in names)]
     return {**result, "tools": [*kept, *tools]}
-
-
-def _error(code: int, message: str, data: Any = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return error
 
 
 def _upstream_error(upstream_id: RequestId, error: dict[str, Any]) -> SendUpstream:
