@@ -7,6 +7,7 @@ from .errors import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     InterceptorRpcError,
+    InterceptorsError,
     RequesterError,
     WireError,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "InterceptorInfo",
     "InterceptorRpcError",
     "InterceptorType",
+    "InterceptorsError",
     "Invocation",
     "InvocationContext",
     "InvokeParams",

@@ -26,6 +26,13 @@ def integral(value: object) -> int | None:
     return None
 
 
+class InterceptorsError(Exception):
+    """The root of every exception this project raises, as httpx's `HTTPError` is for httpx: `except
+    InterceptorsError` catches any of them. Each keeps its builtin base (`ValueError`, `RuntimeError`,
+    `OSError`, `TypeError`, `AssertionError`, the SDK's `MCPError`) where callers catch that (doc/DESIGN.md,
+    "Exceptions")."""
+
+
 def error_object(code: int, message: str, data: Any = None) -> dict[str, Any]:
     """A JSON-RPC error object (`data` omitted when None): the one builder every layer answers with."""
     error: dict[str, Any] = {"code": code, "message": message}
@@ -34,7 +41,7 @@ def error_object(code: int, message: str, data: Any = None) -> dict[str, Any]:
     return error
 
 
-class WireError(ValueError):
+class WireError(InterceptorsError, ValueError):
     """A value that does not have the SEP-2624 wire shape; `path` names the offending field."""
 
     def __init__(self, path: str, problem: str) -> None:
@@ -43,7 +50,7 @@ class WireError(ValueError):
         self.problem = problem
 
 
-class InterceptorRpcError(Exception):
+class InterceptorRpcError(InterceptorsError):
     """A JSON-RPC error to put on the wire: hosts raise it, adapters translate it to their SDK's error type.
 
     Messages and data are written by this project and never carry payload content.

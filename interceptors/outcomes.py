@@ -8,7 +8,7 @@ from typing import Any
 
 from ._fastinit import fast_init
 from .enums import Phase, Severity
-from .errors import error_object
+from .errors import InterceptorsError, error_object
 from .wire import MutationResult, Suggestion, ValidationMessage, ValidationResult
 
 REQUESTER_ERROR_KEY = "io.mcp-interceptors/error"
@@ -109,7 +109,7 @@ PLAIN_UNCHANGED = _NO_CHANGE
 """What `Mutation.unchanged()` returns: likewise, with None."""
 
 
-class MalformedHandlerResult(TypeError):
+class MalformedHandlerResult(InterceptorsError, TypeError):
     """A handler returned something that cannot be turned into a result (a bug in the handler)."""
 
 

@@ -11,8 +11,10 @@ import errno
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 
+from interceptors.errors import InterceptorsError
 
-class InvokerFailure(MCPError):
+
+class InvokerFailure(InterceptorsError, MCPError):
     """An error the invoker raises itself; its message is safe to show and already names the server."""
 
 

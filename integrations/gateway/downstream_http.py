@@ -48,6 +48,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from interceptors import InvocationContext, Principal
 from interceptors.codec import dumps_exact
+from interceptors.errors import InterceptorsError
 from interceptors.protocol.eras import HANDSHAKE_VERSIONS
 from interceptors.protocol.framing import HEAD_BYTES, MAX_LINE_BYTES, Oversized
 from interceptors.protocol.messages import (
@@ -1101,7 +1102,7 @@ def set_nodelay(sock: Any) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
-class ListenError(OSError):
+class ListenError(InterceptorsError, OSError):
     """The address cannot be listened on (in use, not ours)."""
 
 

@@ -44,6 +44,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx2
 import orjson
 
+from interceptors.errors import InterceptorsError
 from interceptors.protocol.framing import MAX_LINE_BYTES
 from interceptors.protocol.methods import METHODS
 
@@ -88,7 +89,7 @@ UpstreamItem = bytes | tuple[bytes, int] | Renewed
 """A message from the upstream; with the upstream id of the request whose stream carried it."""
 
 
-class UpstreamUrlError(ValueError):
+class UpstreamUrlError(InterceptorsError, ValueError):
     """The `--upstream` URL is not an http(s) URL."""
 
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InterceptorsError
 from .ratelimit import RateLimit, Refusal
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ return {0, '0'}
 """
 
 
-class _Skipped(Exception):
+class _Skipped(InterceptorsError):
     """A queued store call whose caller was refused before it ran."""
 
 

@@ -14,11 +14,13 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from ..errors import InterceptorsError
+
 Taint = tuple[str, str]
 """(format id, origin server)"""
 
 
-class TaintStoreUnavailable(RuntimeError):
+class TaintStoreUnavailable(InterceptorsError, RuntimeError):
     """The shared taint store could not be read or written."""
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from interceptors.errors import InterceptorsError
 from interceptors.events import SERVER_INFO_EVENT, is_context_operation
 from interceptors.protocol.methods import METHODS, Sender
 from interceptors.protocol.methods import Channel as Channel  # the router's name for it, re-exported
@@ -93,7 +94,7 @@ _SHAPES: Final = {
 }
 
 
-class MalformedPayload(ValueError):
+class MalformedPayload(InterceptorsError, ValueError):
     """A mutator returned something no longer result-shaped: the channel fails closed."""
 
 
