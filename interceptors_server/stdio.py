@@ -25,7 +25,7 @@ from mcp.server.stdio import stdio_server
 from interceptors.codec import may_round_numbers
 from interceptors.errors import INVALID_REQUEST, PARSE_ERROR
 from interceptors.protocol.framing import MAX_LINE_BYTES, LineSplitter, Oversized
-from interceptors.protocol.messages import Kind, classify, error_line, recover_id
+from interceptors.protocol.messages import Kind, classify, error_line, is_request, recover_id
 
 from .express import ExpressLane, WriteBytes
 
@@ -56,6 +56,8 @@ def _examine(line: bytes) -> tuple[dict[str, Any] | None, bytes | None]:
         value = orjson.loads(line)
     except orjson.JSONDecodeError:
         return None, error_line(recover_id(line), PARSE_ERROR, "Parse error", {"reason": "not valid JSON"})
+    if is_request(value):
+        return value, None
     if isinstance(value, dict) and "method" in value and "id" in value and value["id"] is None:
         # A null id: the SDK takes the request for a notification (never answered), so it is judged as one.
         message = classify({key: item for key, item in value.items() if key != "id"})

@@ -91,3 +91,28 @@ def test_one_error_object_builder() -> None:
 
 def line_without_newline(line: bytes) -> bytes:
     return line[:-1]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=6,
+)
+MESSAGES = st.fixed_dictionaries(
+    {},
+    optional={
+        "jsonrpc": st.sampled_from(["2.0", "1.0"]) | JSON,
+        "id": st.integers() | st.text(max_size=3) | JSON,
+        "method": st.sampled_from(["ping", "tools/call", ""]) | JSON,
+        "params": st.dictionaries(st.text(max_size=3), JSON, max_size=2) | JSON,
+        "result": JSON,
+        "error": JSON,
+    },
+)
+
+
+@given(value=MESSAGES | JSON)
+def test_the_fast_request_check_is_exactly_the_classification(value: object) -> None:
+    """`is_request` (the server transport's per-line question) never disagrees with `classify`."""
+    kind = messages.classify(value).kind
+    assert messages.is_request(value) == (kind in (messages.Kind.REQUEST, messages.Kind.NOTIFICATION))

@@ -66,7 +66,7 @@ class LineSplitter:
                     out.append(Oversized(line[:HEAD_BYTES]))
                 else:
                     line = line.rstrip(b"\r")
-                    if line.strip():
+                    if line and not line.isspace():  # a blank line is skipped (no copy made to tell)
                         out.append(line)
             start = end + 1
         if not self._skipping and start < len(chunk):

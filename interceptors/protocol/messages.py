@@ -52,6 +52,7 @@ __all__ = [
     "error_line",
     "error_message",
     "error_object",
+    "is_request",
     "parse",
     "recover_id",
 ]
@@ -221,6 +222,21 @@ def _id_of(value: Any) -> RequestId | None:
     if isinstance(request_id, str) and _surrogate_path(request_id) is not None:
         return None
     return request_id if _is_id(request_id) else None
+
+
+def is_request(value: Any) -> bool:
+    """Whether a decoded value is a well-formed request or notification: exactly what `classify` calls `REQUEST`
+    or `NOTIFICATION` (a property test holds the two together), decided without building a `Message` (the
+    interceptor server's transport asks this of every line)."""
+    if not isinstance(value, dict) or value.get("jsonrpc") != "2.0":
+        return False
+    method = value.get("method")
+    if not isinstance(method, str) or not method:
+        return False
+    if "id" in value and not _is_id(value["id"]):
+        return False
+    params = value.get("params")
+    return params is None or isinstance(params, dict)
 
 
 def classify(value: Any) -> Message:
