@@ -134,6 +134,12 @@ class MethodTable(Mapping[str, Method]):
     def __len__(self) -> int:
         return len(self._rows)
 
+    def __contains__(self, name: object) -> bool:  # the dict's own, not Mapping's try/except
+        return name in self._rows
+
+    def get(self, name: str, default: Method | None = None) -> Method | None:  # type: ignore[override]
+        return self._rows.get(name, default)
+
     def with_rows(self, *rows: Method) -> MethodTable:
         """This table with more rows (a new method is one row; see doc/DESIGN.md)."""
         return MethodTable((*self._rows.values(), *rows))

@@ -40,6 +40,7 @@ SERVER_REQUESTS: Final = METHODS.mapping(lambda row: row.capability if row.chann
 LIST_CHANGED: Final = METHODS.mapping(lambda row: row.capability if row.channel is Channel.LIST_CHANGED else None)
 """list_changed notifications, and the server capability (the lists) each invalidates."""
 
+_SERVER_INFO_METHODS: Final = frozenset(METHODS.names(lambda row: row.server_info))
 _NOTIFICATION_CHANNELS: Final = METHODS.mapping(lambda row: row.channel if row.notification else None)
 _RESULT_CHANNELS: Final = METHODS.mapping(
     lambda row: None if row.notification or row.sender is Sender.SERVER else row.channel
@@ -65,8 +66,7 @@ def request_event(method: str) -> str | None:
 def response_event(method: str) -> str | None:
     """The event a request's result runs under: the request's own, SERVER_INFO_EVENT for the handshake's
     results (SEP-2624 gives `initialize` no event, yet its instructions reach the model), None for the rest."""
-    row = METHODS.get(method)
-    return SERVER_INFO_EVENT if row is not None and row.server_info else request_event(method)
+    return SERVER_INFO_EVENT if method in _SERVER_INFO_METHODS else request_event(method)
 
 
 def result_channel(method: str) -> Channel:
