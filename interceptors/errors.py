@@ -41,6 +41,13 @@ def error_object(code: int, message: str, data: Any = None) -> dict[str, Any]:
     return error
 
 
+def leaf(exc: BaseException) -> BaseException:
+    """The first real exception inside (nested) exception groups (a task group wraps what its body raises)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
 class WireError(InterceptorsError, ValueError):
     """A value that does not have the SEP-2624 wire shape; `path` names the offending field."""
 

@@ -33,17 +33,16 @@ from mcp.shared.message import SessionMessage
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 
 from interceptors.codec import dumps_exact, loads_exact
-from interceptors.protocol.framing import MAX_LINE_BYTES, LineSplitter, Oversized
+from interceptors.jsonlines import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
+from interceptors.jsonlines import JunkLines, reply_problem, size_text, unreadable_problem
+from interceptors.protocol.framing import LineSplitter, Oversized
 from interceptors.protocol.messages import recover_id
 
 from .failures import MalformedReply
 
 logger = logging.getLogger("interceptors.remote")
 
-DEFAULT_MAX_LINE_BYTES = MAX_LINE_BYTES
-"""The longest message line read from a server: a larger one is refused with a clear error, not buffered."""
 _READ_BYTES = 1 << 20
-_JUNK_LOGGED = 5
 _SESSION_IDS_KEPT = 10_000
 DEFAULT_STOP_GRACE_S = 2.0
 STOP_GRACE_ENV = "MCP_INTERCEPTORS_STOP_GRACE_S"
@@ -99,11 +98,10 @@ class StdioPipe:
         self.who = who
         self.max_line_bytes = max_line_bytes
         self.junk_limit = junk_limit
-        self.junk_lines = 0
         self.messages_in = 0
         """Replies the server sent, late ones included (a server that answers after our deadline is slow, not
         hung); notifications do not count."""
-        self._junk_in_a_row = 0
+        self._junk_lines = JunkLines(who, logger, junk_limit)
         self._waiters: dict[str, _Waiter] = {}
         self._session_pending: dict[str | int, None] = {}
         self._next_id = 0
@@ -190,7 +188,7 @@ class StdioPipe:
                     for line in framer.feed(chunk):
                         if isinstance(line, Oversized):
                             await self._oversized(line.head)
-                        else:
+                        else:  # the framing skips blank lines
                             await self._deliver(line)
                 # A last line without its newline was torn by the exit: the connection closed, it is no reply.
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
@@ -199,7 +197,7 @@ class StdioPipe:
             self._close()
 
     async def _oversized(self, head: bytes) -> None:
-        limit = _size(self.max_line_bytes)
+        limit = size_text(self.max_line_bytes)
         logger.warning("%s wrote a line over the %s line limit; it was discarded", self.who, limit)
         if not await self._fail_pending(recover_id(head), f"it is larger than the {limit} line limit"):
             self._junk()
@@ -208,9 +206,7 @@ class StdioPipe:
         try:
             message = loads_exact(line)
         except ValueError:
-            message = _UNREADABLE
-        if message is _UNREADABLE:
-            if not await self._fail_pending(recover_id(line), _unreadable_problem(line)):
+            if not await self._fail_pending(recover_id(line), unreadable_problem(line)):
                 self._junk()
             return
         if not isinstance(message, dict):
@@ -220,7 +216,7 @@ class StdioPipe:
             request_id = message.get("id")
             waiter = self._waiters.get(request_id) if isinstance(request_id, str) else None
             if waiter is not None:
-                self._junk_in_a_row = 0
+                self._junk_lines.good()
                 self.messages_in += 1
                 waiter.reply = message
                 waiter.done.set()
@@ -232,7 +228,7 @@ class StdioPipe:
             if problem is None or not await self._fail_pending(message.get("id"), problem):
                 self._junk()
             return
-        self._junk_in_a_row = 0
+        self._junk_lines.good()
         message = item.message
         reply = isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError)
         if reply:
@@ -249,13 +245,13 @@ class StdioPipe:
         logger.warning("%s", failure.error.message)
         waiter = self._waiters.get(request_id) if isinstance(request_id, str) else None
         if waiter is not None:
-            self._junk_in_a_row = 0
+            self._junk_lines.good()
             waiter.failure = failure
             waiter.done.set()
             return True
         if request_id not in self._session_pending:
             return False
-        self._junk_in_a_row = 0
+        self._junk_lines.good()
         del self._session_pending[request_id]
         error = mcp_types.ErrorData(code=INTERNAL_ERROR, message=failure.error.message, data=failure.error.data)
         answer = SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
@@ -265,18 +261,13 @@ class StdioPipe:
 
     def _junk(self) -> None:
         """One more line that is not JSON-RPC: logged (bounded, never its content), and past the limit fatal."""
-        self.junk_lines += 1
-        self._junk_in_a_row += 1
-        if self.junk_lines <= _JUNK_LOGGED:
-            more = " (further ones are counted, not logged)" if self.junk_lines == _JUNK_LOGGED else ""
-            logger.warning("%s wrote a line that is not JSON-RPC%s", self.who, more)
-        if self.junk_limit is not None and self._junk_in_a_row > self.junk_limit:
-            logger.warning(
-                "%s wrote %d lines in a row that are not JSON-RPC: treating it as broken",
-                self.who,
-                self._junk_in_a_row,
-            )
+        if self._junk_lines.add():
             self._close()
+
+    @property
+    def junk_lines(self) -> int:
+        """Lines the server wrote that were not JSON-RPC, so far."""
+        return self._junk_lines.count
 
     async def session_pump(self) -> None:
         """The session's outgoing messages, serialised as the SDK's transport does."""
@@ -328,53 +319,6 @@ class StdioPipe:
         with anyio.move_on_after(_FLUSH_S):
             while self._out and not self._closed:
                 await anyio.sleep(0.005)
-
-
-_UNREADABLE = object()
-
-
-def _unreadable_problem(line: bytes) -> str:
-    try:
-        line.decode("utf-8")
-    except UnicodeDecodeError:
-        return "it is not valid UTF-8"
-    return "it is not valid JSON (truncated or corrupt)"
-
-
-def reply_problem(reply: dict[str, Any]) -> str | None:
-    """What is wrong with a reply object, in words; None when it is a well-formed result or error."""
-    if "error" in reply:
-        error = reply["error"]
-        if isinstance(error, dict) and isinstance(error.get("code"), int) and isinstance(error.get("message"), str):
-            return None
-        return "its error has no integer code and string message"
-    if "result" not in reply:
-        return "it has neither a result nor an error"
-    if not isinstance(reply["result"], dict):
-        return f"its result is {_json_kind(reply['result'])}, not an object"
-    return None
-
-
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, list):
-        return "an array"
-    return "not an object"
-
-
-def _size(count: int) -> str:
-    if count % (1 << 20) == 0:
-        return f"{count >> 20} MiB"
-    if count % (1 << 10) == 0:
-        return f"{count >> 10} KiB"
-    return f"{count} bytes"
 
 
 def express_capable(session: ClientSession) -> bool:
