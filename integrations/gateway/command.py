@@ -47,6 +47,8 @@ class RouterOptions:
     """`--restart-upstream`: a dead upstream is started again (reconnected over HTTP), bounded."""
     max_upstream_restarts: int | None = None
     """`--max-upstream-restarts`: restarts within a minute before the gateway gives up (None: the default)."""
+    cwd: str | None = None
+    """The upstream command's working directory (a gateway file's `cwd`; None: the gateway's)."""
 
 
 def run_router(options: RouterOptions) -> int:
@@ -104,7 +106,7 @@ async def _main(options: RouterOptions) -> int:
                     max_message=options.max_line_bytes or MAX_LINE_BYTES,
                 )
             return await StdioUpstream.start(
-                options.command, options.env, max_line=options.max_line_bytes or MAX_LINE_BYTES
+                options.command, options.env, max_line=options.max_line_bytes or MAX_LINE_BYTES, cwd=options.cwd
             )
 
         try:
