@@ -10,6 +10,7 @@ import mcp_types.methods as sdk_methods
 import pytest
 
 from integrations.gateway import catalog, recovery, upstream_http
+from integrations.gateway.hub import aggregate as hub_aggregate
 from integrations.gateway.router import AnswerLocally, Router, RouterConfig, SendUpstream
 from integrations.gateway.router import channels as router_channels
 from integrations.gateway.router import state as router_state
@@ -112,6 +113,13 @@ def test_every_method_the_router_and_the_gateway_name_is_a_row() -> None:
         *(row[0] for row in catalog.LISTS),
         *(row[0] for row in recovery.LISTS),
         *recovery.LIST_CHANGED_METHODS.values(),
+        # The multi-server gateway's per-method facts (its own table until the core's carries them).
+        *hub_aggregate.TARGETS,
+        *hub_aggregate.LISTS,
+        *hub_aggregate.REWRITES,
+        *hub_aggregate.SUBSCRIPTIONS,
+        *hub_aggregate.BROADCAST,
+        *hub_aggregate.BROADCAST_NOTIFICATIONS,
     }
     unknown = sorted(name for name in named if not _known(name))
     assert not unknown, f"the gateway names methods the table does not have: {unknown}"
