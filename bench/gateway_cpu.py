@@ -104,13 +104,13 @@ async def _gateway(stack: AsyncExitStack, policy: str) -> _Client:
     from integrations.gateway.catalog import Catalog
     from integrations.gateway.chain_adapter import ChainAdapter
     from integrations.gateway.command import RouterOptions, router_for
-    from integrations.gateway.framing import MAX_LINE_BYTES
     from integrations.gateway.local import LocalAnswers
     from integrations.gateway.reload import reloader_for
     from integrations.gateway.runner import Runner
     from integrations.gateway.stages import build_stages
     from interceptors import InvocationContext
     from interceptors.policy import principal_for_stdio
+    from interceptors.protocol.framing import MAX_LINE_BYTES
 
     stages = build_stages(policy, None)
     options = RouterOptions(command=[], registries=list(stages.registries), stages=stages, extra={"policy": policy})

@@ -30,17 +30,10 @@ import anyio
 import anyio.abc
 
 from interceptors.codec import dumps_exact, loads_exact
-from interceptors.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, InterceptorRpcError
-from interceptors.jsonlines import (
-    DEFAULT_MAX_LINE_BYTES,
-    JunkLines,
-    LineFramer,
-    Oversized,
-    reply_problem,
-    salvage_id,
-    size_text,
-    unreadable_problem,
-)
+from interceptors.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, InterceptorRpcError, InterceptorsError
+from interceptors.jsonlines import DEFAULT_MAX_LINE_BYTES, JunkLines, reply_problem, size_text, unreadable_problem
+from interceptors.protocol.framing import LineSplitter, Oversized
+from interceptors.protocol.messages import recover_id
 
 logger = logging.getLogger("interceptors.remote")
 
@@ -56,7 +49,7 @@ CONNECTION_CLOSED = -32000
 """The code the SDK gives a request its transport gave up on (shown only in the message, which names the server)."""
 
 
-class NotQuick(Exception):
+class NotQuick(InterceptorsError):
     """The server is not one this path can ask (it is left to the SDK's path)."""
 
 
@@ -101,7 +94,7 @@ class QuickConnection:
         self._process = process
         self.who = who
         self.max_line_bytes = max_line_bytes
-        self._framer = LineFramer(max_line_bytes)
+        self._framer = LineSplitter(max_line_bytes)
         self._meta = _envelope()
         self._next_id = 0
         self._pending: str | None = None
@@ -184,15 +177,15 @@ class QuickConnection:
             for line in self._framer.feed(chunk):
                 if isinstance(line, Oversized):
                     logger.warning("%s wrote a line over the %s line limit; it was discarded", self.who, limit)
-                    self._broken(salvage_id(line.head), f"it is larger than the {limit} line limit")
-                elif line.strip():
+                    self._broken(recover_id(line.head), f"it is larger than the {limit} line limit")
+                else:  # the framing skips blank lines
                     await self._line(line)
 
     async def _line(self, line: bytes) -> None:
         try:
             message = loads_exact(line)
         except ValueError:
-            self._broken(salvage_id(line), unreadable_problem(line))
+            self._broken(recover_id(line), unreadable_problem(line))
             return
         if not isinstance(message, dict):
             self._junk()

@@ -1,94 +1,21 @@
-"""JSON-RPC over newline-delimited JSON (stdio): framing with a line limit, and the words for a broken reply.
+"""JSON-RPC over newline-delimited JSON (stdio): the words for a broken reply, and junk-line counting.
 
 Shared by the invoker's stdio pipe (`interceptors_chain/stdio_pipe.py`) and the CLI's SDK-free stdio client
-(`integrations/quick_stdio.py`), so both frame lines alike and name the same problems in the same words.
+(`integrations/quick_stdio.py`), so both name the same problems in the same words. Both frame lines with the
+protocol core's framing (`interceptors.protocol.framing.LineSplitter`) and read a broken reply's id with its
+`recover_id`, as every other stdio edge does.
 No SDK and no I/O but a log line.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
-from .codec import loads_exact
+from .protocol.framing import MAX_LINE_BYTES
 
-DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_LINE_BYTES = MAX_LINE_BYTES
 """The longest message line read from a server: a larger one is refused with a clear error, not buffered."""
-
-
-class Oversized:
-    """The start of a line that outgrew the limit (the rest of it is skipped)."""
-
-    __slots__ = ("head",)
-
-    def __init__(self, head: bytes) -> None:
-        self.head = head
-
-
-class LineFramer:
-    """Newline-delimited framing in linear time, with a maximum line size.
-
-    Bytes are appended to one buffer and searched for a newline only where the last search stopped;
-    complete lines are cut out once per chunk. A line longer than `max_line_bytes` is reported once (as
-    an `Oversized` holding its first bytes) and skipped up to its newline, so memory stays bounded.
-    """
-
-    HEAD_BYTES = 512
-
-    def __init__(self, max_line_bytes: int) -> None:
-        if max_line_bytes < 1:
-            raise ValueError("max_line_bytes must be positive")
-        self.max_line_bytes = max_line_bytes
-        self._buffer = bytearray()
-        self._searched = 0
-        self._skipping = False
-
-    def feed(self, chunk: bytes) -> list[bytes | Oversized]:
-        out: list[bytes | Oversized] = []
-        buffer = self._buffer
-        buffer += chunk
-        start = 0
-        while True:
-            end = buffer.find(b"\n", max(start, self._searched))
-            if end < 0:
-                break
-            if self._skipping:
-                self._skipping = False
-            elif end - start > self.max_line_bytes:
-                out.append(Oversized(bytes(buffer[start : start + self.HEAD_BYTES])))
-            else:
-                out.append(bytes(buffer[start:end]))
-            start = end + 1
-            self._searched = start
-        if start:
-            del buffer[:start]
-        self._searched = len(buffer)
-        if len(buffer) > self.max_line_bytes:
-            if not self._skipping:
-                out.append(Oversized(bytes(buffer[: self.HEAD_BYTES])))
-                self._skipping = True
-            buffer.clear()
-            self._searched = 0
-        return out
-
-
-_REPLY_ID = re.compile(rb'^\s*\{.{0,200}?"id"\s*:\s*("(?:[^"\\]|\\.){0,100}"|-?[0-9]{1,19})', re.DOTALL)
-
-
-def salvage_id(line: bytes) -> str | int | None:
-    """The id a broken reply line seems to carry (from its first bytes), to fail that request at once."""
-    match = _REPLY_ID.match(line[: LineFramer.HEAD_BYTES])
-    if match is None:
-        return None
-    text = match.group(1)
-    if text.startswith(b'"'):
-        try:
-            value = loads_exact(text)
-        except ValueError:
-            return None
-        return value if isinstance(value, str) else None
-    return int(text)
 
 
 def unreadable_problem(line: bytes) -> str:

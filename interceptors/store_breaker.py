@@ -21,6 +21,8 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
+from .errors import InterceptorsError
+
 T = TypeVar("T")
 
 UNAVAILABLE_RETRY_S = 1.0
@@ -45,7 +47,7 @@ def redis_client(client: Any, socket_timeout_s: float = SOCKET_TIMEOUT_S) -> Any
     return redis.Redis.from_url(client, socket_timeout=socket_timeout_s, socket_connect_timeout=socket_timeout_s)
 
 
-class StoreUnavailable(Exception):
+class StoreUnavailable(InterceptorsError):
     """The store did not answer in time or failed (the default error of a failed call)."""
 
     def __init__(self, why: str) -> None:
@@ -53,7 +55,7 @@ class StoreUnavailable(Exception):
         self.why = why
 
 
-class _Skipped(Exception):
+class _Skipped(InterceptorsError):
     """A queued round trip whose caller had already given up when a thread took it."""
 
 

@@ -11,10 +11,11 @@ import errno
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 
+from interceptors.errors import InterceptorsError
 from interceptors.errors import leaf as leaf
 
 
-class InvokerFailure(MCPError):
+class InvokerFailure(InterceptorsError, MCPError):
     """An error the invoker raises itself; its message is safe to show and already names the server."""
 
 

@@ -34,8 +34,9 @@ from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 
 from interceptors.codec import dumps_exact, loads_exact
 from interceptors.jsonlines import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
-from interceptors.jsonlines import JunkLines, Oversized, reply_problem, salvage_id, size_text, unreadable_problem
-from interceptors.jsonlines import LineFramer as LineFramer
+from interceptors.jsonlines import JunkLines, reply_problem, size_text, unreadable_problem
+from interceptors.protocol.framing import LineSplitter, Oversized
+from interceptors.protocol.messages import recover_id
 
 from .failures import MalformedReply
 
@@ -176,7 +177,7 @@ class StdioPipe:
         """The server's stdout: replies to express requests resolved here, everything else to the session."""
         stdout = self._process.stdout
         assert stdout is not None
-        framer = LineFramer(self.max_line_bytes)
+        framer = LineSplitter(self.max_line_bytes)
         try:
             async with self._to_session:
                 while not self._closed:
@@ -187,7 +188,7 @@ class StdioPipe:
                     for line in framer.feed(chunk):
                         if isinstance(line, Oversized):
                             await self._oversized(line.head)
-                        elif line.strip():
+                        else:  # the framing skips blank lines
                             await self._deliver(line)
                 # A last line without its newline was torn by the exit: the connection closed, it is no reply.
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
@@ -198,14 +199,14 @@ class StdioPipe:
     async def _oversized(self, head: bytes) -> None:
         limit = size_text(self.max_line_bytes)
         logger.warning("%s wrote a line over the %s line limit; it was discarded", self.who, limit)
-        if not await self._fail_pending(salvage_id(head), f"it is larger than the {limit} line limit"):
+        if not await self._fail_pending(recover_id(head), f"it is larger than the {limit} line limit"):
             self._junk()
 
     async def _deliver(self, line: bytes) -> None:
         try:
             message = loads_exact(line)
         except ValueError:
-            if not await self._fail_pending(salvage_id(line), unreadable_problem(line)):
+            if not await self._fail_pending(recover_id(line), unreadable_problem(line)):
                 self._junk()
             return
         if not isinstance(message, dict):

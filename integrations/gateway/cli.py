@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from interceptors.errors import InterceptorsError
+
 if TYPE_CHECKING:  # the chain and the SDK load only when `proxy` runs: `--help` and `--version` stay fast
     from interceptors import Registry
 
@@ -27,7 +29,7 @@ DEFAULT_UPSTREAM_TIMEOUT_S = 300.0
 logger = logging.getLogger("interceptors.gateway")
 
 
-class _UsageError(ValueError):
+class _UsageError(InterceptorsError, ValueError):
     """Bad command-line input: printed as one line, exit status 2."""
 
 

@@ -61,12 +61,12 @@ def run_router(options: RouterOptions) -> int:
 
 async def _main(options: RouterOptions) -> int:
     from interceptors.policy import principal_for_stdio
+    from interceptors.protocol.framing import MAX_LINE_BYTES
     from interceptors_chain import Chain
 
     from .catalog import Catalog
     from .chain_adapter import ChainAdapter
     from .downstream_stdio import StdioDownstream
-    from .framing import MAX_LINE_BYTES
     from .local import LocalAnswers
     from .recovery import DEFAULT_MAX_RESTARTS, RestartPolicy, SupervisedUpstream
     from .reload import ReloadRejected, reloader_for

@@ -21,6 +21,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from ..errors import InterceptorsError
 from ..store_breaker import SMALL_DEADLINE_S, SMALL_PROBE_DEADLINE_S, StoreBreaker, redis_client
 
 Taint = tuple[str, str]
@@ -34,7 +35,7 @@ STORE_THREADS = 8
 """The store's threads (more concurrent calls queue for one, within their deadline)."""
 
 
-class TaintStoreUnavailable(RuntimeError):
+class TaintStoreUnavailable(InterceptorsError, RuntimeError):
     """The shared taint store could not be read or written (or did not answer within its deadline)."""
 
     def __init__(self, why: str) -> None:

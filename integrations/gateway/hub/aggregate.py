@@ -34,10 +34,8 @@ import anyio.abc
 import orjson
 
 from interceptors.codec import dumps_exact
-
-from ..router import Action, SendDownstream
-from ..router.eras import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE
-from ..router.messages import (
+from interceptors.protocol.eras import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE
+from interceptors.protocol.messages import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -47,6 +45,9 @@ from ..router.messages import (
     RequestId,
     parse,
 )
+from interceptors.protocol.messages import error_object as _error
+
+from ..router import Action, SendDownstream
 from .legs import HUB_SESSION, Leg
 from .names import SEPARATOR, URI_SEPARATOR, name_out, uri_out
 
@@ -202,10 +203,7 @@ class Aggregate:
             self._client_answer(session, message)
         elif message.problem is not None:  # malformed: answered as the router answers it
             problem = message.problem
-            error: dict[str, Any] = {"code": problem.code, "message": problem.message}
-            if problem.data is not None:
-                error["data"] = problem.data
-            self._reply(session, message.id, error=error)
+            self._reply(session, message.id, error=_error(problem.code, problem.message, problem.data))
         return []
 
     async def upstream_for(self, capabilities: dict[str, Any]) -> bool:
@@ -611,13 +609,6 @@ def _roles(context: Any) -> list[str]:
     claims = getattr(principal, "claims", None) or {}
     roles = claims.get("roles") if isinstance(claims, dict) else None
     return [role for role in roles if isinstance(role, str)] if isinstance(roles, list | tuple) else []
-
-
-def _error(code: int, message: str, data: Any = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return error
 
 
 def _unknown(what: str, target: Any) -> dict[str, Any]:

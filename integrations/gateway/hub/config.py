@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from interceptors.errors import InterceptorsError
+
 from .names import SEPARATOR, prefix_problem
 
 MAX_FILE_BYTES: Final = 1 << 20
@@ -40,7 +42,7 @@ TOP_KEYS: Final = frozenset({"servers", "mcpServers", "policy", "audit_log", "ti
 HTTP_TYPES: Final = ("http", "streamable-http", "streamableHttp", "streamable_http")
 
 
-class GatewayFileError(ValueError):
+class GatewayFileError(InterceptorsError, ValueError):
     """The gateway file is unusable: one line naming the file, the server and the key."""
 
 

@@ -242,7 +242,8 @@ class Leg:
         self._local = LocalAnswers(None, getattr(stages, "local_tools", ()), getattr(stages, "authorize", None))
 
     async def _start_upstream(self, router: Router) -> Any:
-        from ..framing import MAX_LINE_BYTES
+        from interceptors.protocol.framing import MAX_LINE_BYTES
+
         from ..upstream_http import HttpUpstream
         from ..upstream_stdio import StdioUpstream
 

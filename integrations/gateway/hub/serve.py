@@ -21,9 +21,9 @@ import anyio.abc
 import orjson
 
 from interceptors import InvocationContext
+from interceptors.protocol.messages import INTERNAL_ERROR, INVALID_REQUEST, Kind, error_message, parse, recover_id
 
 from ..router import SendDownstream
-from ..router.messages import INTERNAL_ERROR, INVALID_REQUEST, Kind, parse
 from .aggregate import Aggregate
 from .config import GatewayFile
 from .legs import Leg
@@ -83,8 +83,9 @@ class Hub:
 
     # stdio -----------------------------------------------------------------------------------------
     async def run_stdio(self, principal: Any) -> int:
+        from interceptors.protocol.framing import Oversized
+
         from ..downstream_stdio import StdioDownstream
-        from ..framing import Oversized
 
         aggregate = self.aggregate
         try:
@@ -98,8 +99,10 @@ class Hub:
                 tasks.start_soon(self._signals, tasks.cancel_scope.cancel)
                 async for line in downstream.lines():
                     if isinstance(line, Oversized):
-                        error = {"code": INVALID_REQUEST, "message": "Invalid Request", "data": {"reason": "too large"}}
-                        downstream.send(orjson.dumps({"jsonrpc": "2.0", "id": parse(line.head).id, "error": error}))
+                        reason = {"reason": "too large"}
+                        downstream.send(
+                            error_message(recover_id(line.head), INVALID_REQUEST, "Invalid Request", reason)
+                        )
                         continue
                     message = parse(line)
                     if message.kind is Kind.REQUEST and message.method == "initialize":
@@ -109,8 +112,7 @@ class Hub:
                     except Exception as exc:  # a defect: logged, the request answered, the session goes on
                         logger.error("the aggregate failed on a client message: %s", type(exc).__name__)
                         if message.kind is Kind.REQUEST:
-                            error = {"code": INTERNAL_ERROR, "message": "Internal error"}
-                            downstream.send(orjson.dumps({"jsonrpc": "2.0", "id": message.id, "error": error}))
+                            downstream.send(error_message(message.id, INTERNAL_ERROR, "Internal error"))
                     await aggregate.drain()
                     await downstream.drain()
                 aggregate.close_session("stdio")
@@ -221,9 +223,8 @@ class _HubApp:
             await leg.wait_ready(self.hub.gateway.list_timeout)
         if leg.front is None or leg.runner is None or leg.runner.finished:
             message = f"server {leg.name!r} is unavailable: {leg.unavailable_reason()}"
-            error = {"code": INTERNAL_ERROR, "message": message, "data": {"server": leg.name, "retry": True}}
-            body = {"jsonrpc": "2.0", "id": None, "error": error}
-            await _send(send, 503, b"application/json", orjson.dumps(body))
+            body = error_message(None, INTERNAL_ERROR, message, {"server": leg.name, "retry": True})
+            await _send(send, 503, b"application/json", body)
             return
         await leg.front({**scope, "path": "/mcp", "raw_path": b"/mcp"}, receive, send)
 
