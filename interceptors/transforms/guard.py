@@ -22,6 +22,11 @@ from .normalize import needs_normalizing, normalize_for_matching
 from .redactor import Redactor
 from .triepattern import literal_alternation
 
+KEY_IDS = ("aws_access_key_id", "sumologic_access_id")
+"""Credentials' public halves: the ids that name a key (`AKIA…`, `su…`). Results mask them (category
+`credential`), but the guard lets them pass by default: tools that manage keys take them as arguments, and the
+key's secret half is a `secret` the guard refuses. `disabled_detectors` replaces this default."""
+
 MAX_SEGMENT = 64
 """A member name longer than this is cut in a refusal's path (it is the client's own text, but unbounded)."""
 _PLAIN_SEGMENT = re.compile(r"[^\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]*")
@@ -129,7 +134,7 @@ class SecretGuard(Transform):
             "name_mentions": False,
             "decode": self.decode,  # the output redactor's decoded views: base64, hex, %XX, gzip
             "custom_detectors": opts.items("custom_detectors"),
-            "disabled_detectors": list(opts.strings("disabled_detectors", ())),
+            "disabled_detectors": list(opts.strings("disabled_detectors", KEY_IDS)),
         }
         # Every key rule of a guarded category: JSON arguments are parsed (a string holding a JSON Web Key
         # becomes a mapping), and the private members of a JWK are found by their key beside `kty`, as the
