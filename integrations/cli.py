@@ -63,7 +63,11 @@ def _bench(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as exc:
         if exc.name not in ("bench", "bench.runner"):
             raise
-        print("error: the benchmark package is not installed", file=sys.stderr)
+        print(
+            "error: the benchmarks are not installed with the package: run `mcp-interceptors bench` from a checkout "
+            "of the repository (pip install -e .)",
+            file=sys.stderr,
+        )
         return 2
     try:
         code: int = bench_main(args)
