@@ -22,13 +22,13 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
 from .errors import InterceptorsError
+from .warn_every import WARN_EVERY_S as WARN_EVERY_S
+from .warn_every import WarnEvery
 
 T = TypeVar("T")
 
 UNAVAILABLE_RETRY_S = 1.0
 """After a failure the store is not asked again for this long (calls fail at once), then by one call at a time."""
-WARN_EVERY_S = 10.0
-"""At most one warning line per this many seconds; the next one counts the failed calls in between."""
 SMALL_DEADLINE_S = 0.5
 """The deadline of a store whose round trips are tiny (one small script or `HMGET`: rate limits, guard taints):
 a healthy Redis answers in about a millisecond."""
@@ -94,8 +94,7 @@ class StoreBreaker:
         self._failed = False  # the last round trip failed
         self._down_until = 0.0  # ... so the store is not asked again before this (clock time)
         self._probing = False  # one call is asking it again: the others fail at once
-        self._warned_at = -WARN_EVERY_S
-        self._unwarned = 0
+        self._warnings = WarnEvery(self.logger, "failed calls", WARN_EVERY_S, self.clock)
 
     @property
     def open(self) -> bool:
@@ -169,14 +168,5 @@ class StoreBreaker:
             tripped.set_result(None)
 
     def _unavailable(self, why: str) -> Exception:
-        now = self.clock()
-        with self._lock:  # calls fail on several threads at once
-            warn = now - self._warned_at >= WARN_EVERY_S
-            if warn:
-                held, self._unwarned, self._warned_at = self._unwarned, 0, now
-            else:
-                self._unwarned += 1
-        if warn:
-            more = f" (and {held} more failed calls since the last warning)" if held else ""
-            self.logger.warning("%s unavailable: %s%s", self.label, why, more)
+        self._warnings.warn("%s unavailable: %s", self.label, why)  # calls fail on several threads at once
         return self.error(why)

@@ -32,6 +32,7 @@ import orjson
 from ..outcomes import Mutation
 from ..protocol.methods import METHODS, Stage
 from ..registry import Invocation, Registry
+from ..warn_every import WarnEvery
 from ..wire import InvocationContext
 from . import echoes
 from .store import Pair
@@ -307,6 +308,8 @@ WITHHELD = (
     "{why} (doc/VAULT.md)"
 )
 WHY_FOUND = "still held one of them in a form that cannot be swapped back"
+_WITHHELD = WarnEvery(logger, "results withheld")
+"""A client probing with echo tools can trigger this on every call: one line per interval, the rest counted."""
 WHY_POLICY = "is not shown (vault.restored_results: withhold)"
 
 
@@ -411,7 +414,7 @@ class VaultStages:
                 return Mutation(withheld(invocation.event, invocation.payload, WHY_POLICY), True)
             new = _repseudonymizer(tuple(pairs)).result(invocation.payload)
             if _taint(tuple(pairs)).found_in(_readable(new)):  # the backstop: a spelling the swap does not know
-                logger.warning("vault: a restored value was found in a form that cannot be swapped back: withheld")
+                _WITHHELD.warn("vault: a restored value was found in a form that cannot be swapped back: withheld")
                 return Mutation(withheld(invocation.event, new, WHY_FOUND), True)
             return Mutation.unchanged() if new is invocation.payload else Mutation(new, True)
         finally:
