@@ -12,19 +12,20 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from interceptors.protocol.messages import Kind, Message
+from interceptors.protocol.methods import METHODS, Channel
 
 from .router import Action, Dropped, Router
 from .router.state import with_local_tools
 
 logger = logging.getLogger("interceptors.gateway")
 
-LISTS: Final = (
-    ("tools/list", "tools", "tools"),
-    ("prompts/list", "prompts", "prompts"),
-    ("resources/list", "resources", "resources"),
-    ("resources/templates/list", "resources", "resources"),
+LISTS: Final = tuple(
+    (row.name, row.capability, row.capability)
+    for row in map(METHODS.__getitem__, METHODS)
+    if row.channel is Channel.LIST and row.capability is not None
 )
-"""(method, the capability that declares it, the `list_changed` kind that invalidates it)."""
+"""(method, the capability that declares it, the `list_changed` kind that invalidates it): the method table's
+list rows, in its order."""
 MAX_PAGES: Final = 100
 
 

@@ -29,6 +29,7 @@ import orjson
 
 from interceptors.protocol.eras import Era
 from interceptors.protocol.messages import Kind, Message
+from interceptors.protocol.methods import METHODS, Channel
 
 from .router import Action, Dropped, Router
 
@@ -186,13 +187,13 @@ async def _quietly_close(upstream: Any) -> None:
         await upstream.aclose()
 
 
-LISTS: Final = (
-    ("tools/list", "tools", "tools", "tools"),
-    ("prompts/list", "prompts", "prompts", "prompts"),
-    ("resources/list", "resources", "resources", "resources"),
-    ("resources/templates/list", "resources", "resourceTemplates", "resources"),
+LISTS: Final = tuple(
+    (row.name, row.capability, row.items, row.capability)
+    for row in map(METHODS.__getitem__, METHODS)
+    if row.channel is Channel.LIST and row.capability is not None and row.items is not None
 )
-"""(method, the capability that declares it, the result's list, the `list_changed` kind it belongs to)."""
+"""(method, the capability that declares it, the result's list, the `list_changed` kind it belongs to): the method
+table's list rows."""
 MAX_PAGES: Final = 100
 
 
@@ -305,7 +306,7 @@ def _logged(method: str) -> Callable[[Message], list[Action]]:
 
 
 LIST_CHANGED_METHODS: Final = {
-    "tools": "notifications/tools/list_changed",
-    "prompts": "notifications/prompts/list_changed",
-    "resources": "notifications/resources/list_changed",
+    row.capability: row.name
+    for row in map(METHODS.__getitem__, METHODS)
+    if row.channel is Channel.LIST_CHANGED and row.capability is not None
 }
