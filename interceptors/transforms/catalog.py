@@ -17,6 +17,7 @@ import re
 from .assignments import ASSIGNMENT_DETECTORS
 from .detectors import Detector, Validator, validate_ip, validate_secret
 from .entities import is_placeholder, looks_random, looks_secret
+from .verify import card_number
 from .vendors import CLI_DETECTORS, GAP_DETECTORS, VENDOR_DETECTORS, validate_crc32_token
 
 _GUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
@@ -53,6 +54,11 @@ def _validate_timestamp(value: str, entity: str) -> str | None:
 def _validate_iri(value: str, entity: str) -> str | None:
     """`cmr:` needs two characters after it that are not the punctuation ending a sentence (`see cmr:a.`)."""
     return entity if len(value.rstrip(".:")) >= 6 else None
+
+
+def _validate_card(value: str, entity: str) -> str | None:
+    """A digit run is a card number only with an issuer's prefix and length and a valid Luhn digit."""
+    return entity if card_number(value.replace(" ", "").replace("-", "")) else None
 
 
 def _validate_auth_value(value: str, entity: str) -> str | None:
@@ -441,6 +447,15 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.){1,8}[A-Za-z]{2,24}(?![A-Za-z0-9-])",
         hints=("@",), min_length=6,
         description="an e-mail address",
+    ),
+    _d(
+        "payment_card", "payment_card", "pii", 0.9,
+        r"(?<![\w.,+-])(?:\d{13,19}|\d{4}([ -])\d{4}\1\d{4}\1\d{1,4}(?:\1\d{1,3})?|\d{4}([ -])\d{6}\2\d{4,5})"
+        r"(?![\w-]|[.,]\d)",
+        min_length=13, validator=_validate_card, gate=r"\d{4}[ -]?\d{4}[ -]?\d{4}",
+        source="ISO/IEC 7812-1 (issuer prefixes, the Luhn check digit); the schemes' published IIN ranges",
+        description="a payment card number: an issuer's prefix and length, and a valid Luhn check digit (13-19 "
+        "digits, bare or in groups of 4, or 4-6-5)",
     ),
     _d(
         "ipv6", "ip_address", "network", 0.9,

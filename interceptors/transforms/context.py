@@ -9,7 +9,9 @@ signal's name, so the annotation says why.
 
 Each signal names the detectors it may overrule: only those that decide by shape or by a nearby label (the
 entropy fallback, labelled assignments, …), never a vendor format with a checksum or a fixed prefix, and never
-the private-key detector. The redactor's `context` option turns signals off (`context: false`, or
+the private-key detector. A finding whose format has a check of its own that fails (`verify.py`: a GitHub token
+whose CRC32 does not match, a JWT whose header does not decode) is weaker evidence: the signals that may overrule
+the entropy fallback may overrule it. The redactor's `context` option turns signals off (`context: false`, or
 `context: {code_identifier: false}`); doc/TRANSFORMS.md lists them.
 
 Cost: nothing for a string without findings; for a finding a signal may overrule, a few anchored regex tests
@@ -29,7 +31,7 @@ from .assignments import ASSIGNMENT_NAMES
 from .catalog import BUILTIN_BY_NAME
 from .detectors import Finding
 from .docvalues import ciphertext, documentation_value, prefixed
-from .tokenspec import crc32_token_valid
+from .verify import CHECKED, verdict
 
 # Detectors that decide by shape or by a label near the value (what a context signal may overrule).
 ENTROPY = frozenset({"high_entropy_secret", "azure_storage_key"})
@@ -136,18 +138,6 @@ _OWN_RUNS = frozenset(
     {"twitter_bearer_token", "ntlm_authenticate_message", "ntlm_hash_dump", "jwt", "grafana_provisioned_key",
      "flyio_token", "aws_bedrock_api_key"}
 )  # fmt: skip
-# A token that passes its format's own verification is reported even when it reads like a sequence (markers such
-# as EXAMPLE still count): a GitHub token whose CRC32 checks, an Anthropic key of the exact length ending `AA`.
-_ANTHROPIC_EXACT = re.compile(r"sk-ant-(?:api|admin)\d\d-[A-Za-z0-9_-]{93}AA")
-
-
-def _verified(detector: str, value: str) -> bool:
-    if detector == "github_token":
-        payload = value.partition("_")[2]
-        return len(payload) == 36 and crc32_token_valid(payload)
-    return detector == "anthropic_api_key" and _ANTHROPIC_EXACT.fullmatch(value) is not None
-
-
 _PEM_BODY = re.compile(r"-----BEGIN[ A-Z0-9]{0,40}-----(.*?)(?:-----END[ A-Z0-9]{0,40}-----|\Z)", re.S)
 _PEM_HEADER_LINE = re.compile(r"(?m)^[A-Za-z-]{2,40}:[^\n]*$")
 _BASE64_LINE = re.compile(r"(?m)^[ \t]*[A-Za-z0-9+/]{40,120}={0,2}[ \t]*\r?$")
@@ -396,7 +386,7 @@ def _documentation_value(text: str, finding: Finding, facts: _TextFacts) -> bool
         and (detector.name not in ENTROPY or prefixed(value) or len(set(value)) == len(value))
         and detector.name not in _OWN_RUNS
         and detector.entity != "private_key"
-        and not _verified(detector.name, value),
+        and verdict(detector.name, value) != "verified",
     )
 
 
@@ -482,6 +472,10 @@ def _empty_key_block(value: str) -> bool:
     return not body or (body.isalpha() and body.islower()) or set(body) <= set("x.*<>-_#\u2026")
 
 
+# The key of the signals for a finding whose format's own check failed (`verify.py`): those of the entropy fallback.
+_REFUTED = "\x00refuted"
+
+
 class Context:
     """The active signals (a redactor's `context` option) and the decision they make on findings."""
 
@@ -512,10 +506,11 @@ class Context:
     def _for(self, detector: str) -> tuple[Signal, ...]:
         found = self.by_detector.get(detector)
         if found is None:
+            shape = "high_entropy_secret" if detector == _REFUTED else detector
             found = self.by_detector[detector] = tuple(
                 s
                 for s in self.signals
-                if (s.detectors is None and detector != "private_key") or (s.detectors and detector in s.detectors)
+                if (s.detectors is None and detector != "private_key") or (s.detectors and shape in s.detectors)
             )
         return found
 
@@ -527,7 +522,10 @@ class Context:
         for finding in findings:
             reason = None
             if finding.detector.category in ("secret", "credential"):
-                for signal in self._for(finding.detector.name):
+                name = finding.detector.name
+                if name in CHECKED and verdict(name, finding.value) == "refuted":
+                    name = _REFUTED  # weaker evidence: what may overrule the entropy fallback may overrule it
+                for signal in self._for(name):
                     if facts is None:
                         facts = _TextFacts(text)
                     if _CHECKS[signal.name](text, finding, facts):

@@ -1,0 +1,155 @@
+"""Verification where a format allows it (`interceptors.transforms.verify`): Luhn for card numbers, JWT structure,
+the CRC32 of GitHub and npm tokens, and what a failed check changes (weaker evidence, never silence)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import string
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from interceptors.transforms import STANDARD_TRANSFORMS, STRICT_TRANSFORMS, TransformContext, assemble_output
+from interceptors.transforms.catalog import BUILTIN_BY_NAME
+from interceptors.transforms.channels import transform_tool_result
+from interceptors.transforms.detectors import Scanner
+from interceptors.transforms.tokenspec import BASE62, crc32_base62
+from interceptors.transforms.verify import card_number, jwt_verdict, luhn_valid, verdict
+
+CARDS = Scanner((BUILTIN_BY_NAME["payment_card"],))
+STANDARD = assemble_output(STANDARD_TRANSFORMS)
+STRICT = assemble_output(STRICT_TRANSFORMS)
+
+
+def _check_digit(body: str) -> str:
+    return next(d for d in "0123456789" if luhn_valid(body + d))
+
+
+def _out(pipeline: Any, text: str) -> str:
+    out, _ = transform_tool_result({"content": [{"type": "text", "text": text}]}, pipeline, TransformContext())
+    return str(out["content"][0]["text"])
+
+
+# --- Luhn and card numbers ------------------------------------------------------------------------------------
+
+
+@given(st.text(alphabet=string.digits, min_size=1, max_size=30))
+def test_exactly_one_check_digit_completes_a_run(body: str) -> None:
+    assert sum(luhn_valid(body + d) for d in string.digits) == 1
+
+
+@given(st.text(alphabet=string.digits, min_size=12, max_size=18), st.data())
+def test_luhn_catches_every_single_digit_error(body: str, data: st.DataObject) -> None:
+    number = body + _check_digit(body)
+    at = data.draw(st.integers(0, len(number) - 1))
+    wrong = data.draw(st.sampled_from([d for d in string.digits if d != number[at]]))
+    assert not luhn_valid(number[:at] + wrong + number[at + 1 :])
+
+
+def test_known_test_numbers_of_the_schemes_are_cards() -> None:
+    for number in ("4111111111111111", "5555555555554444", "2223003122003222", "378282246310005",
+                   "6011111111111117", "3530111333300000", "4222222222222"):  # fmt: skip
+        assert card_number(number), number
+    assert not card_number("1234567812345670")  # Luhn holds, but no issuer starts with 1
+    assert not card_number("4111111111111112")
+
+
+@given(st.sampled_from(["4", "51", "2221", "6011", "3530"]), st.data())
+def test_a_digit_run_failing_luhn_is_never_a_card(prefix: str, data: st.DataObject) -> None:
+    body = prefix + data.draw(st.text(alphabet=string.digits, min_size=15 - len(prefix), max_size=15 - len(prefix)))
+    good = body + _check_digit(body)
+    bad = body + str((int(_check_digit(body)) + data.draw(st.integers(1, 9))) % 10)
+    grouped = data.draw(st.booleans())
+
+    def shown(number: str) -> str:
+        return " ".join(number[i : i + 4] for i in range(0, 16, 4)) if grouped else number
+
+    assert [f.value for f in CARDS.scan(f"card {shown(good)} ok")] == [shown(good)]
+    assert CARDS.scan(f"card {shown(bad)} ok") == []
+
+
+def test_card_numbers_are_personal_data_the_strict_profile_hides() -> None:
+    text = "paid with 4111 1111 1111 1111 today"
+    assert _out(STANDARD, text) == text  # personal data is kept by the standard profile
+    assert "4111 1111 1111 1111" not in _out(STRICT, text)
+    assert _out(STRICT, "order 4111 1111 1111 1112") == "order 4111 1111 1111 1112"  # fails Luhn: not a card
+    assert _out(STRICT, "version 1.4111111111111111") == "version 1.4111111111111111"
+
+
+# --- JSON Web Tokens ------------------------------------------------------------------------------------------
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _jwt(alg: str, claims: dict[str, Any], signature_bytes: int, rng: random.Random) -> str:
+    header = _b64(json.dumps({"alg": alg, "typ": "JWT"}).encode())
+    return f"{header}.{_b64(json.dumps(claims).encode())}.{_b64(rng.randbytes(signature_bytes))}"
+
+
+SIZES = {"HS256": 32, "HS384": 48, "HS512": 64, "RS256": 256, "PS512": 512, "ES256": 64, "ES384": 96, "ES512": 132}
+
+
+@given(st.sampled_from(sorted(SIZES)), st.dictionaries(st.text(min_size=1, max_size=8), st.integers(), max_size=4),
+       st.randoms(use_true_random=False))  # fmt: skip
+def test_a_well_formed_jwt_is_verified_and_a_wrong_signature_length_refutes_it(
+    alg: str, claims: dict[str, Any], rng: random.Random
+) -> None:
+    assert jwt_verdict(_jwt(alg, claims, SIZES[alg], rng)) == "verified"
+    assert jwt_verdict(_jwt(alg, claims, SIZES[alg] - 7, rng)) == "refuted"
+
+
+def test_a_jwt_whose_parts_do_not_decode_is_refuted() -> None:
+    good = _jwt("HS256", {"sub": "1"}, 32, random.Random(1))
+    header, claims, signature = good.split(".")
+    assert jwt_verdict(f"eyJhbGciOieeeiIsInR5cCI6IkpXVCJ9.{claims}.{signature}") == "refuted"  # header is not JSON
+    no_alg, unsecured = _b64(b'{"typ":"JWT"}'), _b64(b'{"alg":"none"}')
+    assert jwt_verdict(f"{no_alg}.{claims}.{signature}") == "refuted"  # no alg
+    assert jwt_verdict(f"{header}.eyJub3Rqc29u.{signature}") == "refuted"  # claims are not JSON
+    assert jwt_verdict(f"{unsecured}.{claims}.") == "verified"  # an unsecured JWT is a JWT
+    assert jwt_verdict("a.b") == "unchecked"
+
+
+def test_a_refuted_jwt_is_still_redacted_but_context_may_spare_it() -> None:
+    good = _jwt("HS256", {"sub": "1234567890", "name": "Ada"}, 32, random.Random(2))
+    header, claims, signature = good.split(".")
+    broken = f"eyJhbGciOieeeiIsInR5cCI6IkpXVCJ9.{claims}.{signature}"
+    for token in (good, broken):
+        assert token not in _out(STANDARD, f"Authorization: Bearer {token}")
+        assert token not in _out(STANDARD, f"token={token}")
+    # a segment of a URL to an image spares the entropy fallback's finding; a refuted JWT is no stronger
+    assert _out(STANDARD, f"https://cdn.example.org/{broken}/logo.png") == f"https://cdn.example.org/{broken}/logo.png"
+    assert good not in _out(STANDARD, f"https://cdn.example.org/{good}/logo.png")
+
+
+# --- CRC32 tokens -----------------------------------------------------------------------------------------------
+
+
+def _github(rng: random.Random, valid: bool) -> str:
+    payload = "".join(rng.choice(BASE62) for _ in range(30))
+    checksum = crc32_base62(payload)
+    if not valid:
+        checksum = checksum[:-1] + ("A" if checksum[-1] != "A" else "B")
+    return "ghp_" + payload + checksum
+
+
+@given(st.randoms(use_true_random=False))
+def test_github_tokens_are_verified_by_their_crc32(rng: random.Random) -> None:
+    assert verdict("github_token", _github(rng, True)) == "verified"
+    assert verdict("github_token", _github(rng, False)) == "refuted"
+    assert verdict("github_token", "github_pat_" + "A" * 82) == "unchecked"
+
+
+def test_a_token_failing_its_checksum_is_a_candidate_but_weaker() -> None:
+    rng = random.Random(7)
+    valid, invalid = _github(rng, True), _github(rng, False)
+    for token in (valid, invalid):  # either way a token on its own is redacted
+        assert token not in _out(STANDARD, f"export GITHUB_TOKEN={token}")
+        assert token not in _out(STANDARD, f"push with {token} now")
+    # in the URL of an image, only the token whose checksum holds is still taken for a token
+    assert _out(STANDARD, f"https://cdn.example.org/{invalid}.png") == f"https://cdn.example.org/{invalid}.png"
+    assert valid not in _out(STANDARD, f"https://cdn.example.org/{valid}.png")
