@@ -121,9 +121,12 @@ def test_a_refuted_jwt_is_still_redacted_but_context_may_spare_it() -> None:
     for token in (good, broken):
         assert token not in _out(STANDARD, f"Authorization: Bearer {token}")
         assert token not in _out(STANDARD, f"token={token}")
-    # a segment of a URL to an image spares the entropy fallback's finding; a refuted JWT is no stronger
-    assert _out(STANDARD, f"https://cdn.example.org/{broken}/logo.png") == f"https://cdn.example.org/{broken}/logo.png"
-    assert good not in _out(STANDARD, f"https://cdn.example.org/{good}/logo.png")
+    # a value after a request id's label is an id to every generic detector; a refuted JWT is no stronger
+    assert _out(STANDARD, f"x-request-id: {broken}") == f"x-request-id: {broken}"
+    assert good not in _out(STANDARD, f"x-request-id: {good}")
+    # where only a random run is judged by its place (an image's URL), a JWT is still a JWT, refuted or not
+    for token in (good, broken):
+        assert token not in _out(STANDARD, f"https://cdn.example.org/{token}/logo.png")
 
 
 # --- CRC32 tokens -----------------------------------------------------------------------------------------------
@@ -150,6 +153,8 @@ def test_a_token_failing_its_checksum_is_a_candidate_but_weaker() -> None:
     for token in (valid, invalid):  # either way a token on its own is redacted
         assert token not in _out(STANDARD, f"export GITHUB_TOKEN={token}")
         assert token not in _out(STANDARD, f"push with {token} now")
-    # in the URL of an image, only the token whose checksum holds is still taken for a token
-    assert _out(STANDARD, f"https://cdn.example.org/{invalid}.png") == f"https://cdn.example.org/{invalid}.png"
-    assert valid not in _out(STANDARD, f"https://cdn.example.org/{valid}.png")
+    # after a request id's label, only the token whose checksum holds is still taken for a token
+    assert _out(STANDARD, f"x-request-id: {invalid}") == f"x-request-id: {invalid}"
+    assert valid not in _out(STANDARD, f"x-request-id: {valid}")
+    # a hand-made token planted in an icon's URL is still redacted
+    assert invalid not in _out(STANDARD, f"https://cdn.example.org/{invalid}.png")

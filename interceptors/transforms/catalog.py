@@ -56,6 +56,18 @@ def _validate_iri(value: str, entity: str) -> str | None:
     return entity if len(value.rstrip(".:")) >= 6 else None
 
 
+_DIGITS4 = re.compile(r"\d{4}")
+
+
+def _validate_slack(value: str, entity: str) -> str | None:
+    """Every Slack token type carries a team or user number or a random part after its `xox?-` prefix; words
+    joined by dashes (`xoxo-indieweb-1` in a file name) are not a token."""
+    for part in value[5:].split("-"):
+        if _DIGITS4.search(part) or (len(part) >= 8 and not (part.isalpha() and (part.islower() or part.isupper()))):
+            return entity
+    return None
+
+
 def _validate_card(value: str, entity: str) -> str | None:
     """A digit run is a card number only with an issuer's prefix and length and a valid Luhn digit."""
     return entity if card_number(value.replace(" ", "").replace("-", "")) else None
@@ -329,7 +341,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     _d(
         "slack_token", "api_token", "secret", 0.99,
         r"(?:xoxe\.)?xox[abposre]-[A-Za-z0-9-]{10,255}+|xapp-\d-[A-Za-z0-9-]{10,255}+",
-        hints=("xox", "xapp-"), min_length=15,
+        hints=("xox", "xapp-"), min_length=15, validator=_validate_slack,
         spec="('xoxb-' [0-9]{11} '-' [0-9]{13} '-' [A-Za-z0-9]{24}|'xoxp-' [0-9]{11} '-' [0-9]{11} '-' [0-9]{13} '-' "
         "[0-9a-f]{32}|'xoxe.xoxp-1-' [A-Za-z0-9]{140,160}|'xapp-1-A' [A-Z0-9]{10} '-' [0-9]{13} '-' [0-9a-f]{64})",
         source="api.slack.com/authentication/token-types",
@@ -378,12 +390,12 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "aws_access_key_id", "aws_access_key_id", "credential", 0.99,
-        r"(?:AKIA|ASIA)[0-9A-Z]{16}|(?<![0-9A-Z])(?:ABIA|ACCA)[0-9A-Z]{16}(?![0-9A-Z])",
+        r"(?<![0-9A-Z])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![0-9A-Z])",
         hints=("akia", "asia", "abia", "acca"), min_length=20,
         spec="('AKIA'|'ASIA'|'ABIA'|'ACCA') [A-Z2-7]{16}",
         source="AWS IAM unique id prefixes (docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html): "
         "AKIA access keys, ASIA temporary keys, ABIA STS service bearer tokens, ACCA context-specific credentials",
-        description="AWS access key ids: AKIA, ASIA, ABIA or ACCA + 16",
+        description="AWS access key ids: AKIA, ASIA, ABIA or ACCA + 16, not inside a longer run of capitals and digits",
     ),
     _d(
         "aws_unique_id", "aws_unique_id", "identifier", 0.95,

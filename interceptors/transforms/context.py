@@ -11,7 +11,7 @@ Each signal names the detectors it may overrule: only those that decide by shape
 entropy fallback, labelled assignments, …), never a vendor format with a checksum or a fixed prefix, and never
 the private-key detector. A finding whose format has a check of its own that fails (`verify.py`: a GitHub token
 whose CRC32 does not match, a JWT whose header does not decode) is weaker evidence: the signals that may overrule
-the entropy fallback may overrule it. The redactor's `context` option turns signals off (`context: false`, or
+every generic detector (a digest, a public or request id, a ciphertext, …) may overrule it. The redactor's `context` option turns signals off (`context: false`, or
 `context: {code_identifier: false}`); doc/TRANSFORMS.md lists them.
 
 Cost: nothing for a string without findings; for a finding a signal may overrule, a few anchored regex tests
@@ -30,7 +30,7 @@ from typing import Any
 from .assignments import ASSIGNMENT_NAMES
 from .catalog import BUILTIN_BY_NAME
 from .detectors import Finding
-from .docvalues import ciphertext, documentation_value, prefixed
+from .docvalues import ciphertext, documentation_value
 from .verify import CHECKED, verdict
 
 # Detectors that decide by shape or by a label near the value (what a context signal may overrule).
@@ -81,6 +81,13 @@ _PLACEHOLDER = re.compile(
     r"|change[-_]?(?:me|it|this)|placeholder|dummy|sample|example|redacted|notasecret|not[-_]a[-_]secret"
     r"|password|passwd|pass|secret|token|api[-_]?key|apikey|credentials?|[\w-]{0,60}(?:\.\.\.|\u2026)"
 )
+# A reference to a variable in the value's place: shell or Makefile `$NAME`, `${NAME}`, `$(NAME)` in upper case,
+# PHP or Perl `$name` in lower case (a password that starts with `$` mixes cases or has digits and signs).
+_VARIABLE = re.compile(r"\$(?:\{[A-Z_][A-Z0-9_]{1,60}\}|\([A-Z_][A-Z0-9_]{1,60}\)|[A-Z_][A-Z0-9_]{1,60}|[a-z_][a-z0-9_]{1,60})")
+# An XML or HTML element that names an entry in its `key` attribute and holds it in another (`<entry key="a.b"
+# value="…"/>`, .NET `<add key="ApiKey" value="…"/>`): the `key` attribute's value is a name.
+_ENTRY_KEY = re.compile(r"<[A-Za-z_][\w:.-]{0,40}(?:\s+[\w:.-]{1,40}=\"[^\"<>]{0,200}\")*\s+key=\"$")
+_ENTRY_VALUE = re.compile(r"(?:\s+[\w:.-]{1,40}=\"[^\"<>]{0,200}\")*\s+value=\"")
 # A bare value that is code: a dotted name, a call, a keyword, a snake_case name.
 # A name as code writes it: snake_case, CONSTANT_CASE, camelCase or PascalCase (not a random mix of cases and digits).
 _NAME = (
@@ -201,6 +208,8 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("placeholder", LABELLED, "a labelled value that is a placeholder (`your-api-key-here`, `changeme`, `sk_…`)"),
     Signal("code_identifier", LABELLED - {"url_credentials"},
            "a bare labelled value that is code: a dotted name, a call, a keyword or a snake_case name"),
+    Signal("entry_name", LABELLED, "the `key` attribute of an element that holds the value in another"
+           " (`<entry key=\"a.b\" value=\"…\"/>`, `<add key=\"ApiKey\" value=\"…\"/>`)"),
     Signal("binary_base64", ENTROPY,
            "base64 of a binary file (image, audio, font, archive, PDF), by its magic bytes or a MIME content type"),
     Signal("path_segment", frozenset({"high_entropy_secret"}), "a segment of a path (`/nix/store/<hash>-name`)"),
@@ -294,8 +303,10 @@ def _code_value(text: str, finding: Finding) -> bool:
         return True
     if _HEX_LITERAL.fullmatch(core):
         return True  # a number literal (`#define PASSWORD 0x0dead1beef`)
-    if _NEXT_KEY.fullmatch(core) and "\n" in text[max(0, finding.start - 8) : finding.start]:
-        return True  # an empty value, then the next line's key
+    if "\n" in text[max(0, finding.start - 8) : finding.start] and (
+        _NEXT_KEY.fullmatch(core) or ((key := _NEXT_KEY.match(text, finding.start)) and key.end() > finding.end)
+    ):
+        return True  # an empty value, then the next line's key (`API_KEY=\nOTHER_API_KEY=`, cut at its label)
     if _CALL_OPEN.fullmatch(core) or (_IDENTIFIER_CALL.fullmatch(core) and text.startswith("(", finding.end)):
         return True  # a call whose arguments the value stops inside (`password.encode(`, `base64.b64encode(…)`)
     if _PRIVATE_NAME.fullmatch(core):
@@ -345,11 +356,23 @@ def _ulid(text: str, finding: Finding, facts: _TextFacts) -> bool:
 
 def _placeholder(text: str, finding: Finding, facts: _TextFacts) -> bool:
     core = finding.value.strip().strip("\"'`").lstrip("=:>")
-    return _PLACEHOLDER.fullmatch(core) is not None
+    if "***" in core and 2 * core.count("*") >= len(core):
+        return True  # a value masked already (`*****1*****2`)
+    return _PLACEHOLDER.fullmatch(core) is not None or _VARIABLE.fullmatch(core) is not None
 
 
 def _code_identifier(text: str, finding: Finding, facts: _TextFacts) -> bool:
     return _code_value(text, finding)
+
+
+def _entry_name(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    start = finding.start
+    if not text.endswith('key="', 0, start) or not text.startswith('"', finding.end):
+        return False
+    return (
+        _ENTRY_KEY.search(text, max(0, start - 400), start) is not None
+        and _ENTRY_VALUE.match(text, finding.end + 1) is not None
+    )
 
 
 def _binary_base64(text: str, finding: Finding, facts: _TextFacts) -> bool:
@@ -380,10 +403,8 @@ def _documentation_value(text: str, finding: Finding, facts: _TextFacts) -> bool
         value,
         text[finding.end : finding.end + 12],
         strict=detector.name not in LABELLED,
-        # the entropy fallback (most findings, and random by its own test) is tested for shape only when it
-        # starts like a vendor token (`sk-ant-api03-abc123xyz-…`) or repeats no character (an alphabet)
+        # the entropy fallback gets the vendor formats' thresholds (a random run trips them about 1e-5 of the time)
         shape=not encoded
-        and (detector.name not in ENTROPY or prefixed(value) or len(set(value)) == len(value))
         and detector.name not in _OWN_RUNS
         and detector.entity != "private_key"
         and verdict(detector.name, value) != "verified",
@@ -446,6 +467,7 @@ _CHECKS: dict[str, Callable[[str, Finding, _TextFacts], bool]] = {
     "ulid": _ulid,
     "placeholder": _placeholder,
     "code_identifier": _code_identifier,
+    "entry_name": _entry_name,
     "binary_base64": _binary_base64,
     "path_segment": _path_segment,
     "ciphertext": _ciphertext,
@@ -472,7 +494,10 @@ def _empty_key_block(value: str) -> bool:
     return not body or (body.isalpha() and body.islower()) or set(body) <= set("x.*<>-_#\u2026")
 
 
-# The key of the signals for a finding whose format's own check failed (`verify.py`): those of the entropy fallback.
+# The key of the signals for a finding whose format's own check failed (`verify.py`): those that say the value is
+# something else (a digest, a public id, a request id, a ULID, a ciphertext, an anti-forgery token, public material).
+# Not those that judge only a random run by where it sits (a path, an asset URL, an excerpt): a hand-made token
+# planted in an icon's URL is still a token.
 _REFUTED = "\x00refuted"
 
 
@@ -506,11 +531,11 @@ class Context:
     def _for(self, detector: str) -> tuple[Signal, ...]:
         found = self.by_detector.get(detector)
         if found is None:
-            shape = "high_entropy_secret" if detector == _REFUTED else detector
             found = self.by_detector[detector] = tuple(
                 s
                 for s in self.signals
-                if (s.detectors is None and detector != "private_key") or (s.detectors and shape in s.detectors)
+                if (s.detectors is None and detector != "private_key")
+                or (s.detectors and (detector in s.detectors or (detector == _REFUTED and GENERIC <= s.detectors)))
             )
         return found
 
