@@ -77,6 +77,12 @@ def _sealed(size: int) -> str:
         ("pp" + "lx-" + _rand(B62, 42) + "654321", "documentation_value"),  # a run of 6 at the end
         ("DATABRICKS_TOKEN=dapi123456789012345678a9bc01234defg5", "documentation_value"),  # `…7890123…` runs on
         ("meraki: abdefghjk0123456789mnopqrstuvwx12345678", "documentation_value"),  # the fallback's value, too
+        ("SONAR_TOKEN=sqp_abcdef" + _rand(HEX, 34), "documentation_value"),  # a labelled value like a token
+        ("        return self.as_bytes(is_private=is_private, password=password)", "placeholder"),
+        ("    def compat(self, token: Sequence[int | str]) -> None: ...", "code_identifier"),
+        ("    const pubkey256 = '" + _rand(B62 + "+/", 43) + "=';", "public_label"),
+        ('"path+file:///__w/pkg/tmpwheelhouse/.tmpKUZmhW/cryptography-50.0.2/src/rust"', "path_segment"),
+        ('<li><a id="toc-EAX_002dAES128-interface" href="#EAX_002dAES128-interface">7.4</a>', "anchor_name"),
     ],
 )  # fmt: skip
 def test_values_without_a_secret_are_spared_with_their_reason(text: str, reason: str) -> None:
@@ -100,6 +106,9 @@ def test_values_without_a_secret_are_spared_with_their_reason(text: str, reason:
         ("password = $Pa55w0rd!", "$Pa55w0rd!"),  # a password starting with `$` is no variable
         ("DB_PASSWORD=*" + (m := _rand(B62, 20)), m),  # one star is no mask
         ("sl" + "ack: xo" + "xb-" + (t := "58207316492-74018263591-" + _rand(B62, 24)), t),
+        ("SONAR_TOKEN=sq" + "p_" + (q := _rand(HEX, 40)), q),
+        ("conn = connect(user=bob, password=" + (h := "Xk9mQ2vB7w") + ")", h),
+        ('<a href="https://x.example/cb?t=' + (r := _rand(B62, 40)) + '">', r),
     ],
 )  # fmt: skip
 def test_real_secrets_of_the_same_shapes_are_still_caught(text: str, secret: str) -> None:

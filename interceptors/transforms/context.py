@@ -72,6 +72,7 @@ _PUBLIC_ID = re.compile(
     r"inrb|ldr|pmc|ppage|rcpt|req|acctsess|btok|fca|ic)_(?:(?:live|test)_)?[A-Za-z0-9]{8,64}"
 )
 _WORD = re.compile(r"[a-z]{0,20}[aeiou][a-z]{1,20}")
+_PATH_PIECES = re.compile(r"[/_-]")
 # Content addresses: IPFS CIDs (v1 base32 `bafy…`/`bafk…`, v0 `Qm…`).
 _CONTENT_ID = re.compile(r"baf[a-z][a-z2-7]{40,120}|Qm[1-9A-HJ-NP-Za-km-z]{44}")
 _ULID = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
@@ -120,11 +121,15 @@ _ASSET_URL = re.compile(
 )
 _URL_START = re.compile(r"(?i)https?://[^\s\"'<>()]{0,2000}$")
 _ELIDED = ("...", "\u2026")
+# Where an HTML anchor's name starts: a fragment link, an element's id (generated ids: `EAX_002dAES128-interface`).
+_ANCHOR_BEFORE = ('href="#', "href='#", ' id="', " id='")
 _ANTI_FORGERY_HINT = re.compile(r"(?i)csrf|xsrf|authenticity|verificationtoken")
 _CIPHER_STARTS = ("AQ", "Ag", "gAAAAA", "ENC", "enc(", '"', "'")
 _PUBLIC_LABEL = re.compile(
-    r"(?i)(?<![a-z])(?:public[_-]?(?:key|token)|publishable[_-]?key|pub[_-]?key)[\"']?\s{0,3}[:=]\s{0,3}[\"']?$"
+    r"(?i)(?<![a-z])(?:public[_-]?(?:key|token)|publishable[_-]?key|pub[_-]?key)\w{0,12}[\"']?\s{0,3}[:=]\s{0,3}[\"']?$"
 )
+# A value written like a vendor token: a prefix of letters and a separator, then a run of letters and digits.
+_TOKEN_LIKE = re.compile(r"[A-Za-z]{1,16}(?:[_-][A-Za-z]{1,16}){0,2}[_-][A-Za-z0-9_-]{12,}")
 _RECORD_PATH = re.compile(r"[^\s,]{0,200},sha256=")
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_=-]{1,8192}")
 _NOT_B64 = re.compile(r"[^A-Za-z0-9+/_=-]")
@@ -135,6 +140,7 @@ _PRIVATE_NAME = re.compile(r"_{1,2}[a-z][a-z]{1,30}(?:_[a-z]{2,30}){0,6}")
 _DOC_PARAM = re.compile(r"(?::param|:type|:arg|:keyword|@param|@arg)[ \t]+[\w.*]{1,64}:?[ \t]*$")
 # A type name: two or more capitalised parts, optionally after an acronym (`RefreshToken`, `HTTPPasswordMgr`).
 _TYPE_NAME = re.compile(r"(?:[A-Z]{2,8})?(?:[A-Z][a-z]{1,20}){2,6}|[A-Z]{2,8}(?:[A-Z][a-z]{1,20}){1,6}")
+_GENERIC_TYPE = re.compile(r"(?:[A-Z][a-z]{1,20}){1,6}")
 _ANNOTATION_AFTER = re.compile(r"[ \t]{0,2}(?:[,|)\]\[=]|\r?\n|$)")
 _HEX_LITERAL = re.compile(r"0[xX][0-9a-fA-F]{2,64}")
 # Where the value of a labelled assignment is really the next line's key (`password=\njdbc.url=`).
@@ -222,6 +228,7 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("asset_url", ENTROPY, "a segment of a URL to a static asset (an image, a style sheet, a script, a font)"),
     Signal("public_label", GENERIC, "a value after a label naming public material (`public_key`, `publicToken`,"
            " `publishable_key`)"),
+    Signal("anchor_name", ENTROPY, "an HTML anchor: the value of an `id` attribute or of an `href` to `#` a fragment"),
     Signal("elided_excerpt", ENTROPY, "an excerpt of a longer run, elided on both sides (`...a9Fq…Zk2...`)"),
     Signal("documentation_value", None,
            "a value with too little information to be issued: EXAMPLE, x runs, one character repeated, a short cycle,"
@@ -313,6 +320,8 @@ def _code_value(text: str, finding: Finding) -> bool:
         return True  # `_core_token=_core_token`
     if _DOC_PARAM.search(text, max(0, finding.start - 80), finding.start):
         return True  # `:param refresh_token: should …` describes a parameter
+    if _GENERIC_TYPE.fullmatch(core) and text.startswith("[", finding.end):
+        return True  # a generic type's name, subscripted (`token: Sequence[int | str]`, `Optional[`)
     if _TYPE_NAME.fullmatch(core) and _ANNOTATION_AFTER.match(text, finding.end):
         return True  # a type annotation (`private_key: PrivateKeyTypes,`, `passwd: HTTPPasswordMgr`)
     return _CODE_AFTER.match(text, finding.end) is not None and _NAME_RE.fullmatch(core) is not None
@@ -356,6 +365,8 @@ def _ulid(text: str, finding: Finding, facts: _TextFacts) -> bool:
 
 def _placeholder(text: str, finding: Finding, facts: _TextFacts) -> bool:
     core = finding.value.strip().strip("\"'`").lstrip("=:>")
+    if core.endswith(")") and "(" not in core:
+        core = core.rstrip(")")  # a bare argument that ends a call (`as_bytes(password=password)`)
     if "***" in core and 2 * core.count("*") >= len(core):
         return True  # a value masked already (`*****1*****2`)
     return _PLACEHOLDER.fullmatch(core) is not None or _VARIABLE.fullmatch(core) is not None
@@ -383,12 +394,13 @@ def _path_segment(text: str, finding: Finding, facts: _TextFacts) -> bool:
     value = finding.value
     if _RECORD_PATH.match(text, finding.end):
         return True  # a path in a wheel's RECORD (`pkg/mod.py,sha256=…,123`)
+    if "/" in value and text[finding.start - 2 : finding.start] == "/.":
+        # in a dot directory (`/tmp/.tmpKUZmhW/pkg-1.0/…`: the run stops at the version's dot)
+        return any(_WORD.fullmatch(p) for p in _PATH_PIECES.split(value))
     if value.count("/") < 2:
         return False
-    inside = (
-        value.startswith("/")
-        or text[finding.start - 2 : finding.start] == "/."  # in a dot directory (`/tmp/.tmpKUZmhW/pkg-1.0/…`)
-        or (text[finding.start - 1 : finding.start] == "/" and _url_start(text, finding.start) < 0)
+    inside = value.startswith("/") or (
+        text[finding.start - 1 : finding.start] == "/" and _url_start(text, finding.start) < 0
     )  # a URL's path may carry a token (`hooks.slack.com/workflows/…`): not spared as a path
     return inside and any(_WORD.fullmatch(p) for p in value.split("/"))
 
@@ -399,15 +411,20 @@ def _documentation_value(text: str, finding: Finding, facts: _TextFacts) -> bool
     if BUILTIN_BY_NAME.get(detector.name) is not detector:
         return False  # a custom detector's values are the operator's business
     encoded = "\\" in value or "%" in value or "&#" in value  # an escaped run repeats `\x`, `%2`
-    return documentation_value(
-        value,
-        text[finding.end : finding.end + 12],
-        strict=detector.name not in LABELLED,
-        # the entropy fallback gets the vendor formats' thresholds (a random run trips them about 1e-5 of the time)
-        shape=not encoded
+    after = text[finding.end : finding.end + 12]
+    # the entropy fallback gets the vendor formats' thresholds (a random run trips them about 1e-5 of the time)
+    shape = (
+        not encoded
         and detector.name not in _OWN_RUNS
         and detector.entity != "private_key"
-        and verdict(detector.name, value) != "verified",
+        and verdict(detector.name, value) != "verified"
+    )
+    labelled = detector.name in LABELLED
+    if documentation_value(value, after, strict=not labelled, shape=shape):
+        return True
+    # a labelled value written like a vendor token (`SONAR_TOKEN=sqp_abcdef…`) is judged as one too
+    return labelled and shape and len(value) >= 20 and _TOKEN_LIKE.fullmatch(value) is not None and (
+        documentation_value(value, after, strict=True)
     )
 
 
@@ -455,6 +472,10 @@ def _public_label(text: str, finding: Finding, facts: _TextFacts) -> bool:
     return _PUBLIC_LABEL.search(text, lo, finding.start) is not None
 
 
+def _anchor_name(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return text.endswith(_ANCHOR_BEFORE, 0, finding.start) and text.startswith(("'", '"'), finding.end)
+
+
 def _elided(text: str, finding: Finding, facts: _TextFacts) -> bool:
     return text.endswith(_ELIDED, 0, finding.start) and text.startswith(_ELIDED, finding.end)
 
@@ -474,6 +495,7 @@ _CHECKS: dict[str, Callable[[str, Finding, _TextFacts], bool]] = {
     "anti_forgery_token": _anti_forgery,
     "asset_url": _asset_url,
     "public_label": _public_label,
+    "anchor_name": _anchor_name,
     "elided_excerpt": _elided,
     "empty_key_block": _empty_key,
     "documentation_value": _documentation_value,
