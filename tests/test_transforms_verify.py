@@ -16,7 +16,7 @@ from interceptors.transforms import STANDARD_TRANSFORMS, STRICT_TRANSFORMS, Tran
 from interceptors.transforms.catalog import BUILTIN_BY_NAME
 from interceptors.transforms.channels import transform_tool_result
 from interceptors.transforms.detectors import Scanner
-from interceptors.transforms.tokenspec import BASE62, crc32_base62
+from interceptors.transforms.tokenspec import BASE62, BECH32, bech32_checksum, bech32_valid, crc32_base62
 from interceptors.transforms.verify import card_number, jwt_verdict, luhn_valid, verdict
 
 CARDS = Scanner((BUILTIN_BY_NAME["payment_card"],))
@@ -158,3 +158,35 @@ def test_a_token_failing_its_checksum_is_a_candidate_but_weaker() -> None:
     assert valid not in _out(STANDARD, f"x-request-id: {valid}")
     # a hand-made token planted in an icon's URL is still redacted
     assert invalid not in _out(STANDARD, f"https://cdn.example.org/{invalid}.png")
+
+
+# --- Bech32 (age keys) ------------------------------------------------------------------------------------------
+
+AGE = Scanner((BUILTIN_BY_NAME["age_secret_key"],))
+
+
+def test_bech32_matches_the_published_test_vectors() -> None:
+    for valid in ("A12UEL5L", "a12uel5l", "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4",
+                  "abcdef1qpzry9x8gf2tvdw0s3jn54khce6mua7lmqqqxw"):  # fmt: skip
+        assert bech32_valid(valid), valid
+    for invalid in ("A12UeL5L", "a12uel5m", "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t5", "1qzzfhee"):
+        assert not bech32_valid(invalid), invalid
+
+
+@given(st.text(alphabet=BECH32.upper(), min_size=52, max_size=52), st.data())
+def test_an_age_key_is_reported_only_when_its_checksum_holds(data: str, draw: st.DataObject) -> None:
+    key = "AGE-SECRET-KEY-1" + data + bech32_checksum("age-secret-key-", data, upper=True)
+    assert verdict("age_secret_key", key) == "verified"
+    assert [f.value for f in AGE.scan(f"key: {key}")] == [key]
+    at = draw.draw(st.integers(16, len(key) - 1))
+    changed = key[:at] + draw.draw(st.sampled_from([c for c in BECH32.upper() if c != key[at]])) + key[at + 1 :]
+    assert verdict("age_secret_key", changed) == "refuted"
+    assert AGE.scan(f"key: {changed}") == []  # one character changed: age refuses it, so it is no key
+
+
+def test_an_age_key_with_a_wrong_checksum_passes_the_whole_pipeline_unchanged() -> None:
+    data = "KZYHJJGJ5DEC3RXGPEUA97WG99HU4Z3Z9ZK69GHAFZWJ08SFVF0Q"
+    key = "AGE-SECRET-KEY-1" + data + bech32_checksum("age-secret-key-", data, upper=True)
+    wrong = key[:-1] + ("Q" if key[-1] != "Q" else "P")
+    assert key not in _out(STANDARD, f"{key} - a key")
+    assert _out(STANDARD, f"{wrong} - a key") == f"{wrong} - a key"  # not even the entropy fallback takes it

@@ -31,6 +31,7 @@ from .assignments import ASSIGNMENT_NAMES
 from .catalog import BUILTIN_BY_NAME
 from .detectors import Finding
 from .docvalues import ciphertext, documentation_value
+from .tokenspec import bech32_valid
 from .verify import CHECKED, verdict
 
 # Detectors that decide by shape or by a label near the value (what a context signal may overrule).
@@ -122,6 +123,7 @@ _ASSET_URL = re.compile(
 _URL_START = re.compile(r"(?i)https?://[^\s\"'<>()]{0,2000}$")
 _ELIDED = ("...", "\u2026")
 # Where an HTML anchor's name starts: a fragment link, an element's id (generated ids: `EAX_002dAES128-interface`).
+_AGE_KEY = re.compile(r"AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}")
 _ANCHOR_BEFORE = ('href="#', "href='#", ' id="', " id='")
 _ANTI_FORGERY_HINT = re.compile(r"(?i)csrf|xsrf|authenticity|verificationtoken")
 _CIPHER_STARTS = ("AQ", "Ag", "gAAAAA", "ENC", "enc(", '"', "'")
@@ -228,6 +230,8 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("asset_url", ENTROPY, "a segment of a URL to a static asset (an image, a style sheet, a script, a font)"),
     Signal("public_label", GENERIC, "a value after a label naming public material (`public_key`, `publicToken`,"
            " `publishable_key`)"),
+    Signal("failed_checksum", ENTROPY, "a run in a format with a checksum of its own that fails it (an age key"
+           " whose Bech32 checksum is wrong), which the format's detector rejected"),
     Signal("anchor_name", ENTROPY, "an HTML anchor: the value of an `id` attribute or of an `href` to `#` a fragment"),
     Signal("elided_excerpt", ENTROPY, "an excerpt of a longer run, elided on both sides (`...a9Fq…Zk2...`)"),
     Signal("documentation_value", None,
@@ -472,6 +476,11 @@ def _public_label(text: str, finding: Finding, facts: _TextFacts) -> bool:
     return _PUBLIC_LABEL.search(text, lo, finding.start) is not None
 
 
+def _failed_checksum(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    lo = max(0, finding.start - 16)
+    return any(not bech32_valid(m.group()) for m in _AGE_KEY.finditer(text, lo, finding.end + 64))
+
+
 def _anchor_name(text: str, finding: Finding, facts: _TextFacts) -> bool:
     return text.endswith(_ANCHOR_BEFORE, 0, finding.start) and text.startswith(("'", '"'), finding.end)
 
@@ -495,6 +504,7 @@ _CHECKS: dict[str, Callable[[str, Finding, _TextFacts], bool]] = {
     "anti_forgery_token": _anti_forgery,
     "asset_url": _asset_url,
     "public_label": _public_label,
+    "failed_checksum": _failed_checksum,
     "anchor_name": _anchor_name,
     "elided_excerpt": _elided,
     "empty_key_block": _empty_key,

@@ -1,7 +1,7 @@
 """Verification where a format allows it: a token that carries its own check is judged by that check.
 
 A shape (a prefix, an alphabet, a length) says a string *could* be a token; some formats say more. GitHub's and
-npm's tokens end in a CRC32 of their random part; a JSON Web Token's header is base64url JSON naming its `alg`,
+npm's tokens end in a CRC32 of their random part, an age key in a Bech32 checksum; a JSON Web Token's header is base64url JSON naming its `alg`,
 and the signature's length follows from it; a payment card number passes the Luhn check and starts with an
 issuer prefix. Each check gives one of three verdicts:
 
@@ -12,7 +12,8 @@ issuer prefix. Each check gives one of three verdicts:
   entropy fallback or a labelled value may overrule it too (`context.py`);
 - **unchecked**: the format has no check (most formats), or the value is not of a checked format.
 
-A payment card number that fails Luhn is not a card at all: the `payment_card` detector rejects it outright.
+A payment card number that fails Luhn is not a card at all, and an age key whose Bech32 checksum fails is no key
+(age refuses it; the code catches any error of up to four characters): their detectors reject them outright.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Literal
 
 import orjson
 
-from .tokenspec import crc32_token_valid
+from .tokenspec import bech32_valid, crc32_token_valid
 
 Verdict = Literal["verified", "refuted", "unchecked"]
 
@@ -113,12 +114,14 @@ def verdict(detector: str, value: str) -> Verdict:
         return "verified" if len(payload) == 36 and crc32_token_valid(payload) else "refuted"
     if detector == "jwt":
         return jwt_verdict(value)
+    if detector == "age_secret_key":
+        return "verified" if bech32_valid(value) else "refuted"
     if detector == "anthropic_api_key":
         return "verified" if _ANTHROPIC_EXACT.fullmatch(value) is not None else "unchecked"
     return "unchecked"
 
 
-CHECKED = frozenset({*_CRC32_TOKENS, "jwt", "anthropic_api_key"})
+CHECKED = frozenset({*_CRC32_TOKENS, "jwt", "anthropic_api_key", "age_secret_key"})
 """Detectors whose findings `verdict` can judge."""
 
 __all__ = ["CHECKED", "Verdict", "card_number", "jwt_verdict", "luhn_valid", "verdict"]
