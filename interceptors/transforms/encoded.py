@@ -84,6 +84,13 @@ _BARE_HEX = re.compile(r"(?<![0-9A-Za-z])(?:[2-7][0-9a-fA-F]|0[9aAdD]){10,}(?![0
 _BARE_PCT = re.compile(r"[A-Za-z0-9._~+-]*(?:%[0-9A-Fa-f]{2}[A-Za-z0-9._~+-]*){4,}")
 _SHAPE_AT = re.compile(_ASCII_B64 + r"|(?:[2-7][0-9a-fA-F]|0[9aAdD]){10}")
 _PCT4 = re.compile(r"(?:%[0-9A-Fa-f]{2}){4}")
+# A token wrapped in lines of one width (a terminal or a log at 40, 64 or 76 columns): a full line of 32 token
+# characters or more, then a line break and more token characters. The runs (`_WRAPPED`) are cut to the lines of
+# the first line's width and the shorter last line (`_wrapped_runs`).
+_WRAP_CHARS = r"[A-Za-z0-9_+/=.~:@$!%&?#-]"
+_WRAPPED_GATE = re.compile(r"(?m)^" + _WRAP_CHARS + r"{32,}+\r?\n" + _WRAP_CHARS)
+_WRAPPED_GATE_JSON = re.compile(r"(?:\\n|\")" + _WRAP_CHARS + r"{32,}+(?:\\r)?\\n" + _WRAP_CHARS)
+_WRAPPED = re.compile(r"(?m)^" + _WRAP_CHARS + r"{32,4096}+(?:\r?\n" + _WRAP_CHARS + r"{1,4096}+)+$")
 _RUN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
 
 
@@ -124,12 +131,16 @@ def _bare_gate(text: str) -> bool:
         return True
     if "=\n" in text or "=\r\n" in text:
         return True
+    if "\n" in text and _WRAPPED_GATE.search(text) is not None:
+        return True
     return len(text) >= 20 and _shaped_run(text, False)
 
 
 def _bare_gate_json(raw: str) -> bool:
     """`_bare_gate` on a payload's JSON text."""
     if ("%" in raw and _PCT4.search(raw) is not None) or "=\\n" in raw or "=\\r\\n" in raw:
+        return True
+    if "\\n" in raw and _WRAPPED_GATE_JSON.search(raw) is not None:
         return True
     return _shaped_run(raw, True)
 
@@ -277,7 +288,57 @@ def decode_quoted_printable(value: str) -> tuple[str, Encode] | None:
     return text, lambda new: quopri.encodestring(new.encode("utf-8")).decode("ascii")
 
 
+def decode_wrapped(value: str) -> tuple[str, Encode] | None:
+    """Token characters wrapped in lines of one width (the last line shorter or equal): the lines joined, and
+    written back wrapped at the same width."""
+    if "\n" not in value or len(value) > MAX_ENCODED_CHARS:
+        return None
+    newline = "\r\n" if "\r\n" in value else "\n"
+    lines = value.split(newline)
+    width = len(lines[0])
+    if len(lines) < 2 or width < 32 or any(len(line) != width for line in lines[:-1]) or not 0 < len(lines[-1]) <= width:
+        return None
+
+    def encode(new: str) -> str:
+        return newline.join(new[i : i + width] for i in range(0, len(new), width)) if new else new
+
+    return "".join(lines), encode
+
+
+def _wrapped_runs(text: str) -> Iterator[tuple[int, int, str]]:
+    """`(start, end, value)` of each run of lines of one width (32 or more) and a shorter or equal last line."""
+    for match in _WRAPPED.finditer(text):
+        block = match.group(0)
+        newline = "\r\n" if "\r\n" in block else "\n"
+        lines = block.split(newline)
+        at = match.start()
+        i = 0
+        while i < len(lines) - 1:
+            width = len(lines[i])
+            j = i
+            while j + 1 < len(lines) and len(lines[j + 1]) == width:
+                j += 1
+            if width >= 32 and j + 1 < len(lines) and len(lines[j + 1]) < width:
+                j += 1  # the shorter last line
+            if j > i and width >= 32:
+                size = sum(len(line) for line in lines[i : j + 1]) + len(newline) * (j - i)
+                yield at, at + size, text[at : at + size]
+            at += sum(len(line) + len(newline) for line in lines[i : j + 1])
+            i = j + 1
+
+
+def _crosses_a_line(scanner: Any, joined: str, width: int) -> bool:
+    """Whether a real detector finds a secret in the joined lines that runs across a line break (one inside a
+    line is the ordinary scan's)."""
+    return any(
+        f.detector.category in _SECRET_CATEGORIES and f.start // width != (f.end - 1) // width
+        for f in scanner.scan(joined)
+    )
+
+
 def _bare_codec(how: str, value: str) -> tuple[str, Encode] | None:
+    if how == "bare_wrap":
+        return decode_wrapped(value)
     if how == "bare_hex":
         return decode_hex(value)
     if how == "bare_pct":
@@ -319,6 +380,9 @@ def _bare_candidates(text: str) -> Iterator[tuple[int, int, str, str]]:
         yield match.start(), match.end(), "bare_hex", match.group(0)
     if "=\n" in text or "=\r\n" in text:
         yield 0, len(text), "bare_qp", text
+    if "\n" in text and _WRAPPED_GATE.search(text) is not None:
+        for start, end, value in _wrapped_runs(text):
+            yield start, end, "bare_wrap", value
 
 
 # --- where the payload says a value is encoded -----------------------------------------------------------
@@ -474,6 +538,12 @@ class Decoder:
         return (text if new_text == text else new_text), owned
 
     def _span(self, run: Run, value: str, how: str, key: str | None) -> Any:
+        if how == "bare_wrap":
+            codec = decode_wrapped(value)
+            width = value.index("\n") - value.endswith("\r", 0, value.index("\n"))
+            if codec is None or not _crosses_a_line(run.red.scanner.without_fallback(), codec[0], width):
+                return UNDECODED  # nothing runs across a line break: the ordinary scan reads each line
+            return _decoded_value(run, None, codec)
         if how.startswith("bare_"):
             codec = _bare_codec(how, value)
             if codec is None or not _holds_secret(run.red.scanner.without_fallback(), codec[0], MAX_DEPTH - 1):
