@@ -116,7 +116,7 @@ def test_a_jwt_whose_parts_do_not_decode_is_refuted() -> None:
 
 def test_a_refuted_jwt_is_still_redacted_but_context_may_spare_it() -> None:
     good = _jwt("HS256", {"sub": "1234567890", "name": "Ada"}, 32, random.Random(2))
-    header, claims, signature = good.split(".")
+    _, claims, signature = good.split(".")
     broken = f"eyJhbGciOieeeiIsInR5cCI6IkpXVCJ9.{claims}.{signature}"
     for token in (good, broken):
         assert token not in _out(STANDARD, f"Authorization: Bearer {token}")

@@ -214,7 +214,9 @@ def _root_id(rng: random.Random) -> str:
 
 def _card(rng: random.Random) -> str:
     """A card number with an issuer's prefix and a valid Luhn digit, bare or grouped, after a label or not."""
-    prefix, length = rng.choice([("4", 16), ("4", 13), ("51", 16), ("2221", 16), ("37", 15), ("6011", 16), ("3530", 16)])
+    prefix, length = rng.choice(
+        [("4", 16), ("4", 13), ("51", 16), ("2221", 16), ("37", 15), ("6011", 16), ("3530", 16)]
+    )
     body = prefix + "".join(rng.choice(string.digits) for _ in range(length - len(prefix) - 1))
     number = body + str(next(d for d in range(10) if luhn_valid(body + str(d))))
     if length == 16 and rng.random() < 0.5:

@@ -11,8 +11,9 @@ Each signal names the detectors it may overrule: only those that decide by shape
 entropy fallback, labelled assignments, …), never a vendor format with a checksum or a fixed prefix, and never
 the private-key detector. A finding whose format has a check of its own that fails (`verify.py`: a GitHub token
 whose CRC32 does not match, a JWT whose header does not decode) is weaker evidence: the signals that may overrule
-every generic detector (a digest, a public or request id, a ciphertext, …) may overrule it. The redactor's `context` option turns signals off (`context: false`, or
-`context: {code_identifier: false}`); doc/TRANSFORMS.md lists them.
+every generic detector (a digest, a public or request id, a ciphertext, …) may overrule it. The redactor's
+`context` option turns signals off (`context: false`, or `context: {code_identifier: false}`); doc/TRANSFORMS.md
+lists them.
 
 Cost: nothing for a string without findings; for a finding a signal may overrule, a few anchored regex tests
 around its span, and per text at most one pass for public-key blocks and one for wrapped base64 blocks.
@@ -85,7 +86,9 @@ _PLACEHOLDER = re.compile(
 )
 # A reference to a variable in the value's place: shell or Makefile `$NAME`, `${NAME}`, `$(NAME)` in upper case,
 # PHP or Perl `$name` in lower case (a password that starts with `$` mixes cases or has digits and signs).
-_VARIABLE = re.compile(r"\$(?:\{[A-Z_][A-Z0-9_]{1,60}\}|\([A-Z_][A-Z0-9_]{1,60}\)|[A-Z_][A-Z0-9_]{1,60}|[a-z_][a-z0-9_]{1,60})")
+_VARIABLE = re.compile(
+    r"\$(?:\{[A-Z_][A-Z0-9_]{1,60}\}|\([A-Z_][A-Z0-9_]{1,60}\)|[A-Z_][A-Z0-9_]{1,60}|[a-z_][a-z0-9_]{1,60})"
+)
 # An XML or HTML element that names an entry in its `key` attribute and holds it in another (`<entry key="a.b"
 # value="…"/>`, .NET `<add key="ApiKey" value="…"/>`): the `key` attribute's value is a name.
 _ENTRY_KEY = re.compile(r"<[A-Za-z_][\w:.-]{0,40}(?:\s+[\w:.-]{1,40}=\"[^\"<>]{0,200}\")*\s+key=\"$")
@@ -427,8 +430,12 @@ def _documentation_value(text: str, finding: Finding, facts: _TextFacts) -> bool
     if documentation_value(value, after, strict=not labelled, shape=shape):
         return True
     # a labelled value written like a vendor token (`SONAR_TOKEN=sqp_abcdef…`) is judged as one too
-    return labelled and shape and len(value) >= 20 and _TOKEN_LIKE.fullmatch(value) is not None and (
-        documentation_value(value, after, strict=True)
+    return (
+        labelled
+        and shape
+        and len(value) >= 20
+        and _TOKEN_LIKE.fullmatch(value) is not None
+        and (documentation_value(value, after, strict=True))
     )
 
 
@@ -567,7 +574,7 @@ class Context:
                 s
                 for s in self.signals
                 if (s.detectors is None and detector != "private_key")
-                or (s.detectors and (detector in s.detectors or (detector == _REFUTED and GENERIC <= s.detectors)))
+                or (s.detectors and (detector in s.detectors or (detector == _REFUTED and s.detectors >= GENERIC)))
             )
         return found
 

@@ -175,13 +175,9 @@ def documentation_value(value: str, text_after: str = "", *, strict: bool = True
     if strict:
         prefix = _PREFIX.match(value)
         start = sequence_runs(value[prefix.end() : prefix.end() + 12])[2] if prefix else 0
-        end = sequence_runs(value[: -13 : -1])[2]  # the run the value ends with (read backwards: `…f654321`)
+        end = sequence_runs(value[:-13:-1])[2]  # the run the value ends with (read backwards: `…f654321`)
         return (
-            longest >= 8
-            or start >= 6
-            or end >= 6
-            or covered >= 12
-            or (covered >= 6 and 10 * covered >= 4 * alnum_size)
+            longest >= 8 or start >= 6 or end >= 6 or covered >= 12 or (covered >= 6 and 10 * covered >= 4 * alnum_size)
         )
     return longest >= 12 or (longest == covered == alnum_size >= 6)  # `'abcdefg'`, `123456`
 

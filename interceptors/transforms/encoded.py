@@ -296,7 +296,12 @@ def decode_wrapped(value: str) -> tuple[str, Encode] | None:
     newline = "\r\n" if "\r\n" in value else "\n"
     lines = value.split(newline)
     width = len(lines[0])
-    if len(lines) < 2 or width < 32 or any(len(line) != width for line in lines[:-1]) or not 0 < len(lines[-1]) <= width:
+    if (
+        len(lines) < 2
+        or width < 32
+        or any(len(line) != width for line in lines[:-1])
+        or not 0 < len(lines[-1]) <= width
+    ):
         return None
 
     def encode(new: str) -> str:

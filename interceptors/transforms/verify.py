@@ -1,9 +1,9 @@
 """Verification where a format allows it: a token that carries its own check is judged by that check.
 
 A shape (a prefix, an alphabet, a length) says a string *could* be a token; some formats say more. GitHub's and
-npm's tokens end in a CRC32 of their random part, an age key in a Bech32 checksum; a JSON Web Token's header is base64url JSON naming its `alg`,
-and the signature's length follows from it; a payment card number passes the Luhn check and starts with an
-issuer prefix. Each check gives one of three verdicts:
+npm's tokens end in a CRC32 of their random part, an age key in a Bech32 checksum; a JSON Web Token's header is
+base64url JSON naming its `alg`, and the signature's length follows from it; a payment card number passes the
+Luhn check and starts with an issuer prefix. Each check gives one of three verdicts:
 
 - **verified**: the check holds. The finding is reported even when it reads like a sequence (only the marker
   words of `documentation_value`, such as `EXAMPLE`, still count);
