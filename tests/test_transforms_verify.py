@@ -190,3 +190,14 @@ def test_an_age_key_with_a_wrong_checksum_passes_the_whole_pipeline_unchanged() 
     wrong = key[:-1] + ("Q" if key[-1] != "Q" else "P")
     assert key not in _out(STANDARD, f"{key} - a key")
     assert _out(STANDARD, f"{wrong} - a key") == f"{wrong} - a key"  # not even the entropy fallback takes it
+
+
+def test_the_report_says_which_checks_held() -> None:
+    rng = random.Random(11)
+    valid, invalid = _github(rng, True), _github(rng, False)
+    jwt = _jwt("HS256", {"sub": "1"}, 32, rng)
+    ctx = TransformContext()
+    transform_tool_result({"content": [{"type": "text", "text": f"{valid} {invalid} {jwt}"}]}, STANDARD, ctx)
+    assert ctx.report["verified"] == {"github_token": 1, "jwt": 1}
+    assert ctx.report["refuted"] == {"github_token": 1}
+    assert ctx.report["redacted"] == {"api_token": 2, "jwt": 1}
