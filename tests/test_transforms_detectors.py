@@ -78,6 +78,8 @@ POSITIVES: list[tuple[str, str, str, str]] = [
     ("aws_unique_id", "role AROAIOSFODNN7EXAMPLE1", "aws_unique_id", "AROAIOSFODNN7EXAMPLE1"),
     ("aws_org_id", "org o-abc123def45 here", "aws_org_id", "o-abc123def45"),
     ("payment_card", "card 4111 1111 1111 1111 exp", "payment_card", "4111 1111 1111 1111"),
+    ("slack_webhook", "post to http://hooks.slack.com/services/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",
+     "api_token", "http://hooks.slack.com/services/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"),  # http too
     ("aws_ou_id", "ou ou-ab12-abcd1234", "aws_ou_id", "ou-ab12-abcd1234"),
     ("aws_root_id", 'RootId: "r-ab12"', "aws_root_id", "r-ab12"),
     ("cloudg_iri", "subject cmr:Asset_1 x", "cloudg_iri", "cmr:Asset_1"),

@@ -263,7 +263,7 @@ VENDOR_DETECTORS: tuple[Detector, ...] = (
        "Shopify access tokens and shared secrets (shopify.dev/docs/apps/build/authentication-authorization)",
        "Shopify admin, custom-app, private-app tokens and shared secrets: shp??_ + 32 hex"),
     # --- chat, mail and webhooks -----------------------------------------------------------------------------------
-    _v("slack_webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{20,200}+",
+    _v("slack_webhook", r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{20,200}+",
        ("hooks.slack.com/",), "'https://hooks.slack.com/services/T' [A-Z0-9]{10} '/B' [A-Z0-9]{10} '/' [A-Za-z0-9]{24}",
        "Slack incoming webhooks (api.slack.com/messaging/webhooks)", "Slack incoming and workflow webhook URLs"),
     _v("discord_webhook",
