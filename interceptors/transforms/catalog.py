@@ -89,6 +89,8 @@ _SECRET_LABEL = (
     r"(?:(?<![a-z0-9])|(?-i:(?<=[a-z0-9])(?=[A-Z]))|(?-i:(?<=[A-Z])(?=[A-Z][a-z])))"
     r"(?:client[ _.-]?secret|secret[ _.-]?key|private[ _.-]?key|api[ _.-]?key|apikey|access[ _.-]?token|"
     r"auth[ _.-]?token|refresh[ _.-]?token|passphrase|password|passwd|secret|bearer|token|pwd|"
+    # the abbreviations and misspellings code uses (`X3_PSWD`, `PSSWRD:=`, `paswd`)
+    r"pswd|psswd|psswrd|paswd|passwrd|"
     # `db_pass`, `SMTP-PASS`, `PGPASSWORD`, `MYSQL_ROOT_PASSWORD`: a word glued or joined to the label
     r"[a-z0-9]{1,16}[_.-]pass(?![a-z])|[a-z]{2,12}pass(?:word|wd))"
 )
@@ -273,7 +275,8 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "url_credentials", "password", "secret", 0.95,
-        r"://[^\s:/@\"'<>`\\]{0,256}+:([^\s/@\"'<>`\\]{1,256})@(?=[\w\[])",
+        # the user may be an e-mail address (`smtps://me@example.com:PASSWORD@smtp.example.com`)
+        r"://(?:[^\s:/@\"'<>`\\]{1,256}+@)?[^\s:/@\"'<>`\\]{0,256}+:([^\s/@\"'<>`\\]{1,256})@(?=[\w\[])",
         hints=("://",), group=1, min_length=8, validator=validate_secret,
         spec="('postgres'|'postgresql'|'mysql'|'mongodb+srv'|'redis'|'amqps'|'https') '://' [a-z]{3,10} ':' "
         "<[A-Za-z0-9!*_~.-]{10,30}> '@' [a-z]{3,10} '.internal:5432/app'",
@@ -313,7 +316,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     _d(
         "secret_assignment", "secret_value", "secret", 0.85,
         _ASSIGNED_SECRET,
-        hints=("pass", "pwd", "secret", "key", "token", "bearer"),
+        hints=("pass", "pwd", "secret", "key", "token", "bearer", "pswd", "psswd", "psswrd", "paswd"),
         group=(1, 2, 3, 4, 5), min_length=8, validator=_validate_assigned,
         spec="('password'|'db_pass'|'DB_PASSWORD'|'client_secret'|'api_key'|'PGPASSWORD'|'smtp_pass'|'auth_token') "
         "(': '|'='|' = ') <[A-Za-z0-9!#%^*_+]{10,30}>",
