@@ -23,9 +23,11 @@ from .verify import card_number
 _GUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
 # Between a label and its value: optional quotes or backslashes (JSON inside JSON), then `:` or `=`.
 # Operators: `=`, `:`, `:=`, `=>`, Makefile `::=` / `:::=` / `?=`, PHP `.=`; a Go or Kotlin type may sit
-# between a name and its operator (`var apiToken string = "…"`), and a YAML tag after it (`password: !!str …`).
+# between a name and its operator (`var apiToken string = "…"`) or be annotated (Python, TypeScript, Kotlin:
+# `password: str = "…"`), and a YAML tag may follow (`password: !!str …`).
 _SEP = (
-    r"""[\s"'\\]{0,6}(?:(?<=[ \t])(?:string|str)[ \t]{1,3})?(?::{1,3}=|\?=|\.=|=>|:|=)[\s"'\\]{0,6}"""
+    r"""[\s"'\\]{0,6}(?:(?<=[ \t])(?:string|str)[ \t]{1,3})?"""
+    r"""(?::[ \t]{1,3}(?:str|string|String)[ \t]{1,3}=|:{1,3}=|\?=|\.=|=>|:|=)[\s"'\\]{0,6}"""
     r"""(?:!!str[ \t]{1,3}["']?)?"""
 )
 _IP_CLASSES = tuple(f"{c}_{k}" for c in ("private", "public", "special") for k in ("ip", "cidr"))
