@@ -88,10 +88,39 @@ _PCT4 = re.compile(r"(?:%[0-9A-Fa-f]{2}){4}")
 # characters or more, then a line break and more token characters. The runs (`_WRAPPED`) are cut to the lines of
 # the first line's width and the shorter last line (`_wrapped_runs`).
 _WRAP_CHARS = r"[A-Za-z0-9_+/=.~:@$!%&?#-]"
-_WRAPPED_GATE = re.compile(r"(?m)^" + _WRAP_CHARS + r"{32,}+\r?\n" + _WRAP_CHARS)
-_WRAPPED_GATE_JSON = re.compile(r"(?:\\n|\")" + _WRAP_CHARS + r"{32,}+(?:\\r)?\\n" + _WRAP_CHARS)
+_WRAP_SET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/=.~:@$!%&?#-")
 _WRAPPED = re.compile(r"(?m)^" + _WRAP_CHARS + r"{32,4096}+(?:\r?\n" + _WRAP_CHARS + r"{1,4096}+)+$")
 _RUN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
+
+
+class _WrapTable(dict[int, str]):
+    """`str.translate` table: a token character to `a`, a line break to `\\n`, a backslash to itself (JSON escapes),
+    anything else to a space (filled on first use)."""
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        mark = self[code] = "a" if char in _WRAP_SET else "\n" if char in "\r\n" else "\\" if char == "\\" else " "
+        return mark
+
+
+_WRAP_TABLE = _WrapTable()
+_WRAP_PROBE = "a" * 32
+
+
+def _wrapped_gate(text: str, escaped: bool) -> bool:
+    """Whether `text` has 32 token characters or more, a line break and another token character (`escaped`: `text`
+    is JSON, where a line break is written `\\n` or `\\r\\n`): one translation and substring searches, at C speed."""
+    marks = text.translate(_WRAP_TABLE)
+    if not escaped:
+        return marks.find(_WRAP_PROBE + "\na") >= 0 or marks.find(_WRAP_PROBE + "\n\na") >= 0
+    probe = _WRAP_PROBE + "\\"
+    at = marks.find(probe)
+    while at >= 0:
+        after = at + len(probe) + (1 if text.startswith("n", at + len(probe)) else 3)  # `\n` or `\r\n`
+        if text.startswith(("n", "r\\n"), at + len(probe)) and text[after : after + 1] in _WRAP_SET:
+            return True
+        at = marks.find(probe, at + len(probe))
+    return False
 
 
 class _RunTable(dict[int, str]):
@@ -131,7 +160,7 @@ def _bare_gate(text: str) -> bool:
         return True
     if "=\n" in text or "=\r\n" in text:
         return True
-    if "\n" in text and _WRAPPED_GATE.search(text) is not None:
+    if "\n" in text and _wrapped_gate(text, False):
         return True
     return len(text) >= 20 and _shaped_run(text, False)
 
@@ -140,7 +169,7 @@ def _bare_gate_json(raw: str) -> bool:
     """`_bare_gate` on a payload's JSON text."""
     if ("%" in raw and _PCT4.search(raw) is not None) or "=\\n" in raw or "=\\r\\n" in raw:
         return True
-    if "\\n" in raw and _WRAPPED_GATE_JSON.search(raw) is not None:
+    if "\\n" in raw and _wrapped_gate(raw, True):
         return True
     return _shaped_run(raw, True)
 
@@ -385,7 +414,7 @@ def _bare_candidates(text: str) -> Iterator[tuple[int, int, str, str]]:
         yield match.start(), match.end(), "bare_hex", match.group(0)
     if "=\n" in text or "=\r\n" in text:
         yield 0, len(text), "bare_qp", text
-    if "\n" in text and _WRAPPED_GATE.search(text) is not None:
+    if "\n" in text and _wrapped_gate(text, False):
         for start, end, value in _wrapped_runs(text):
             yield start, end, "bare_wrap", value
 
