@@ -703,7 +703,8 @@ CLI_DETECTORS: tuple[Detector, ...] = (
        "sshpass(1) -p, redis-cli -a, --password/--pass flags",
        "the value of sshpass -p, redis-cli -a and --password/--pass flags", entity="password", group=(1, 2, 3),
        min_length=12, validator=_validate_cli, confidence=0.85),
-    _v("netrc_password", r"(?<![\w-])(?:login|user)[ \t]+\S{1,256}[ \t\r\n]+password[ \t]+(\S{1,256})",
+    # the value ends at a blank, or where XML around the entry closes (`]]>` of a CDATA section, `</tag>`)
+    _v("netrc_password", r"(?<![\w-])(?:login|user)[ \t]+\S{1,256}[ \t\r\n]+password[ \t]+((?:(?!\]\]>|</)\S){1,256})",
        ("password",), "'machine api.example.com login deploy password ' <[A-Za-z0-9!%^*_+]{10,24}>",
        ".netrc(5) entries (machine … login … password …)", "the password of a .netrc entry",
        entity="password", group=1, min_length=12, validator=validate_secret, confidence=0.9),
