@@ -15,9 +15,6 @@ import argparse
 import asyncio
 import json
 import os
-import re
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -25,8 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.load import Call, call_loop, latency_ms, launch_gateway, open_session, stop_gateway
+
 ROOT = Path(__file__).resolve().parent.parent
-HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
 def serve() -> None:
@@ -80,42 +78,18 @@ def serve() -> None:
         send({"id": request_id, "result": result})
 
 
-def _percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else float("nan")
-
-
-async def _session(http: Any, url: str) -> dict[str, str]:
-    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}}
-    body = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}
-    opened = await http.post(url, json=body, headers=HEADERS)
-    headers = {**HEADERS, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
-    await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
-    return headers
-
-
 async def _run(args: argparse.Namespace, work: Path) -> None:
     import httpx2
 
     root = Path(args.gateway_root).resolve()
-    log_path = work / "gateway.log"
     env = {**os.environ, "PYTHONPATH": str(root)}
     argv = [sys.executable, "-m", "integrations.cli", "proxy", "--policy", args.policy, "--listen", "127.0.0.1:0",
             "--", sys.executable, str(Path(__file__).resolve()), "serve"]  # fmt: skip
-    with log_path.open("wb") as log:
-        gateway = subprocess.Popen(argv, cwd=root, env=env, stdin=subprocess.DEVNULL, stderr=log)
+    gateway, url = launch_gateway(argv, work / "gateway.log", cwd=root, env=env)
     try:
-        url = ""
-        for _ in range(600):
-            if match := re.search(r"listening on (http://\S+)", log_path.read_text(errors="replace")):
-                url = match.group(1)
-                break
-            await asyncio.sleep(0.05)
-        if not url:
-            raise SystemExit("the gateway did not start: " + log_path.read_text(errors="replace")[-2000:])
         async with httpx2.AsyncClient(timeout=300) as flooder, httpx2.AsyncClient(timeout=300) as other:
-            flood_headers = await _session(flooder, url)
-            other_headers = await _session(other, url)
+            flood_headers = await open_session(flooder, url)
+            other_headers = await open_session(other, url)
             done = asyncio.Event()
             progress = 0
 
@@ -133,37 +107,18 @@ async def _run(args: argparse.Namespace, work: Path) -> None:
                 return took
 
             latencies: list[float] = []
-
-            async def calls() -> None:
-                n = 10
-                while not done.is_set():
-                    n += 1
-                    body = {
-                        "jsonrpc": "2.0",
-                        "id": n,
-                        "method": "tools/call",
-                        "params": {"name": "echo", "arguments": {"n": n}},
-                    }
-                    started = time.perf_counter()
-                    await other.post(url, json=body, headers=other_headers)
-                    latencies.append(time.perf_counter() - started)
-
+            echo: tuple[Call, ...] = (("echo", "tools/call", {"name": "echo", "arguments": {"n": 1}}),)
             flooding = asyncio.create_task(flood())
             await asyncio.sleep(0.2)  # the flood is under way
             if not args.alone:
-                await calls()
+                await call_loop(other, url, other_headers, echo, done.is_set, lambda _, s, __: latencies.append(s))
             took = await flooding
         flood_line = f"flood: {args.notifications} progress notifications ({progress} received) in {took:.1f} s"
         print(f"{flood_line}, policy {args.policy}")
-        p50, p99 = _percentile(latencies, 0.5) * 1000, _percentile(latencies, 0.99) * 1000
-        print(f"other session meanwhile: {len(latencies)} calls, p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
-              f"max {max(latencies, default=0) * 1000:.1f} ms")  # fmt: skip
+        p50, p99, most = latency_ms(latencies)
+        print(f"other session meanwhile: {len(latencies)} calls, p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {most:.1f} ms")
     finally:
-        gateway.send_signal(signal.SIGTERM)
-        try:
-            gateway.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            gateway.kill()
+        stop_gateway(gateway)
 
 
 def main() -> None:

@@ -17,8 +17,8 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, contextmanager
 from typing import Any
 
 import anyio
@@ -104,13 +104,13 @@ async def _gateway(stack: AsyncExitStack, policy: str) -> _Client:
     from integrations.gateway.catalog import Catalog
     from integrations.gateway.chain_adapter import ChainAdapter
     from integrations.gateway.command import RouterOptions, router_for
-    from integrations.gateway.framing import MAX_LINE_BYTES
     from integrations.gateway.local import LocalAnswers
     from integrations.gateway.reload import reloader_for
     from integrations.gateway.runner import Runner
     from integrations.gateway.stages import build_stages
     from interceptors import InvocationContext
     from interceptors.policy import principal_for_stdio
+    from interceptors.protocol.framing import MAX_LINE_BYTES
 
     stages = build_stages(policy, None)
     options = RouterOptions(command=[], registries=list(stages.registries), stages=stages, extra={"policy": policy})
@@ -185,10 +185,11 @@ async def gateway_cpu(
     return {m.name: m for m in results.values()}, ratios
 
 
-async def opcodes_per_call(calls: int = 20, policies: tuple[str, ...] = ("none", "standard")) -> dict[str, float]:
-    """Python bytecodes executed per `tools/call`, per policy (`sys.settrace` opcode events): a count that does not
-    move with the machine's load, to compare two trees where CPU time cannot tell a few per cent apart. Frames
-    already running when tracing starts (the pumps' loops) are not counted; C code (orjson, pydantic) neither."""
+@contextmanager
+def counting_opcodes() -> Iterator[list[int]]:
+    """Python bytecodes executed while inside (`sys.settrace` opcode events), in the yielded list's one item: a
+    count that does not move with the machine's load. Frames already running when tracing starts (the pumps'
+    loops) are not counted; C code (orjson, pydantic) neither."""
     counted = [0]
 
     def tracer(frame: Any, event: str, arg: Any) -> Any:
@@ -198,17 +199,23 @@ async def opcodes_per_call(calls: int = 20, policies: tuple[str, ...] = ("none",
             counted[0] += 1
         return tracer
 
+    sys.settrace(tracer)
+    try:
+        yield counted
+    finally:
+        sys.settrace(None)
+
+
+async def opcodes_per_call(calls: int = 20, policies: tuple[str, ...] = ("none", "standard")) -> dict[str, float]:
+    """Python bytecodes executed per `tools/call`, per policy (`counting_opcodes`), to compare two trees where CPU
+    time cannot tell a few per cent apart."""
     out: dict[str, float] = {}
     async with AsyncExitStack() as stack:
         for policy in policies:
             client = await _gateway(stack, policy)
             await _calls(client, 50)
-            counted[0] = 0
-            sys.settrace(tracer)
-            try:
+            with counting_opcodes() as counted:
                 await _calls(client, calls)
-            finally:
-                sys.settrace(None)
             out[policy] = round(counted[0] / calls, 1)
     return out
 

@@ -18,6 +18,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,14 +58,13 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
-def start_gateway(policy: str, redis: str | None, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    argv = [sys.executable, "-m", "integrations.cli", "proxy", "--router", "--policy", policy]
-    argv += ["--listen", "127.0.0.1:0", "--max-sessions-per-principal", "1024"]
-    if redis:
-        argv += ["--redis", redis]
+def launch_gateway(
+    argv: list[str], log: Path, *, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start a `--listen 127.0.0.1:0` gateway (its stderr to `log`) and return it with the URL it announces."""
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [*argv, "--", *UPSTREAM], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=out
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=out
         )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -74,7 +74,25 @@ def start_gateway(policy: str, redis: str | None, log: Path) -> tuple[subprocess
             break
         time.sleep(0.05)
     process.kill()
-    raise SystemExit(f"a gateway did not start: {log.read_text(errors='replace')[-1000:]}")
+    raise SystemExit(f"a gateway did not start: {log.read_text(errors='replace')[-2000:]}")
+
+
+def stop_gateway(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 30 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=30)
+
+
+def start_gateway(policy: str, redis: str | None, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    argv = [sys.executable, "-m", "integrations.cli", "proxy", "--router", "--policy", policy]
+    argv += ["--listen", "127.0.0.1:0", "--max-sessions-per-principal", "1024"]
+    if redis:
+        argv += ["--redis", redis]
+    return launch_gateway([*argv, "--", *UPSTREAM], log)
 
 
 def _headers(session: str | None) -> dict[str, str]:
@@ -91,6 +109,52 @@ def _reply(response: Any) -> dict[str, Any]:
     return dict(response.json())
 
 
+async def open_session(http: Any, url: str, name: str = "load") -> dict[str, str]:
+    """A 2025-11-25 session (initialize, then initialized): the headers each of its requests carries."""
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": name, "version": "1"}}
+    body = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}
+    opened = await http.post(url, json=body, headers=_headers(None))
+    headers = _headers(opened.headers["mcp-session-id"])
+    await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+    return headers
+
+
+Call = tuple[str, str, dict[str, Any] | None]
+"""(kind, method, params) of one request a client loop sends."""
+
+
+async def call_loop(
+    http: Any,
+    url: str,
+    headers: dict[str, str],
+    calls: Sequence[Call],
+    stop: Callable[[], bool],
+    seen: Callable[[str, float, Any], None],
+) -> None:
+    """One client: sends `calls` in turn, one at a time, until `stop()`; `seen(kind, seconds, response)` each."""
+    n = 0
+    while not stop():
+        for kind, method, params in calls:
+            n += 1
+            body: dict[str, Any] = {"jsonrpc": "2.0", "id": n, "method": method}
+            if params is not None:
+                body["params"] = params
+            started = time.perf_counter()
+            response = await http.post(url, json=body, headers=headers)
+            seen(kind, time.perf_counter() - started, response)
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """The value below which `share` of `values` lie (nearest rank; NaN for none)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else float("nan")
+
+
+def latency_ms(values: Sequence[float]) -> tuple[float, float, float]:
+    """p50, p99 and max of latencies in seconds, in milliseconds."""
+    return percentile(values, 0.5) * 1000, percentile(values, 0.99) * 1000, max(values, default=0) * 1000
+
+
 async def run_load(urls: list[str], clients: int, seconds: float) -> dict[str, Any]:
     import httpx2
 
@@ -98,21 +162,12 @@ async def run_load(urls: list[str], clients: int, seconds: float) -> dict[str, A
     wrong = missing = 0
     limits = httpx2.Limits(max_connections=clients * 2, max_keepalive_connections=clients * 2)
     async with httpx2.AsyncClient(timeout=60, limits=limits) as http:
-        sessions: list[str] = []
-        for index in range(clients):
-            url = urls[index % len(urls)]
-            init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "load", "version": "1"}}
-            opened = await http.post(url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
-                                     headers=_headers(None))  # fmt: skip
-            session = opened.headers["mcp-session-id"]
-            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-            await http.post(url, json=note, headers=_headers(session))
-            sessions.append(session)
+        sessions = [await open_session(http, urls[index % len(urls)]) for index in range(clients)]
         stop_at = time.monotonic() + seconds
 
         async def client(index: int) -> None:
             nonlocal wrong, missing
-            url, session, n = urls[index % len(urls)], sessions[index], 0
+            url, headers, n = urls[index % len(urls)], sessions[index], 0
             while time.monotonic() < stop_at:
                 n += 1
                 text = f"c{index}-{n}"
@@ -120,7 +175,7 @@ async def run_load(urls: list[str], clients: int, seconds: float) -> dict[str, A
                         "params": {"name": "echo", "arguments": {"text": text}}}  # fmt: skip
                 started = time.perf_counter()
                 try:
-                    reply = _reply(await http.post(url, json=body, headers=_headers(session)))
+                    reply = _reply(await http.post(url, json=body, headers=headers))
                 except Exception:
                     missing += 1
                     continue
@@ -143,7 +198,7 @@ async def run_load(urls: list[str], clients: int, seconds: float) -> dict[str, A
         "seconds": round(elapsed, 1),
         "calls_per_s": round(count / elapsed, 1),
         "p50_ms": round(statistics.median(latencies) * 1000, 2) if count else None,
-        "p99_ms": round(latencies[min(count - 1, int(count * 0.99))] * 1000, 2) if count else None,
+        "p99_ms": round(percentile(latencies, 0.99) * 1000, 2) if count else None,
         "wrong": wrong,
         "missing": missing,
     }
@@ -178,13 +233,7 @@ def main(argv: list[str] | None = None) -> int:
             after = [rss_kib(process.pid) for process, _ in started]
         finally:
             for process, _ in started:
-                process.terminate()
-            for process, _ in started:
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait(timeout=30)
+                stop_gateway(process)
     result |= {"gateways": args.gateways, "clients": args.clients, "policy": args.policy,
                "rss_kib_before": before, "rss_kib_after": after}  # fmt: skip
     print(json.dumps(result, indent=2))

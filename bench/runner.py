@@ -319,6 +319,7 @@ def main(args: argparse.Namespace) -> int:
     from .gateway_bench import gateway_benchmarks  # imports this module: loaded late
     from .gateway_cpu import gateway_cpu
     from .http_upstream_bench import upstream_benchmarks
+    from .hub_cpu import hub_cpu
     from .policy_bench import policy_benchmarks
     from .transforms_bench import transforms_benchmarks
     from .vault_bench import vault_benchmarks
@@ -329,9 +330,10 @@ def main(args: argparse.Namespace) -> int:
         gateway_results, gateway_ratios = await gateway_benchmarks(200 if args.quick else 1000, 3 if args.quick else 5)
         cpu_results, cpu_ratios = await gateway_cpu(100 if args.quick else 1000, 3 if args.quick else 5)
         http_results, http_ratios = await upstream_benchmarks(128 if args.quick else 640, 3 if args.quick else 5)
+        hub_results, hub_ratios = await hub_cpu(100 if args.quick else 1000, 3 if args.quick else 5)
         return (
-            {**results, **remote_results, **gateway_results, **cpu_results, **http_results},
-            {**ratios, **remote_ratios, **gateway_ratios, **cpu_ratios, **http_ratios},
+            {**results, **remote_results, **gateway_results, **cpu_results, **http_results, **hub_results},
+            {**ratios, **remote_ratios, **gateway_ratios, **cpu_ratios, **http_ratios, **hub_ratios},
         )
 
     results, ratios = anyio.run(run)

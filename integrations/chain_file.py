@@ -17,12 +17,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from interceptors import Hook, Phase, Registry
+from interceptors.errors import InterceptorsError
 from interceptors_chain import Chain, InterceptorOverride, RemoteServer
 from interceptors_server import DEFAULT_MAX_PAYLOAD_BYTES, HostConnection, InterceptorHost
 from interceptors_server.serving import RegistryLoadError, load_registry
 
 
-class ChainFileError(ValueError):
+class ChainFileError(InterceptorsError, ValueError):
     """The chain file is unreadable or invalid; the message names the field."""
 
 

@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # the SDK and the chain load when a command runs, not for `--
 
     from interceptors_chain import SessionConnection
 
+    from .quick_stdio import QuickConnection
+
 logger = logging.getLogger("interceptors.cli")
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -109,35 +111,48 @@ def _stop_on_sigterm() -> None:
 
 
 @asynccontextmanager
-async def connect(target: str) -> AsyncIterator[SessionConnection]:
+async def connect(target: str) -> AsyncIterator[SessionConnection | QuickConnection]:
     """A URL means Streamable HTTP; anything else is a command line started over stdio (its own process group,
-    stopped and reaped however we leave: an answer, an error, a timeout or an interrupt)."""
+    stopped and reaped however we leave: an answer, an error, a timeout or an interrupt). A stdio server of the
+    2026 era is asked without loading the MCP SDK (`quick_stdio`: most of a command's time was the SDK's
+    import); any other is asked again through the SDK."""
+    from interceptors.errors import leaf
+
+    from .quick_stdio import JUNK_LIMIT, NotQuick, quick_connection
+
+    if not target.startswith(("http://", "https://")):
+        argv = shlex.split(target)
+        if not argv:
+            raise ValueError("--server needs a URL or a command")
+        who = f"the server {server_name(argv)!r}"
+        try:
+            async with quick_connection(argv, who, sys.stderr, stop_grace_s=STOP_GRACE_S) as quick:
+                yield quick
+                return
+        except NotQuick as why:
+            logger.debug("%s: asked through the SDK (%s)", who, why)
+
     from mcp import Client, StdioServerParameters
     from mcp.shared.exceptions import MCPError
 
     from interceptors_chain import SessionConnection
     from interceptors_chain.failures import ConnectionLost, InvokerFailure
-    from interceptors_chain.failures import leaf as failure_leaf
     from interceptors_chain.stdio_pipe import express_capable, open_stdio_pipe
 
     if target.startswith(("http://", "https://")):
         async with Client(target) as client:
             yield SessionConnection(client.session, who=f"the server at {_safe_url(target)}")
         return
-    argv = shlex.split(target)
-    if not argv:
-        raise ValueError("--server needs a URL or a command")
     parameters = StdioServerParameters(command=argv[0], args=argv[1:])
     closed = anyio.Event()
-    who = f"the server {server_name(argv)!r}"
-    pipe_options: dict[str, Any] = {"who": who, "junk_limit": 16, "stop_grace_s": STOP_GRACE_S}
+    pipe_options: dict[str, Any] = {"who": who, "junk_limit": JUNK_LIMIT, "stop_grace_s": STOP_GRACE_S}
     async with open_stdio_pipe(parameters, sys.stderr, closed.set, **pipe_options) as pipe:
         try:
             async with Client(pipe.transport()) as client:
                 express = pipe.request if express_capable(client.session) else None
                 yield SessionConnection(client.session, express, closed=lambda: pipe.closed, who=who)
         except (MCPError, BaseExceptionGroup) as exc:  # the handshake's requests: a closed pipe is no answer
-            found = failure_leaf(exc)
+            found = leaf(exc)
             if pipe.closed and isinstance(found, MCPError) and not isinstance(found, InvokerFailure):
                 raise ConnectionLost(who) from None
             raise
@@ -179,11 +194,12 @@ def _run(
     started: float | None = None,
 ) -> dict[str, Any] | int:
     """Run one request within `timeout_s` (start, handshake and answer); every failure becomes a one-line
-    error and exit code 1, never a traceback. SIGINT and SIGTERM stop it, the server reaped first."""
-    from mcp.shared.exceptions import MCPError
+    error and exit code 1, never a traceback. SIGINT and SIGTERM stop it, the server reaped first. The SDK is
+    never loaded here for the failures the SDK-free path raises (a malformed reply, a closed connection, a
+    timeout)."""
+    from interceptors.errors import leaf
 
-    from interceptors_chain.failures import ConnectionLost, describe
-    from interceptors_chain.failures import leaf as failure_leaf
+    from .quick_stdio import QuickFailure
 
     async def bounded() -> dict[str, Any] | int:
         async with anyio.create_task_group() as group:
@@ -209,23 +225,36 @@ def _run(
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except (Exception, BaseExceptionGroup) as exc:
-        leaf = failure_leaf(exc)
-        if isinstance(leaf, ConnectionLost):  # its message names the server
-            print(f"error: {leaf.error.message}", file=sys.stderr)
-        elif isinstance(leaf, anyio.BrokenResourceError | anyio.ClosedResourceError | anyio.EndOfStream):
+        found = leaf(exc)
+        if isinstance(found, QuickFailure):  # its message names the server
+            for line in found.lines():
+                print(line, file=sys.stderr)
+        elif isinstance(found, anyio.BrokenResourceError | anyio.ClosedResourceError | anyio.EndOfStream):
             print(f"error: {who} closed the connection", file=sys.stderr)
-        elif isinstance(leaf, MCPError):  # the server's own answer, whatever its code (-32000 is a peer's timeout)
-            _print_error(leaf)
-        elif isinstance(leaf, TimeoutError):
+        elif isinstance(found, TimeoutError):
             print(f"error: {who} did not answer within {timeout_s:g} s (see --timeout)", file=sys.stderr)
-        elif isinstance(leaf, OSError):
-            print(f"error: could not talk to {who}: {describe(leaf)}", file=sys.stderr)
         else:
-            text = describe(leaf)  # an HTTP failure names the URL itself
-            named = who.startswith("the server at ") and who.removeprefix("the server at ") in text
-            print(f"error: {text}" if named else f"error: {who}: {text}", file=sys.stderr)
-            logger.info("the request failed", exc_info=leaf)
+            _print_failure(found, who)
         return EXIT_FAILED
+
+
+def _print_failure(found: BaseException, who: str) -> None:
+    """A failure of the SDK's path (or an OSError): its words, from the invoker's failures (loads the SDK)."""
+    from mcp.shared.exceptions import MCPError
+
+    from interceptors_chain.failures import ConnectionLost, describe
+
+    if isinstance(found, ConnectionLost):  # its message names the server
+        print(f"error: {found.error.message}", file=sys.stderr)
+    elif isinstance(found, MCPError):  # the server's own answer, whatever its code (-32000 is a peer's timeout)
+        _print_error(found)
+    elif isinstance(found, OSError):
+        print(f"error: could not talk to {who}: {describe(found)}", file=sys.stderr)
+    else:
+        text = describe(found)  # an HTTP failure names the URL itself
+        named = who.startswith("the server at ") and who.removeprefix("the server at ") in text
+        print(f"error: {text}" if named else f"error: {who}: {text}", file=sys.stderr)
+        logger.info("the request failed", exc_info=found)
 
 
 def list_interceptors(args: argparse.Namespace) -> int:

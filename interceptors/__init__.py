@@ -7,10 +7,11 @@ from .errors import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     InterceptorRpcError,
+    InterceptorsError,
     RequesterError,
     WireError,
 )
-from .events import KNOWN_EVENTS, SERVER_INFO_EVENT, WILDCARD, hooks_match, is_context_operation, pattern_matches
+from .events import SERVER_INFO_EVENT, WILDCARD, hooks_match, is_context_operation, pattern_matches
 from .outcomes import Mutation, Verdict
 from .priority import Priority
 from .registry import Invocation, RegisteredInterceptor, Registry
@@ -38,7 +39,6 @@ __all__ = [
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVOKE_METHOD",
-    "KNOWN_EVENTS",
     "LIST_METHOD",
     "METHOD_NOT_FOUND",
     "SERVER_INFO_EVENT",
@@ -49,6 +49,7 @@ __all__ = [
     "InterceptorInfo",
     "InterceptorRpcError",
     "InterceptorType",
+    "InterceptorsError",
     "Invocation",
     "InvocationContext",
     "InvokeParams",

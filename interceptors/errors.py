@@ -26,7 +26,29 @@ def integral(value: object) -> int | None:
     return None
 
 
-class WireError(ValueError):
+class InterceptorsError(Exception):
+    """The root of every exception this project raises, as httpx's `HTTPError` is for httpx: `except
+    InterceptorsError` catches any of them. Each keeps its builtin base (`ValueError`, `RuntimeError`,
+    `OSError`, `TypeError`, `AssertionError`, the SDK's `MCPError`) where callers catch that (doc/DESIGN.md,
+    "Exceptions")."""
+
+
+def error_object(code: int, message: str, data: Any = None) -> dict[str, Any]:
+    """A JSON-RPC error object (`data` omitted when None): the one builder every layer answers with."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return error
+
+
+def leaf(exc: BaseException) -> BaseException:
+    """The first real exception inside (nested) exception groups (a task group wraps what its body raises)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+class WireError(InterceptorsError, ValueError):
     """A value that does not have the SEP-2624 wire shape; `path` names the offending field."""
 
     def __init__(self, path: str, problem: str) -> None:
@@ -35,7 +57,7 @@ class WireError(ValueError):
         self.problem = problem
 
 
-class InterceptorRpcError(Exception):
+class InterceptorRpcError(InterceptorsError):
     """A JSON-RPC error to put on the wire: hosts raise it, adapters translate it to their SDK's error type.
 
     Messages and data are written by this project and never carry payload content.
@@ -48,10 +70,7 @@ class InterceptorRpcError(Exception):
         self.data = data
 
     def to_wire(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
+        return error_object(self.code, self.message, self.data)
 
 
 class RequesterError(InterceptorRpcError):

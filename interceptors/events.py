@@ -4,35 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .protocol.methods import METHODS, SERVER_INFO_EVENT
 from .wire import Hook
 
 WILDCARD = "*"
 
-# Lifecycle and extension plumbing: never a context operation, so no hook (not even "*") matches them.
-_NOT_CONTEXT_OPERATIONS = frozenset({"initialize", "ping", "server/discover"})
+# Lifecycle and extension plumbing (the table's rows that are no context operation, and the reserved prefixes
+# for methods it does not know): no hook, not even "*", matches them.
+_NOT_CONTEXT_OPERATIONS = frozenset(METHODS.names(lambda row: not row.hookable))
 _RESERVED_PREFIXES = ("notifications/", "interceptors/", "interceptor/")
 
-SERVER_INFO_EVENT = "gateway/initialize"
-"""The event a gateway runs the initialize (or discover) result it relays under: SEP-2624 gives `initialize` no
-event, yet its `instructions` and `serverInfo` are text a model reads, written by the server behind the gateway."""
-
-# The operations SEP-2624 names; any other `namespace/operation` is allowed as well.
-KNOWN_EVENTS = (
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "completion/complete",
-    "sampling/createMessage",
-    "elicitation/create",
-    "roots/list",
-    "llm/completion",
-)
+__all__ = ["SERVER_INFO_EVENT", "WILDCARD", "hooks_match", "is_context_operation", "is_pattern", "pattern_matches"]
 
 
 def is_context_operation(event: str) -> bool:

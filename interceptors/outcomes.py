@@ -8,6 +8,7 @@ from typing import Any
 
 from ._fastinit import fast_init
 from .enums import Phase, Severity
+from .errors import InterceptorsError, error_object
 from .wire import MutationResult, Suggestion, ValidationMessage, ValidationResult
 
 REQUESTER_ERROR_KEY = "io.mcp-interceptors/error"
@@ -64,9 +65,7 @@ class Verdict:
     ) -> Verdict:
         """A blocking rejection that also chooses what the requester sees: this JSON-RPC error, or a
         substitute result. Invokers of this project honour it; others see an ordinary rejection."""
-        error: dict[str, Any] = {"code": code, "message": message}
-        if data is not None:
-            error["data"] = dict(data)
+        error = error_object(code, message, dict(data) if data is not None else None)
         extra: dict[str, Any] = {**(info or {}), REQUESTER_ERROR_KEY: error}
         if substitute is not None:
             extra[SUBSTITUTE_RESULT_KEY] = dict(substitute)
@@ -110,7 +109,7 @@ PLAIN_UNCHANGED = _NO_CHANGE
 """What `Mutation.unchanged()` returns: likewise, with None."""
 
 
-class MalformedHandlerResult(TypeError):
+class MalformedHandlerResult(InterceptorsError, TypeError):
     """A handler returned something that cannot be turned into a result (a bug in the handler)."""
 
 

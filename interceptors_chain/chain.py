@@ -35,6 +35,7 @@ from interceptors import (
     ValidationResult,
     WireError,
 )
+from interceptors.errors import InterceptorsError
 from interceptors.outcomes import REQUESTER_ERROR_KEY, SUBSTITUTE_RESULT_KEY
 
 from . import tracing as _tracing
@@ -54,7 +55,7 @@ _GENERAL, _LOCAL, _INLINE = 0, 1, 2
 """How a run invokes (`Chain._run_kind`)."""
 
 
-class DiscoveryError(RuntimeError):
+class DiscoveryError(InterceptorsError, RuntimeError):
     """An interceptor server could not be listed."""
 
 

@@ -11,8 +11,11 @@ import errno
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 
+from interceptors.errors import InterceptorsError
+from interceptors.errors import leaf as leaf
 
-class InvokerFailure(MCPError):
+
+class InvokerFailure(InterceptorsError, MCPError):
     """An error the invoker raises itself; its message is safe to show and already names the server."""
 
 
@@ -29,13 +32,6 @@ class ConnectionLost(InvokerFailure):
 
     def __init__(self, who: str) -> None:
         super().__init__(CONNECTION_CLOSED, f"{who}: the connection closed")
-
-
-def leaf(exc: BaseException) -> BaseException:
-    """The first real exception inside (nested) exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
 
 
 def describe(exc: BaseException) -> str:

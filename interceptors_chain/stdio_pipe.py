@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import signal
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
@@ -34,15 +33,16 @@ from mcp.shared.message import SessionMessage
 from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 
 from interceptors.codec import dumps_exact, loads_exact
+from interceptors.jsonlines import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
+from interceptors.jsonlines import JunkLines, reply_problem, size_text, unreadable_problem
+from interceptors.protocol.framing import LineSplitter, Oversized
+from interceptors.protocol.messages import recover_id
 
 from .failures import MalformedReply
 
 logger = logging.getLogger("interceptors.remote")
 
-DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
-"""The longest message line read from a server: a larger one is refused with a clear error, not buffered."""
 _READ_BYTES = 1 << 20
-_JUNK_LOGGED = 5
 _SESSION_IDS_KEPT = 10_000
 DEFAULT_STOP_GRACE_S = 2.0
 STOP_GRACE_ENV = "MCP_INTERCEPTORS_STOP_GRACE_S"
@@ -76,80 +76,6 @@ class _Waiter:
         self.failure: MalformedReply | None = None
 
 
-class _Oversized:
-    """The start of a line that outgrew the limit (the rest of it is skipped)."""
-
-    __slots__ = ("head",)
-
-    def __init__(self, head: bytes) -> None:
-        self.head = head
-
-
-class LineFramer:
-    """Newline-delimited framing in linear time, with a maximum line size.
-
-    Bytes are appended to one buffer and searched for a newline only where the last search stopped;
-    complete lines are cut out once per chunk. A line longer than `max_line_bytes` is reported once (as
-    an `_Oversized` holding its first bytes) and skipped up to its newline, so memory stays bounded.
-    """
-
-    HEAD_BYTES = 512
-
-    def __init__(self, max_line_bytes: int) -> None:
-        if max_line_bytes < 1:
-            raise ValueError("max_line_bytes must be positive")
-        self.max_line_bytes = max_line_bytes
-        self._buffer = bytearray()
-        self._searched = 0
-        self._skipping = False
-
-    def feed(self, chunk: bytes) -> list[bytes | _Oversized]:
-        out: list[bytes | _Oversized] = []
-        buffer = self._buffer
-        buffer += chunk
-        start = 0
-        while True:
-            end = buffer.find(b"\n", max(start, self._searched))
-            if end < 0:
-                break
-            if self._skipping:
-                self._skipping = False
-            elif end - start > self.max_line_bytes:
-                out.append(_Oversized(bytes(buffer[start : start + self.HEAD_BYTES])))
-            else:
-                out.append(bytes(buffer[start:end]))
-            start = end + 1
-            self._searched = start
-        if start:
-            del buffer[:start]
-        self._searched = len(buffer)
-        if len(buffer) > self.max_line_bytes:
-            if not self._skipping:
-                out.append(_Oversized(bytes(buffer[: self.HEAD_BYTES])))
-                self._skipping = True
-            buffer.clear()
-            self._searched = 0
-        return out
-
-
-_REPLY_ID = re.compile(rb'^\s*\{.{0,200}?"id"\s*:\s*("(?:[^"\\]|\\.){0,100}"|-?[0-9]{1,19})', re.DOTALL)
-
-
-def salvage_id(line: bytes) -> str | int | None:
-    """The id a broken reply line seems to carry (from its first bytes), to fail that request at once."""
-    match = _REPLY_ID.match(line[: LineFramer.HEAD_BYTES])
-    if match is None:
-        return None
-    text = match.group(1)
-    if text.startswith(b'"'):
-        try:
-            value = loads_exact(text)
-        except ValueError:
-            return None
-        return value if isinstance(value, str) else None
-    return int(text)
-
-
 class StdioPipe:
     """One spawned server: SDK-facing streams plus `request` for the express path.
 
@@ -172,11 +98,10 @@ class StdioPipe:
         self.who = who
         self.max_line_bytes = max_line_bytes
         self.junk_limit = junk_limit
-        self.junk_lines = 0
         self.messages_in = 0
         """Replies the server sent, late ones included (a server that answers after our deadline is slow, not
         hung); notifications do not count."""
-        self._junk_in_a_row = 0
+        self._junk_lines = JunkLines(who, logger, junk_limit)
         self._waiters: dict[str, _Waiter] = {}
         self._session_pending: dict[str | int, None] = {}
         self._next_id = 0
@@ -252,7 +177,7 @@ class StdioPipe:
         """The server's stdout: replies to express requests resolved here, everything else to the session."""
         stdout = self._process.stdout
         assert stdout is not None
-        framer = LineFramer(self.max_line_bytes)
+        framer = LineSplitter(self.max_line_bytes)
         try:
             async with self._to_session:
                 while not self._closed:
@@ -261,9 +186,9 @@ class StdioPipe:
                     except anyio.EndOfStream:
                         break
                     for line in framer.feed(chunk):
-                        if isinstance(line, _Oversized):
+                        if isinstance(line, Oversized):
                             await self._oversized(line.head)
-                        elif line.strip():
+                        else:  # the framing skips blank lines
                             await self._deliver(line)
                 # A last line without its newline was torn by the exit: the connection closed, it is no reply.
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
@@ -272,18 +197,16 @@ class StdioPipe:
             self._close()
 
     async def _oversized(self, head: bytes) -> None:
-        limit = _size(self.max_line_bytes)
+        limit = size_text(self.max_line_bytes)
         logger.warning("%s wrote a line over the %s line limit; it was discarded", self.who, limit)
-        if not await self._fail_pending(salvage_id(head), f"it is larger than the {limit} line limit"):
+        if not await self._fail_pending(recover_id(head), f"it is larger than the {limit} line limit"):
             self._junk()
 
     async def _deliver(self, line: bytes) -> None:
         try:
             message = loads_exact(line)
         except ValueError:
-            message = _UNREADABLE
-        if message is _UNREADABLE:
-            if not await self._fail_pending(salvage_id(line), _unreadable_problem(line)):
+            if not await self._fail_pending(recover_id(line), unreadable_problem(line)):
                 self._junk()
             return
         if not isinstance(message, dict):
@@ -293,7 +216,7 @@ class StdioPipe:
             request_id = message.get("id")
             waiter = self._waiters.get(request_id) if isinstance(request_id, str) else None
             if waiter is not None:
-                self._junk_in_a_row = 0
+                self._junk_lines.good()
                 self.messages_in += 1
                 waiter.reply = message
                 waiter.done.set()
@@ -305,7 +228,7 @@ class StdioPipe:
             if problem is None or not await self._fail_pending(message.get("id"), problem):
                 self._junk()
             return
-        self._junk_in_a_row = 0
+        self._junk_lines.good()
         message = item.message
         reply = isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError)
         if reply:
@@ -322,13 +245,13 @@ class StdioPipe:
         logger.warning("%s", failure.error.message)
         waiter = self._waiters.get(request_id) if isinstance(request_id, str) else None
         if waiter is not None:
-            self._junk_in_a_row = 0
+            self._junk_lines.good()
             waiter.failure = failure
             waiter.done.set()
             return True
         if request_id not in self._session_pending:
             return False
-        self._junk_in_a_row = 0
+        self._junk_lines.good()
         del self._session_pending[request_id]
         error = mcp_types.ErrorData(code=INTERNAL_ERROR, message=failure.error.message, data=failure.error.data)
         answer = SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
@@ -338,18 +261,13 @@ class StdioPipe:
 
     def _junk(self) -> None:
         """One more line that is not JSON-RPC: logged (bounded, never its content), and past the limit fatal."""
-        self.junk_lines += 1
-        self._junk_in_a_row += 1
-        if self.junk_lines <= _JUNK_LOGGED:
-            more = " (further ones are counted, not logged)" if self.junk_lines == _JUNK_LOGGED else ""
-            logger.warning("%s wrote a line that is not JSON-RPC%s", self.who, more)
-        if self.junk_limit is not None and self._junk_in_a_row > self.junk_limit:
-            logger.warning(
-                "%s wrote %d lines in a row that are not JSON-RPC: treating it as broken",
-                self.who,
-                self._junk_in_a_row,
-            )
+        if self._junk_lines.add():
             self._close()
+
+    @property
+    def junk_lines(self) -> int:
+        """Lines the server wrote that were not JSON-RPC, so far."""
+        return self._junk_lines.count
 
     async def session_pump(self) -> None:
         """The session's outgoing messages, serialised as the SDK's transport does."""
@@ -401,53 +319,6 @@ class StdioPipe:
         with anyio.move_on_after(_FLUSH_S):
             while self._out and not self._closed:
                 await anyio.sleep(0.005)
-
-
-_UNREADABLE = object()
-
-
-def _unreadable_problem(line: bytes) -> str:
-    try:
-        line.decode("utf-8")
-    except UnicodeDecodeError:
-        return "it is not valid UTF-8"
-    return "it is not valid JSON (truncated or corrupt)"
-
-
-def reply_problem(reply: dict[str, Any]) -> str | None:
-    """What is wrong with a reply object, in words; None when it is a well-formed result or error."""
-    if "error" in reply:
-        error = reply["error"]
-        if isinstance(error, dict) and isinstance(error.get("code"), int) and isinstance(error.get("message"), str):
-            return None
-        return "its error has no integer code and string message"
-    if "result" not in reply:
-        return "it has neither a result nor an error"
-    if not isinstance(reply["result"], dict):
-        return f"its result is {_json_kind(reply['result'])}, not an object"
-    return None
-
-
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, list):
-        return "an array"
-    return "not an object"
-
-
-def _size(count: int) -> str:
-    if count % (1 << 20) == 0:
-        return f"{count >> 20} MiB"
-    if count % (1 << 10) == 0:
-        return f"{count >> 10} KiB"
-    return f"{count} bytes"
 
 
 def express_capable(session: ClientSession) -> bool:

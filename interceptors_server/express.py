@@ -43,12 +43,13 @@ from mcp_types import (
     RequestParams,
 )
 from mcp_types import methods as spec_methods
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from interceptors import INTERNAL_ERROR, INVOKE_METHOD, InterceptorRpcError
 from interceptors.codec import dumps_exact
+from interceptors.protocol.messages import error_line
 from interceptors_chain import tracing as _tracing
+from interceptors_chain._sdk import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, MODERN_VERSIONS, otel_middleware_type
 
 from .host import InterceptorHost
 from .install import LegacyExtensions, host_of
@@ -100,13 +101,15 @@ def idle_middleware(middleware: object) -> bool:
     """
     if isinstance(middleware, LegacyExtensions):
         return True
-    try:  # the SDK's private module: if it moves, no middleware counts as idle and the lanes stay off
-        from mcp.server._otel import OpenTelemetryMiddleware
+    otel_middleware = otel_middleware_type()  # the SDK's private module: if it moves, the lanes stay off
+    if otel_middleware is None:
+        return False
+    try:
         from opentelemetry import trace
     except ImportError:
         return False
     provider = trace.get_tracer_provider()
-    return isinstance(middleware, OpenTelemetryMiddleware) and isinstance(
+    return isinstance(middleware, otel_middleware) and isinstance(
         provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider
     )
 
@@ -202,7 +205,7 @@ class ExpressLane:
         except ValidationError:
             self._era = "closed"
             return
-        self._negotiated = requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
+        self._negotiated = requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE
 
     def _version_for(self, params: Any) -> str | None:
         """The protocol version a request is served at, if the lane may take it; None leaves it to the SDK."""
@@ -232,7 +235,7 @@ class ExpressLane:
             isinstance(meta, dict)
             and CLIENT_CAPABILITIES_META_KEY in meta
             and isinstance(version := meta.get(PROTOCOL_VERSION_META_KEY), str)
-            and version in MODERN_PROTOCOL_VERSIONS
+            and version in MODERN_VERSIONS
             and self._acceptable_meta(meta)
         )
 
@@ -289,11 +292,3 @@ def _valid_spec_request(method: str, params: dict[str, Any], version: str) -> bo
 def _has_version_key(params: dict[str, Any]) -> bool:
     meta = params.get("_meta")
     return isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
-
-
-def error_line(request_id: int | str | None, code: int, message: str, data: Any = None) -> bytes:
-    """One JSON-RPC error response, newline-terminated, as the stdio transports write it."""
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return dumps_exact({"jsonrpc": "2.0", "id": request_id, "error": error}) + b"\n"

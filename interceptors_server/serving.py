@@ -12,13 +12,14 @@ from typing import Any
 from mcp.server.lowlevel.server import Server
 
 from interceptors import Registry
+from interceptors.errors import InterceptorsError
 
 from .install import interceptor_server
 
 logger = logging.getLogger("interceptors.serve")
 
 
-class RegistryLoadError(ValueError):
+class RegistryLoadError(InterceptorsError, ValueError):
     """A `module:attr` spec that does not name a registry."""
 
 

@@ -14,6 +14,7 @@ import logging
 import os
 import stat
 import sys
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -23,12 +24,14 @@ from mcp.server.stdio import stdio_server
 
 from interceptors.codec import may_round_numbers
 from interceptors.errors import INVALID_REQUEST, PARSE_ERROR
+from interceptors.protocol.framing import MAX_LINE_BYTES, LineSplitter, Oversized
+from interceptors.protocol.messages import Kind, classify, error_line, is_request, recover_id
 
-from .express import ExpressLane, WriteBytes, error_line
+from .express import ExpressLane, WriteBytes
 
 logger = logging.getLogger("interceptors.stdio")
 
-MAX_LINE_BYTES = 64 * 1024 * 1024
+_READ_BYTES = 1 << 20
 
 
 def _is_pipe_like(fd: int) -> bool:
@@ -45,37 +48,42 @@ def _examine(line: bytes) -> tuple[dict[str, Any] | None, bytes | None]:
     """(the well-formed message, None), or (None, the JSON-RPC error for a line the SDK would drop).
 
     The SDK answers what it can parse; a request with a bad shape (array params, a float id, …) or a
-    line that is not JSON would otherwise get no reply at all, and its caller would wait forever.
-    (None, None) is a blank line or a message the SDK is left to judge.
+    line that is not JSON would otherwise get no reply at all, and its caller would wait forever. The shape
+    is judged by the protocol core's classification (`interceptors.protocol.messages.classify`), the one the
+    gateway's router uses. (None, None) is a reply to one of the server's own requests: the SDK's to judge.
     """
     try:
-        message = orjson.loads(line)
+        value = orjson.loads(line)
     except orjson.JSONDecodeError:
-        return None, None if not line.strip() else error_line(None, PARSE_ERROR, "Parse error")
-    if not isinstance(message, dict):
-        return None, error_line(None, INVALID_REQUEST, "Invalid Request")
-    request_id = message.get("id")
-    id_ok = request_id is None or (isinstance(request_id, int | str) and not isinstance(request_id, bool))
-    if "method" in message:
-        params = message.get("params")
-        if (
-            message.get("jsonrpc") == "2.0"
-            and isinstance(message["method"], str)
-            and id_ok
-            and (params is None or isinstance(params, dict))
-        ):
-            return message, None
-        return None, error_line(request_id if id_ok else None, INVALID_REQUEST, "Invalid Request")
-    if ("result" in message or "error" in message) and id_ok:
-        return None, None  # a response to one of our requests: the SDK's to judge
-    return None, error_line(request_id if id_ok else None, INVALID_REQUEST, "Invalid Request")
+        return None, error_line(recover_id(line), PARSE_ERROR, "Parse error", {"reason": "not valid JSON"})
+    if is_request(value):
+        return value, None
+    if isinstance(value, dict) and "method" in value and "id" in value and value["id"] is None:
+        # A null id: the SDK takes the request for a notification (never answered), so it is judged as one.
+        message = classify({key: item for key, item in value.items() if key != "id"})
+    else:
+        message = classify(value)
+    kind = message.kind
+    if kind is Kind.REQUEST or kind is Kind.NOTIFICATION:
+        return value, None
+    if kind is not Kind.INVALID or (isinstance(value, dict) and "method" not in value and _answers(value)):
+        return None, None  # a response to one of our requests, well formed or not: never answered
+    problem = message.problem
+    assert problem is not None
+    return None, error_line(message.id, problem.code, problem.message, problem.data)
+
+
+def _answers(value: dict[str, Any]) -> bool:
+    request_id = value.get("id")
+    id_ok = isinstance(request_id, int | str) and not isinstance(request_id, bool)
+    return ("result" in value or "error" in value) and id_ok
 
 
 class _Lines:
     """`async for line in _Lines(reader)`: text lines, invalid UTF-8 replaced, oversized lines skipped.
 
-    Lines the SDK could not answer are answered here (see `_examine`) and not passed on, and so are
-    the requests the express lane takes.
+    Framed by the protocol core's `LineSplitter` (the framing of every stdio edge). Lines the SDK could not
+    answer are answered here (see `_examine`) and not passed on, and so are the requests the express lane takes.
     """
 
     def __init__(
@@ -85,25 +93,35 @@ class _Lines:
         self._reader = reader
         self._writer = writer
         self._express = express
+        self._splitter = LineSplitter(max_line_bytes)
+        self._ready: deque[bytes | Oversized] = deque()
+        self._ended = False
 
     def __aiter__(self) -> _Lines:
         return self
 
     async def __anext__(self) -> str:
+        ready = self._ready
         while True:
-            try:
-                line = await self._reader.readuntil(b"\n")
-            except asyncio.IncompleteReadError as exc:
-                if not exc.partial:
-                    raise StopAsyncIteration from None
-                line = exc.partial
-            except asyncio.LimitOverrunError as exc:
-                # Discard the oversized line and answer it as unparseable; the connection lives on.
+            while not ready:
+                if self._ended:
+                    raise StopAsyncIteration
+                chunk = await self._reader.read(_READ_BYTES)
+                if chunk:
+                    ready.extend(self._splitter.feed(chunk))
+                    continue
+                self._ended = True
+                last = self._splitter.rest()  # a last line without its newline
+                if last is not None:
+                    ready.append(last)
+            line = ready.popleft()
+            if isinstance(line, Oversized):
+                # Discarded and answered (with its id when its first bytes hold one); the connection lives on.
                 logger.warning("discarding an input line over %d bytes", self._max_line_bytes)
-                await self._reader.readexactly(exc.consumed)
-                with contextlib.suppress(asyncio.LimitOverrunError, asyncio.IncompleteReadError):
-                    await self._discard_rest()
-                await self._writer.write_bytes(error_line(None, INVALID_REQUEST, "Request too large"))
+                reason = {"reason": f"a message larger than the {self._max_line_bytes} byte line limit"}
+                await self._writer.write_bytes(
+                    error_line(recover_id(line.head), INVALID_REQUEST, "Request too large", reason)
+                )
                 continue
             message, refusal = _examine(line)
             if refusal is not None:
@@ -113,14 +131,6 @@ class _Lines:
             if message is not None and lane is not None and lane.take(message, movable=not may_round_numbers(line)):
                 continue
             return line.decode("utf-8", "replace")
-
-    async def _discard_rest(self) -> None:
-        while True:
-            try:
-                await self._reader.readuntil(b"\n")
-                return
-            except asyncio.LimitOverrunError as exc:
-                await self._reader.readexactly(exc.consumed)
 
 
 class _Writer:

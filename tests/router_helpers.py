@@ -52,13 +52,17 @@ def settle(router: Router, actions: Iterable[Action], chain: Chain = passing) ->
 
 
 def ready_router(
-    config: RouterConfig | None = None, *, capabilities: dict[str, Any] | None = None, era: Era = Era.HANDSHAKE
+    config: RouterConfig | None = None,
+    *,
+    capabilities: dict[str, Any] | None = None,
+    era: Era = Era.HANDSHAKE,
+    kind: type[Router] = Router,
 ) -> Router:
-    """A router whose upstream completed its handshake in `era`."""
+    """A router (of `kind`) whose upstream completed its handshake in `era`."""
     from dataclasses import replace
 
     config = replace(config or RouterConfig(), upstream_era=era)
-    router = Router(config)
+    router = kind(config)
     (start,) = router.start()
     sent = body(start)
     caps = UPSTREAM_CAPS if capabilities is None else capabilities

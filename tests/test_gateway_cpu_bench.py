@@ -26,7 +26,9 @@ def test_cpu_and_opcodes_per_call_are_measured_for_both_policies() -> None:
     results, ratios = anyio.run(gateway_cpu, 20, 1)
     assert len(results) == 2 and all(m.per_call_us > 0 for m in results.values())
     assert ratios["--policy standard (x --policy none, CPU per call)"] > 1
-    first = anyio.run(opcodes_per_call, 5)
-    second = anyio.run(opcodes_per_call, 5)
+    # A loaded machine adds event-loop turns (a thread's answer not ready yet), never removes the work of a call:
+    # the least of three runs is the call's own count, and that one repeats.
+    first = min((anyio.run(opcodes_per_call, 5) for _ in range(3)), key=lambda counts: counts["standard"])
+    second = min((anyio.run(opcodes_per_call, 5) for _ in range(3)), key=lambda counts: counts["standard"])
     assert first["standard"] > first["none"] > 0
     assert abs(first["standard"] - second["standard"]) <= 0.02 * first["standard"]

@@ -59,13 +59,13 @@ def test_a_failed_store_is_asked_again_only_after_a_moment_and_warned_about_once
     now[0] += WARN_EVERY_S
     limiter.acquire([LIMIT], "p", "tool")
     lines = [r.getMessage() for r in caplog.records if "rate-limit store unavailable" in r.getMessage()]
-    assert len(lines) == 2 and "(and 855 more calls" in lines[1]
+    assert len(lines) == 2 and "(and 855 more failed calls" in lines[1]
 
 
 def test_while_one_call_asks_a_failed_store_again_the_others_are_refused_at_once() -> None:
     store = Store()
     limiter = RedisRateLimiter(store, names={}, clock=lambda: 10.0 * UNAVAILABLE_RETRY_S, deadline=60)
-    limiter._failed = True  # it failed long ago: the next call asks again
+    limiter.breaker._failed = True  # it failed long ago: the next call asks again
     asking, release = threading.Event(), threading.Event()
     script = store.register_script("")
 

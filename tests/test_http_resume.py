@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from integrations.gateway.downstream_http import param_header_rejection
 from integrations.gateway.replay import EXPIRED, UNKNOWN, ReplayBuffer, event_id, new_token, parse_event_id
-from integrations.gateway.router.messages import parse
+from interceptors.protocol.messages import parse
 from tests.servers.header_server import ROUTE_SCHEMA
 from tests.test_gateway import STEP_S, TEST_S, text_of
 from tests.test_router_http import (

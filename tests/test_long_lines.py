@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from interceptors_chain.stdio_pipe import LineFramer
+from interceptors.protocol.framing import LineSplitter
 from tests.conftest import ROOT
 from tests.processes import stop
 
@@ -90,27 +90,30 @@ def test_a_32_mib_single_line_result_passes_and_a_4x_larger_one_is_refused_clean
     cuts=st.lists(st.integers(min_value=0, max_value=600), max_size=12),
     limit=st.integers(min_value=1, max_value=50),
 )
-def test_the_framer_cuts_any_chunking_into_the_same_lines_and_skips_oversized_ones(
+def test_the_framing_cuts_any_chunking_into_the_same_lines_and_skips_oversized_ones(
     lines: list[bytes], cuts: list[int], limit: int
 ) -> None:
+    """The one framing of every stdio edge (`interceptors.protocol.framing`): the same lines whatever the chunks,
+    blank lines and a trailing CR dropped, an oversized line reported once, memory bounded by the limit."""
     data = b"".join(line + b"\n" for line in lines)
-    framer = LineFramer(limit)
+    splitter = LineSplitter(limit)
     out: list[bytes | None] = []
     positions = sorted({min(cut, len(data)) for cut in cuts} | {0, len(data)})
     for start, end in itertools.pairwise(positions):
-        out += [None if not isinstance(item, bytes) else item for item in framer.feed(data[start:end])]
-    assert out == [line if len(line) <= limit else None for line in lines]
-    assert len(framer._buffer) <= limit + 1  # memory stays bounded by the limit
+        out += [None if not isinstance(item, bytes) else item for item in splitter.feed(data[start:end])]
+        assert len(splitter._buffer) <= limit  # memory stays bounded by the limit
+    expected = [None if len(line) > limit else line.rstrip(b"\r") for line in lines]
+    assert out == [line for line in expected if line is None or line.strip()]
 
 
-def test_the_framer_never_searches_the_same_bytes_twice() -> None:
-    """A 4 MiB line fed in 1-byte-newline-free chunks: each feed searches only the new bytes."""
-    framer = LineFramer(8 * MIB)
+def test_the_framing_keeps_a_long_line_in_one_buffer_until_its_newline() -> None:
+    """A 4 MiB line fed in newline-free chunks: each feed searches only its own chunk and appends it once."""
+    splitter = LineSplitter(8 * MIB)
     chunk = b"a" * 4096
-    for _ in range(1024):
-        assert framer.feed(chunk) == []
-        assert framer._searched == len(framer._buffer)  # the next search starts where this one stopped
-    assert framer.feed(b"b\n") == [chunk * 1024 + b"b"]
+    for count in range(1, 1025):
+        assert splitter.feed(chunk) == []
+        assert len(splitter._buffer) == count * len(chunk)
+    assert splitter.feed(b"b\n") == [chunk * 1024 + b"b"]
 
 
 @pytest.mark.slow

@@ -12,8 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from integrations.gateway.router.eras import Era
 from integrations.gateway.router.state import DEFAULT_MISSING
+from interceptors.protocol.eras import Era
 from tests.conftest import ROOT
 from tests.ops_helpers import GatewayProcess
 from tests.test_gateway import STEP_S

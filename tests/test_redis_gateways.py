@@ -145,6 +145,7 @@ extends: open
 hide_denied: false
 rate_limits:
   - {rate: 100000, per: minute, burst: 100000, tools: [sleep], scope: global}
+cross_boundary_guard: true
 vault:
   key_env: MCP_INTERCEPTORS_VAULT_KEY
 """
@@ -157,8 +158,9 @@ async def test_a_stalled_redis_refuses_limited_calls_and_holds_up_nothing_else(
     """Redis stopped (SIGSTOP) under traffic: every limited call is refused with the documented error (the
     store's deadline opens the breaker; the calls behind it do not wait on the store); every unlimited call
     fails with the vault's documented error (its result must be re-pseudonymised through the vault in Redis:
-    fail closed, nothing passed in clear, no server named); ping and lists are answered; the warnings stay a
-    handful (none per call); after SIGCONT both kinds pass again. Timing is measured by bench/redis_stall.py
+    fail closed, nothing passed in clear, no server named); a call whose arguments carry a secret fails with
+    the guard's documented error (its taints are in Redis); ping and lists are answered; the warnings stay a
+    handful (none per call); after SIGCONT all kinds pass again. Timing is measured by bench/redis_stall.py
     (`--vault`), not asserted here."""
     import signal
 
@@ -176,6 +178,7 @@ async def test_a_stalled_redis_refuses_limited_calls_and_holds_up_nothing_else(
 
             sleep = {"name": "sleep", "arguments": {"seconds": 0}}
             echo = {"name": "echo", "arguments": {"text": "hello"}}
+            guarded = {"name": "later", "arguments": {"text": SECRET}}
             assert "result" in await post(1, "tools/call", sleep)  # the store answers: the call passes
             assert "result" in await post(2, "tools/call", echo)
             server.send_signal(signal.SIGSTOP)
@@ -191,6 +194,7 @@ async def test_a_stalled_redis_refuses_limited_calls_and_holds_up_nothing_else(
                         tasks.start_soon(one, n + 100, "ping")
                         tasks.start_soon(one, n + 200, "tools/list")
                         tasks.start_soon(one, n + 300, "tools/call", echo)
+                        tasks.start_soon(one, n + 400, "tools/call", guarded)
                 for n in range(100, 130):
                     error = replies[n].get("error")
                     assert error is not None and error["code"] == -31029, replies[n]
@@ -201,14 +205,19 @@ async def test_a_stalled_redis_refuses_limited_calls_and_holds_up_nothing_else(
                     assert error is not None and error["code"] == -32603, replies[n + 300]
                     assert error["data"] == {"reason": "vault_store_unavailable", "retry_after": 1.0}, error
                     assert error["message"] == "Vault state unavailable; retry in 1s", error
+                    error = replies[n + 400].get("error")
+                    assert error is not None and error["code"] == -32603, replies[n + 400]
+                    assert error["data"] == {"reason": "guard_store_unavailable", "retry_after": 1.0}, error
+                    assert SECRET not in str(error), error
             finally:
                 server.send_signal(signal.SIGCONT)
-            for params in (sleep, echo):
+            for params in (sleep, echo, guarded):
                 for n in range(1000, 1000 + int(STEP_S * 10)):  # each store is asked again after a moment
                     if "result" in (back := await post(n, "tools/call", params)):
                         break
                     await anyio.sleep(0.1)
                 assert "result" in back, back
-            assert "hello" in str(back["result"]["content"])
+                if params is echo:
+                    assert "hello" in str(back["result"]["content"])
     warnings = [line for line in gateway.log().splitlines() if "WARNING" in line or "unavailable" in line]
     assert 1 <= len(warnings) < 10, warnings

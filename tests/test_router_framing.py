@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from integrations.gateway.framing import OVERSIZED, LineSplitter
+from interceptors.protocol.framing import OVERSIZED, LineSplitter
 
 lines = st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=12)
 

@@ -17,7 +17,7 @@ import httpx2
 import orjson
 import pytest
 
-from integrations.gateway.framing import MAX_LINE_BYTES
+from interceptors.protocol.framing import MAX_LINE_BYTES
 from tests.test_gateway import STEP_S
 from tests.test_router_http import headers_for, http_gateway, open_session, rpc
 from tests.test_router_oddities import ODDITIES

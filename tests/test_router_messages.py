@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from integrations.gateway.router.messages import MAX_DEPTH, Kind, parse
+from interceptors.protocol.messages import MAX_DEPTH, Kind, parse
 
 DEEP = '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":' + "[" * 2000 + "]" * 2000 + "}"
 SHALLOW_TOO_DEEP = '{"jsonrpc":"2.0","id":8,"method":"x","params":{"a":' + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "}}"

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from integrations.gateway.framing import MAX_LINE_BYTES
 from integrations.gateway.router import ChainBlocked, ChainOutcome, ChainPassed, Router, RunChain, SendDownstream
-from integrations.gateway.router.messages import MAX_DEPTH, _deeper_than
+from interceptors.protocol.framing import MAX_LINE_BYTES
+from interceptors.protocol.messages import MAX_DEPTH, _deeper_than
 from tests.conftest import ROOT
 from tests.router_helpers import body, downstream, handshake_session, line, ready_router, settle
 

@@ -77,6 +77,16 @@ class ServeProcess:
             if reply.get("id") == message["id"]:
                 return reply  # type: ignore[no-any-return]
 
+    def reply_to(self, request_id: Any) -> dict[str, Any]:
+        """The next reply carrying `request_id` (other lines are skipped)."""
+        while True:
+            try:
+                reply: dict[str, Any] = json.loads(self.replies.get(timeout=10))
+            except queue.Empty:
+                raise AssertionError(f"no reply to request {request_id!r}") from None
+            if reply.get("id") == request_id:
+                return reply
+
     def alive(self) -> bool:
         return self.process.poll() is None
 
@@ -153,6 +163,19 @@ def test_arbitrary_json_rpc_requests_get_well_formed_answers(serve: ServeProcess
     assert serve.alive()
 
 
-def test_an_oversized_line_is_survived(serve: ServeProcess) -> None:
+def test_an_oversized_line_is_survived_and_answered_with_its_id(serve: ServeProcess) -> None:
     serve.send(b'{"jsonrpc":"2.0","id":"big","method":"ping","params":{"x":"' + b"a" * (70 * 1024 * 1024) + b'"}}\n')
+    reply = serve.reply_to("big")
+    assert reply["error"]["code"] == -32600 and "line limit" in reply["error"]["data"]["reason"]
+    probe(serve)
+
+
+def test_broken_lines_get_the_cores_errors_with_a_reason(serve: ServeProcess) -> None:
+    """The server's transport classifies lines as the gateway's router does (`interceptors.protocol.messages`)."""
+    serve.send(b'{"jsonrpc":"2.0","id":"torn","method":"ping",\n')  # not JSON: its id read from its first bytes
+    torn = serve.reply_to("torn")
+    assert torn["error"]["code"] == -32700 and torn["error"]["data"]["reason"]
+    serve.send(b'{"jsonrpc":"2.0","id":"arr","method":"interceptors/list","params":[1]}\n')
+    shaped = serve.reply_to("arr")
+    assert shaped["error"]["code"] == -32602 and shaped["error"]["data"] == {"reason": "params must be an object"}
     probe(serve)

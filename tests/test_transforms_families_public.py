@@ -118,6 +118,16 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("curl_user_credentials", "curl -u " + (ck := "rk_" + _rand(B62, 24)) + ": https://api.example.com/v1/charges", ck),
     ("curl_user_credentials", "curl --user deploy:'" + (cq := "Hq7vT2m9Lp4x") + "' -X PATCH", cq),
     ("call_argument_secret", 'token = os.getenv("API_TOKEN", "' + (gd := "d3v-T0ken-9xQ") + '")', gd),
+    ("vercel_token", "VERCEL_TOKEN=" + (vc := "vcp_" + _rand(B62, 56)), vc),
+    ("posthog_personal_api_key", '{"personal_api_key": "' + (ph := "phx_" + _rand(B62, 60)) + '"}', ph),
+    ("notion_token", "Authorization: Bearer " + (nt := "ntn_" + _rand("0123456789", 11) + _rand(B62, 35)), nt),
+    ("tavily_api_key", "client = TavilyClient(api_key='" + (tv := "tvly-dev-" + _rand(B62, 32)) + "')", tv),
+    ("llamacloud_api_key", "export LLAMA_CLOUD_API_KEY=" + (ll := "llx-" + _rand(B62, 48)), ll),
+    ("cloudflare_api_token", "CLOUDFLARE_API_TOKEN: " + (cu := "cfut_" + _rand(B62, 48)), cu),
+    ("netlify_access_token", "netlify deploy --auth " + (nf := "nfp_" + _rand(B62, 36)), nf),
+    ("postman_collection_token", "https://api.getpostman.com/collections/1?access_key=" + (pm := "PMAT-" + _rand(UPPER36, 26)), pm),
+    ("docker_swarm_secret", "docker swarm join --token " + (sw := "SWMTKN-1-" + _rand("abcdefghijklmnopqrstuvwxyz0123456789", 50) + "-" + _rand("abcdefghijklmnopqrstuvwxyz0123456789", 25)) + " 10.0.0.5:2377", sw),
+    ("nats_nkey_seed", "seed: " + (nk := "SU" + _rand("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 56)), nk),
 ]  # fmt: skip
 
 NEGATIVES: list[tuple[str, str]] = [
@@ -187,6 +197,16 @@ NEGATIVES: list[tuple[str, str]] = [
     ("curl_user_credentials", 'curl --user "${USER}:${PASSWORD}" https://ci'),
     ("curl_user_credentials", "curl --user neo4j:[PASSWORD] http://db:7474/"),
     ("curl_user_credentials", "curl -u <user:password> https://api.example.com/endpoint"),
+    ("vercel_token", "vcp_" + "Q7b" * 16 + "ThisIsAnExample1"),
+    ("posthog_personal_api_key", "POSTHOG_PROJECT_KEY=phc_" + "Qm4" * 15),  # the public project key
+    ("notion_token", "ntn_ is the prefix of Notion's integration tokens"),
+    ("tavily_api_key", "tvly-dev-Wm3kP9dQz7LrT2vN8xH4" + "abcdef012345"),
+    ("llamacloud_api_key", "llx-your-key-here"),
+    ("cloudflare_api_token", "cfut_" + "Hq2Lm" * 7 + "yourtokenexample"),
+    ("netlify_access_token", "nfp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"),
+    ("postman_collection_token", "PMAT-XXXXXXXXXXXXXXXXXXXXXXXXXX"),
+    ("docker_swarm_secret", "SWMKEY-1-" + "Dk4" * 9 + "PlaceholderKey01"),
+    ("nats_nkey_seed", "UAML2GCZ7IK7E7UD4VZ7ELPZW7DK2ZNL35WSMW3IORHC3BWBSDQXUQRBU is a public user key"),
 ]
 
 PUBLIC_MATERIAL = [  # look-alikes that are public: the whole standard pipeline leaves them as they are

@@ -22,8 +22,8 @@ from interceptors.vault.redis_store import (
     UNAVAILABLE_MESSAGE,
     UNAVAILABLE_RETRY_S,
     WARN_EVERY_S,
-    StoreBreaker,
     VaultStoreUnavailable,
+    vault_breaker,
 )
 from interceptors_chain import abort_to_error
 from interceptors_server import LocalChain
@@ -63,7 +63,7 @@ def fail(*args: Any, **kwargs: Any) -> str:
 
 def test_a_hung_round_trip_fails_at_its_deadline_and_the_calls_after_it_fail_at_once() -> None:
     now = [0.0]
-    breaker = StoreBreaker(deadline=0.05, clock=lambda: now[0])
+    breaker = vault_breaker(deadline=0.05, clock=lambda: now[0])
     hang = Hang()
     try:
         with pytest.raises(VaultStoreUnavailable) as caught:
@@ -84,7 +84,7 @@ def test_a_hung_round_trip_fails_at_its_deadline_and_the_calls_after_it_fail_at_
 
 
 def test_the_calls_waiting_on_a_hung_store_give_up_as_soon_as_one_call_finds_it_failing() -> None:
-    breaker = StoreBreaker(deadline=WAIT_S * 4)  # the deadline alone would keep them for minutes
+    breaker = vault_breaker(deadline=WAIT_S * 4)  # the deadline alone would keep them for minutes
     hang = Hang()
     outcomes: list[BaseException | str] = []
 
@@ -110,7 +110,7 @@ def test_the_calls_waiting_on_a_hung_store_give_up_as_soon_as_one_call_finds_it_
 
 
 def test_when_every_store_thread_is_held_by_a_hung_store_a_call_fails_at_once() -> None:
-    breaker = StoreBreaker(deadline=WAIT_S * 4, threads=2)
+    breaker = vault_breaker(deadline=WAIT_S * 4, threads=2)
     hang = Hang()
 
     def wait_on_store() -> None:
@@ -136,7 +136,7 @@ def test_when_every_store_thread_is_held_by_a_hung_store_a_call_fails_at_once() 
 def test_failures_are_warned_about_once_per_period_with_the_count_held_back(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="interceptors.vault")
     now = [0.0]
-    breaker = StoreBreaker(clock=lambda: now[0])
+    breaker = vault_breaker(clock=lambda: now[0])
     for _ in range(855):
         with pytest.raises(VaultStoreUnavailable):
             breaker.call(fail)

@@ -34,6 +34,7 @@ from typing import Any, Final
 import anyio
 
 from interceptors import Principal
+from interceptors.errors import InterceptorsError
 
 logger = logging.getLogger("interceptors.gateway.auth")
 
@@ -61,7 +62,7 @@ MISSING: Final = Refusal(401)
 """No credentials at all: RFC 6750 §3.1 says the challenge then carries no error code."""
 
 
-class AuthUnavailable(Exception):
+class AuthUnavailable(InterceptorsError):
     """The identity provider's keys could not be had (down, slow, not JSON): no token can be checked now."""
 
 

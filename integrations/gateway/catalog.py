@@ -11,8 +11,9 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final
 
+from interceptors.protocol.messages import Kind, Message
+
 from .router import Action, Dropped, Router
-from .router.messages import Kind, Message
 from .router.state import with_local_tools
 
 logger = logging.getLogger("interceptors.gateway")

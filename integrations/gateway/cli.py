@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from interceptors.errors import InterceptorsError
+
 if TYPE_CHECKING:  # the chain and the SDK load only when `proxy` runs: `--help` and `--version` stay fast
     from interceptors import Registry
 
@@ -27,7 +29,7 @@ DEFAULT_UPSTREAM_TIMEOUT_S = 300.0
 logger = logging.getLogger("interceptors.gateway")
 
 
-class _UsageError(ValueError):
+class _UsageError(InterceptorsError, ValueError):
     """Bad command-line input: printed as one line, exit status 2."""
 
 
@@ -124,6 +126,11 @@ def upstream_command(command: Sequence[str]) -> list[str]:
     return argv
 
 
+def _upstream_env(args: argparse.Namespace) -> dict[str, str]:
+    """The gateway's environment, plus a gateway file's `env` for its server (`--config FILE --server NAME`)."""
+    return {**os.environ, **(getattr(args, "upstream_env", None) or {})}
+
+
 def _leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
@@ -132,6 +139,13 @@ def _leaf(exc: BaseException) -> BaseException:
 
 def proxy(args: argparse.Namespace) -> int:
     """Run the gateway for the parsed `proxy` arguments; returns the exit status."""
+    if getattr(args, "config", None) is not None:  # a gateway file (issue 35): integrations/gateway/hub/
+        from .hub.cli import hub_proxy
+
+        return hub_proxy(args, proxy)
+    if getattr(args, "server", None) is not None:
+        print("error: --server NAME picks a server of a gateway file: give --config FILE", file=sys.stderr)
+        return 2
     upstream_url = getattr(args, "upstream_url", None)
     quota, idle = args.max_sessions_per_principal, args.session_idle_timeout
     try:  # what the arguments alone decide, before the chain and the SDK load: a typo is answered at once
@@ -228,7 +242,7 @@ def proxy(args: argparse.Namespace) -> int:
     from .command import RouterOptions, run_router
 
     options = RouterOptions(
-        command, dict(os.environ) if command else None, chain_file, registries, stages, listen, tokens,
+        command, _upstream_env(args) if command else None, chain_file, registries, stages, listen, tokens,
         args.role or (), exposed, bool(getattr(args, "verbose", 0)),
         extra={"metrics": args.metrics, "max_sessions_per_principal": quota, "session_idle_s": idle,
                "reload": getattr(args, "reload", False), "policy": args.policy, "chain_path": args.chain,
@@ -236,6 +250,7 @@ def proxy(args: argparse.Namespace) -> int:
         upstream_url=upstream_url, upstream_headers=headers,
         upstream_timeout=args.upstream_timeout or None, max_line_bytes=max_line_bytes,
         restart_upstream=bool(args.restart_upstream), max_upstream_restarts=restarts,
+        cwd=getattr(args, "upstream_cwd", None),
     )  # fmt: skip
     try:
         return run_router(options)
@@ -396,5 +411,13 @@ def add_proxy_command(sub: Any) -> None:
         action="store_true",
         help="reload the policy and chain files when they change (SIGHUP always reloads them)",
     )
+    # Several servers (issue 35): a gateway file.
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a gateway file (YAML or JSON: servers, or a host's mcpServers as is): every server behind one "
+        "aggregated endpoint (and /servers/NAME/mcp with --listen)",
+    )
+    parser.add_argument("--server", metavar="NAME", help="with --config: serve only this server of the file")
     parser.add_argument("upstream", nargs=argparse.REMAINDER, help="-- then the upstream server command")
     parser.set_defaults(func=proxy)

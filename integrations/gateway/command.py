@@ -47,6 +47,8 @@ class RouterOptions:
     """`--restart-upstream`: a dead upstream is started again (reconnected over HTTP), bounded."""
     max_upstream_restarts: int | None = None
     """`--max-upstream-restarts`: restarts within a minute before the gateway gives up (None: the default)."""
+    cwd: str | None = None
+    """The upstream command's working directory (a gateway file's `cwd`; None: the gateway's)."""
 
 
 def run_router(options: RouterOptions) -> int:
@@ -59,12 +61,12 @@ def run_router(options: RouterOptions) -> int:
 
 async def _main(options: RouterOptions) -> int:
     from interceptors.policy import principal_for_stdio
+    from interceptors.protocol.framing import MAX_LINE_BYTES
     from interceptors_chain import Chain
 
     from .catalog import Catalog
     from .chain_adapter import ChainAdapter
     from .downstream_stdio import StdioDownstream
-    from .framing import MAX_LINE_BYTES
     from .local import LocalAnswers
     from .recovery import DEFAULT_MAX_RESTARTS, RestartPolicy, SupervisedUpstream
     from .reload import ReloadRejected, reloader_for
@@ -104,7 +106,7 @@ async def _main(options: RouterOptions) -> int:
                     max_message=options.max_line_bytes or MAX_LINE_BYTES,
                 )
             return await StdioUpstream.start(
-                options.command, options.env, max_line=options.max_line_bytes or MAX_LINE_BYTES
+                options.command, options.env, max_line=options.max_line_bytes or MAX_LINE_BYTES, cwd=options.cwd
             )
 
         try:

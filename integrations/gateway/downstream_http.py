@@ -48,10 +48,22 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from interceptors import InvocationContext, Principal
 from interceptors.codec import dumps_exact
+from interceptors.errors import InterceptorsError
+from interceptors.protocol.eras import HANDSHAKE_VERSIONS
+from interceptors.protocol.framing import HEAD_BYTES, MAX_LINE_BYTES, Oversized
+from interceptors.protocol.messages import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    Kind,
+    Message,
+    RequestId,
+    error_message,
+    parse,
+    recover_id,
+)
 
 from .catalog import Catalog
 from .chain_adapter import ChainAdapter
-from .framing import HEAD_BYTES, MAX_LINE_BYTES, Oversized
 from .replay import (
     DEFAULT_MAX_DETACHED_PER_SESSION,
     DEFAULT_MAX_REPLAY_BYTES,
@@ -67,8 +79,6 @@ from .replay import (
     parse_event_id,
 )
 from .router import Router, SendDownstream
-from .router.eras import HANDSHAKE_VERSIONS
-from .router.messages import INTERNAL_ERROR, INVALID_REQUEST, Kind, Message, RequestId, parse
 from .runner import UPSTREAM_GONE, NoDownstream, Runner, UpstreamShell, declared_capabilities
 
 logger = logging.getLogger("interceptors.gateway")
@@ -513,7 +523,7 @@ class HttpFront:
             )
             return
         if isinstance(body, Oversized):  # answered with its id when its first bytes hold one, as on stdio
-            request_id = parse(body.head).id  # truncated: read by the string-aware scan, never decoded whole
+            request_id = recover_id(body.head)
             size = f"{MAX_LINE_BYTES >> 20} MiB"
             if request_id is None:
                 logger.warning("dropped a client message over the %s limit (no id in its first bytes)", size)
@@ -1003,10 +1013,7 @@ async def _send_error(
     *,
     extra: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
-    error: dict[str, Any] = {"code": code, "message": text}
-    if data is not None:
-        error["data"] = data
-    body = dumps_exact({"jsonrpc": "2.0", "id": request_id, "error": error})
+    body = error_message(request_id, code, text, data)
     headers = [*_JSON_HEADERS, (b"content-length", b"%d" % len(body)), *(extra or [])]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
@@ -1095,7 +1102,7 @@ def set_nodelay(sock: Any) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
-class ListenError(OSError):
+class ListenError(InterceptorsError, OSError):
     """The address cannot be listened on (in use, not ours)."""
 
 

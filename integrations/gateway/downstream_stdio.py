@@ -14,7 +14,7 @@ import sys
 from collections.abc import AsyncIterator
 from typing import BinaryIO, Final
 
-from .framing import MAX_LINE_BYTES, LineSplitter, Oversized
+from interceptors.protocol.framing import MAX_LINE_BYTES, LineSplitter, Oversized
 
 READ_CHUNK: Final = 256 * 1024
 

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import urlsplit
 
+from interceptors.errors import InterceptorsError
+
 logger = logging.getLogger("interceptors.gateway")
 
 MAX_HEAD_BYTES: Final = 64 * 1024
@@ -35,7 +37,7 @@ MAX_CONNECTIONS: Final = 256
 MAX_IDLE: Final = 64
 
 
-class WireError(Exception):
+class WireError(InterceptorsError):
     """The exchange failed at the transport (no HTTP status to report)."""
 
 
@@ -55,7 +57,7 @@ class StaleConnection(ProtocolFailure):
     """A reused connection closed before any byte of the response: the server may never have read the request."""
 
 
-class EventTooLarge(Exception):
+class EventTooLarge(InterceptorsError):
     """An SSE event (or the line being read) is larger than the parser's bound."""
 
 

@@ -28,6 +28,8 @@ from mcp.shared.message import SessionMessage
 
 from interceptors import INTERNAL_ERROR, InvocationContext, Registry
 from interceptors.codec import dumps_exact
+from interceptors.errors import InterceptorsError
+from interceptors.protocol.messages import Kind, parse
 from interceptors_chain import Chain
 
 from .catalog import Catalog
@@ -35,7 +37,6 @@ from .chain_adapter import ChainAdapter
 from .command import router_for
 from .local import LocalAnswers
 from .router import SendDownstream
-from .router.messages import Kind, parse
 from .runner import UPSTREAM_GONE, NoDownstream, Runner, declared_capabilities
 from .upstream_stdio import StdioUpstream
 
@@ -44,7 +45,7 @@ logger = logging.getLogger("interceptors.gateway")
 DEFAULT_UPSTREAM_TIMEOUT_S = 300.0
 
 
-class GatewayClosedError(RuntimeError):
+class GatewayClosedError(InterceptorsError, RuntimeError):
     """The upstream went away before the gateway started (or it was used after leaving its `async with`). Its
     handshake waits for the first client, whose `initialize` gets -32603 when the upstream fails it."""
 

@@ -30,6 +30,7 @@ from interceptors import (
     Principal,
     Registry,
 )
+from interceptors.errors import error_object as _error
 
 from .router import AnswerLocally
 
@@ -140,10 +141,3 @@ def _with_session_context(params: Mapping[str, Any] | None, context: Any) -> dic
     if isinstance(context, InvocationContext):
         out["context"] = context.to_wire()
     return out
-
-
-def _error(code: int, message: str, data: Any = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return error

@@ -27,9 +27,10 @@ from typing import Any, Final
 import anyio
 import orjson
 
+from interceptors.protocol.eras import Era
+from interceptors.protocol.messages import Kind, Message
+
 from .router import Action, Dropped, Router
-from .router.eras import Era
-from .router.messages import Kind, Message
 
 logger = logging.getLogger("interceptors.gateway")
 

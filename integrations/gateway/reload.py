@@ -29,6 +29,7 @@ import anyio
 import anyio.abc
 
 from interceptors import Registry
+from interceptors.errors import InterceptorsError
 from interceptors_chain import Chain, InterceptorOverride, RemoteServer
 from interceptors_chain.failures import describe
 from interceptors_server import HostConnection, InterceptorHost
@@ -76,7 +77,7 @@ class _Tracked:
             await self._idle.wait()
 
 
-class ReloadRejected(ValueError):
+class ReloadRejected(InterceptorsError, ValueError):
     """The new documents are invalid or their chain could not be built; the running configuration stays."""
 
 

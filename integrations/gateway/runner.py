@@ -21,12 +21,22 @@ import anyio.abc
 
 from interceptors import Phase
 from interceptors._fastinit import fast_init
-from interceptors.codec import dumps_exact
+from interceptors.protocol.framing import MAX_LINE_BYTES, Oversized
+from interceptors.protocol.messages import (
+    CLIENT_CAPABILITIES_META_KEY,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    Kind,
+    Message,
+    parse,
+    recover_id,
+)
+from interceptors.protocol.messages import error_message as _error_line
 from interceptors_chain.concurrency import start_eagerly
 
 from .catalog import Catalog
 from .chain_adapter import ChainAdapter
-from .framing import MAX_LINE_BYTES, Oversized
 from .local import LocalAnswers
 from .recovery import LIST_CHANGED_METHODS, Renewal, Renewed, SupervisedUpstream, UpstreamDown, UpstreamRestarted
 from .router import (
@@ -40,15 +50,6 @@ from .router import (
     SendDownstream,
     SendUpstream,
     UpstreamPhase,
-)
-from .router.messages import (
-    CLIENT_CAPABILITIES_META_KEY,
-    INTERNAL_ERROR,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    Kind,
-    Message,
-    parse,
 )
 
 logger = logging.getLogger("interceptors.gateway")
@@ -587,8 +588,7 @@ class Runner:
         """A client line over the limit: the error goes to its id when its first bytes name one (else id null,
         as JSON-RPC has it for an unreadable request), and one log line says what was dropped."""
         limit = getattr(self.downstream, "max_line", MAX_LINE_BYTES)
-        head = parse(line.head)  # truncated: read by the string-aware scan, never decoded whole
-        request_id = head.id
+        request_id = recover_id(line.head)
         reason = f"a message larger than the {_size(limit)} line limit"
         if request_id is None:
             logger.warning("dropped a client message over the %s line limit (no id in its first bytes)", _size(limit))
@@ -719,13 +719,6 @@ def declared_capabilities(first: bytes | Oversized | Message) -> dict[str, Any]:
 
 def _size(limit: int) -> str:
     return f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else f"{limit} bytes"
-
-
-def _error_line(request_id: Any, code: int, message: str, data: Any = None) -> bytes:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return dumps_exact({"jsonrpc": "2.0", "id": request_id, "error": error})
 
 
 @dataclass

@@ -44,7 +44,10 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx2
 import orjson
 
-from .framing import MAX_LINE_BYTES
+from interceptors.errors import InterceptorsError
+from interceptors.protocol.framing import MAX_LINE_BYTES
+from interceptors.protocol.methods import METHODS
+
 from .http_wire import ConnectFailed, Event, EventTooLarge, Pool, Response, StaleConnection, WireError, WireTimeout
 from .recovery import RENEWED, Renewed
 
@@ -69,24 +72,7 @@ INTERNAL_ERROR: Final = -32603
 MAX_RENEWALS: Final = 5
 """New sessions opened after a 404 within `RENEWAL_WINDOW_S` before the upstream counts as dead."""
 RENEWAL_WINDOW_S: Final = 60.0
-RETRY_SAFE: Final = frozenset(
-    {
-        "ping",
-        "tools/list",
-        "prompts/list",
-        "prompts/get",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-        "resources/subscribe",
-        "resources/unsubscribe",
-        "completion/complete",
-        "logging/setLevel",
-        "tasks/get",
-        "tasks/list",
-        "tasks/result",
-    }
-)
+RETRY_SAFE: Final = frozenset(METHODS.names(lambda row: row.retry_safe))
 """Requests sent again on a new session after a 404: reads, lists and idempotent settings. Anything else
 (`tools/call` first of all: it may act) is answered with an error instead, never sent twice."""
 STALE: Final = (
@@ -103,7 +89,7 @@ UpstreamItem = bytes | tuple[bytes, int] | Renewed
 """A message from the upstream; with the upstream id of the request whose stream carried it."""
 
 
-class UpstreamUrlError(ValueError):
+class UpstreamUrlError(InterceptorsError, ValueError):
     """The `--upstream` URL is not an http(s) URL."""
 
 

@@ -14,14 +14,14 @@ import signal
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Final
 
+from interceptors.errors import InterceptorsError
+from interceptors.protocol.framing import MAX_LINE_BYTES, LineSplitter, Oversized
 from interceptors_chain.stdio_pipe import stop_grace_s
-
-from .framing import MAX_LINE_BYTES, LineSplitter, Oversized
 
 READ_CHUNK: Final = 256 * 1024
 
 
-class UpstreamStartError(OSError):
+class UpstreamStartError(InterceptorsError, OSError):
     """The upstream command could not be started (not found, not executable)."""
 
 

@@ -21,6 +21,8 @@ from typing import Any
 
 import orjson
 
+from ..store_breaker import redis_client
+
 logger = logging.getLogger("interceptors.policy")
 
 DEFAULT_STREAM = "mcp-interceptors:audit"
@@ -41,11 +43,7 @@ class RedisAuditStream:
         maxlen: int = DEFAULT_MAXLEN,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if isinstance(client, str):
-            import redis
-
-            client = redis.Redis.from_url(client, socket_timeout=2.0, socket_connect_timeout=2.0)
-        self.client = client
+        self.client = redis_client(client)
         self.stream = stream
         self.maxlen = maxlen
         self._failing = False

@@ -18,6 +18,7 @@ from typing import Any
 from .._fastinit import fast_init
 from ..errors import INVALID_PARAMS
 from ..outcomes import REQUESTER_ERROR_KEY, SUBSTITUTE_RESULT_KEY
+from ..protocol.methods import METHODS, Stage
 from ..wire import Principal
 from .access import CompiledRule, decide
 from .arguments import Refusal
@@ -30,8 +31,8 @@ from .principal import principal_id, roles_of
 from .ratelimit import Clock, RateLimit, RateLimiter
 from .uris import UriRefused, uri_idents
 
-CALL_METHODS = ("tools/call", "resources/read", "prompts/get", "completion/complete")
-LIST_METHODS = tuple(LIST_KEYS)
+CALL_METHODS = METHODS.names(Stage.POLICY)
+LIST_METHODS = METHODS.names(Stage.POLICY_LISTS)
 EMPTY_COMPLETION: Mapping[str, Any] = {"completion": {"values": [], "total": 0, "hasMore": False}}
 DECISION_CACHE_SIZE = 8192
 AUDIT_REDACT_MEMO = 4096

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import INVALID_PARAMS, InterceptorRpcError
+from ..errors import INVALID_PARAMS, InterceptorRpcError, InterceptorsError
 
 ACCESS_DENIED = -31001
 """A policy denial (the primitive is visible, or `hide_denied` is off). Data `{reason, policy}`."""
@@ -15,7 +15,7 @@ NOT_FOUND = INVALID_PARAMS
 """Unknown or hidden primitive: -32602, exactly what a nonexistent name gets."""
 
 
-class PolicyError(ValueError):
+class PolicyError(InterceptorsError, ValueError):
     """An invalid policy document. Lists field paths and problems only: values (a vault key) are never shown."""
 
     def __init__(self, source: str, problems: Sequence[str], *, kind: str = "policy") -> None:

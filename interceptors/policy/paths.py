@@ -29,6 +29,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote_to_bytes
 
+from ..errors import InterceptorsError
+
 MAX_PATH = 4096
 INVISIBLE = frozenset(
     "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u200b\u200c\u200d\u200e\u200f"
@@ -44,7 +46,7 @@ PROC_ANY = re.compile(r"/proc/+(?:self|thread-self|\d+)/+(?:task/+\d+/+)?(?:cwd|
 PROC_LINK = re.compile(r"^/(?:proc/(?:self|thread-self|\d+)(?:/task/\d+)?/(?:cwd|fd|map_files|exe)|dev/fd)(?:/|$)")
 
 
-class PathRefused(ValueError):
+class PathRefused(InterceptorsError, ValueError):
     """A path that cannot be judged one way only. The message says why and never quotes the path."""
 
 

@@ -22,6 +22,7 @@ import re
 import unicodedata
 from urllib.parse import unquote_to_bytes
 
+from ..errors import InterceptorsError
 from .paths import DRIVE, INVISIBLE, PROC_LINK, PROC_ROOT, proc_detour
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
@@ -30,7 +31,7 @@ _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _SLASHES = re.compile(r"/{2,}")
 
 
-class UriRefused(ValueError):
+class UriRefused(InterceptorsError, ValueError):
     """A resource URI that cannot be read one way only. The message says why and never quotes the URI."""
 
 

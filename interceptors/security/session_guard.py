@@ -67,6 +67,7 @@ class SessionGuard:
     def __call__(self, invocation: Invocation) -> Verdict:
         context = invocation.context
         trace = None if context is None else context.trace_id
+        origin: str | None = None
         if invocation.phase == Phase.REQUEST:
             session = session_key(invocation)
             if trace is not None:
@@ -78,18 +79,24 @@ class SessionGuard:
             if known is None:
                 session = session_key(invocation)
             else:
-                session, target = known
-                self.guard._remember_target(session, target)  # this call's origin (no await in between)
+                session, origin = known  # this call's origin, passed along (other calls may be judged meanwhile)
         keyed = (
             InvocationContext(session_id=session)
             if context is None
             else dataclasses.replace(context, session_id=session)
         )
-        return self.guard(dataclasses.replace(invocation, context=keyed))
+        return self.guard.judge(dataclasses.replace(invocation, context=keyed), session, origin)
+
+    @property
+    def shared(self) -> bool:
+        """Whether the taints live in a network store (Redis), whose round trips may block."""
+        return bool(getattr(self.guard._store, "shared", False))
 
 
 def guard_registry(guard: SessionGuard) -> Registry:
-    """One validator on both phases of the calls that read or send data across a boundary."""
+    """One validator on both phases of the calls that read or send data across a boundary: inline (a lookup in
+    memory), or in a worker thread when the taints live in Redis (a round trip that may stall, up to the store's
+    deadline, must never hold up the event loop)."""
     registry = Registry()
     registry.register(
         guard,
@@ -98,6 +105,6 @@ def guard_registry(guard: SessionGuard) -> Registry:
         events=list(GUARDED_EVENTS),
         phase=["request", "response"],
         description="a secret read from one server may not be sent to another (per session)",
-        inline=True,  # a lookup and, with --redis, one round trip: no worker thread
+        inline=not guard.shared,
     )
     return registry

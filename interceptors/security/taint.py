@@ -4,22 +4,43 @@ A taint is (secret, format id, origin server). Redis holds no secret in clear: e
 (`key`, the same in every process that shares the store), the session id is hashed too, and a session's
 hash expires `ttl_s` after its last new taint. Any Redis failure raises `TaintStoreUnavailable`: the
 guard refuses the send (fail closed) unless it was built with `fail_open`.
+
+A stalled Redis never stalls the calls (issue 31): every round trip goes through the store's breaker
+(`interceptors/store_breaker.py`): a thread of its own, waited for at most `STORE_DEADLINE_S`, open at once
+for every call waiting behind the one that found Redis hung or failing, then left alone for 1 s and asked
+by one call at a time (waiting at most `SMALL_PROBE_DEADLINE_S`). `shared` tells the guard's stage to judge calls
+in a worker thread, never on the event loop.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from ..errors import InterceptorsError
+from ..store_breaker import SMALL_DEADLINE_S, SMALL_PROBE_DEADLINE_S, StoreBreaker, redis_client
+
 Taint = tuple[str, str]
 """(format id, origin server)"""
 
+logger = logging.getLogger("interceptors.security")
 
-class TaintStoreUnavailable(RuntimeError):
-    """The shared taint store could not be read or written."""
+STORE_DEADLINE_S = SMALL_DEADLINE_S
+"""The longest a call waits for one taint round trip (an `HMGET` or a tiny script, like the rate limiter's)."""
+STORE_THREADS = 8
+"""The store's threads (more concurrent calls queue for one, within their deadline)."""
+
+
+class TaintStoreUnavailable(InterceptorsError, RuntimeError):
+    """The shared taint store could not be read or written (or did not answer within its deadline)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
 
 
 class TaintStore(Protocol):
@@ -70,11 +91,27 @@ return redis.call('HLEN', KEYS[1])
 class RedisTaintStore:
     """Taints in one Redis hash per session, shared by every gateway process."""
 
-    def __init__(self, client: Any, *, key: bytes, prefix: str = "mcp-interceptors:taint", ttl_s: int = 86_400) -> None:
-        if isinstance(client, str):
-            import redis
+    shared = True
+    """A network store: its calls may block, so the guard's stage judges calls in a worker thread."""
 
-            client = redis.Redis.from_url(client, socket_timeout=2.0, socket_connect_timeout=2.0)
+    def __init__(
+        self,
+        client: Any,
+        *,
+        key: bytes,
+        prefix: str = "mcp-interceptors:taint",
+        ttl_s: int = 86_400,
+        deadline: float = STORE_DEADLINE_S,
+    ) -> None:
+        self.breaker = StoreBreaker(
+            label="guard taint store",
+            logger=logger,
+            deadline=deadline,
+            threads=STORE_THREADS,
+            probe_deadline=SMALL_PROBE_DEADLINE_S,
+            error=TaintStoreUnavailable,
+        )
+        client = redis_client(client)
         if not key:
             raise ValueError("a RedisTaintStore needs a key shared by every process (secrets are stored hashed)")
         self.client = client
@@ -93,10 +130,7 @@ class RedisTaintStore:
         wanted = list(dict.fromkeys(secrets))
         if not wanted:
             return {}
-        try:
-            values = self.client.hmget(self._session_key(session), [self._hash(s) for s in wanted])
-        except Exception as exc:
-            raise TaintStoreUnavailable(type(exc).__name__) from None
+        values = self.breaker.call(self.client.hmget, self._session_key(session), [self._hash(s) for s in wanted])
         out: dict[str, Taint] = {}
         for secret, value in zip(wanted, values, strict=True):
             if value is not None:
@@ -108,9 +142,6 @@ class RedisTaintStore:
         args: list[str] = []
         for secret, (format_id, origin) in taints.items():
             args += [self._hash(secret), f"{format_id}\x1f{origin}"]
-        try:
-            if not args:
-                return int(self.client.hlen(self._session_key(session)))
-            return int(self._record(keys=[self._session_key(session), str(self.ttl_s)], args=args))
-        except Exception as exc:
-            raise TaintStoreUnavailable(type(exc).__name__) from None
+        if not args:
+            return int(self.breaker.call(self.client.hlen, self._session_key(session)))
+        return int(self.breaker.call(self._record, keys=[self._session_key(session), str(self.ttl_s)], args=args))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, unquote_plus
 
+from ..errors import InterceptorsError
 from ._mask import mask, masked_window
 
 MAX_DEPTH = 3
@@ -31,15 +32,15 @@ _JSON_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|[\"\\/bfnrt])")
 _SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 
-class LeakError(AssertionError):
+class LeakError(InterceptorsError, AssertionError):
     """A planted secret came out (the message masks it)."""
 
 
-class FalsePositiveError(AssertionError):
+class FalsePositiveError(InterceptorsError, AssertionError):
     """A value that had to come out unchanged did not (the message shows it: decoys are not secrets)."""
 
 
-class RoundtripError(AssertionError):
+class RoundtripError(InterceptorsError, AssertionError):
     """A pseudonymizer did not give a value back (the message masks it)."""
 
 

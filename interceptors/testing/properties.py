@@ -44,6 +44,7 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from ..enums import Phase
+from ..errors import InterceptorsError
 from ..registry import Invocation
 from ..transforms import (
     META_KEY,
@@ -94,7 +95,7 @@ MIN_SECRET_LENGTH = 6
 """Planted values shorter than this are not drawn: four random characters can turn up in a report by chance."""
 
 
-class PropertyFailures(AssertionError):
+class PropertyFailures(InterceptorsError, AssertionError):
     """One or more standard properties failed; the message lists each, with its (masked) reason."""
 
     def __init__(self, failures: Mapping[str, BaseException]) -> None:

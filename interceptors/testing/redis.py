@@ -14,14 +14,16 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ..errors import InterceptorsError
+
 _START_TIMEOUT_S = 10.0
 
 
-class RedisUnavailable(RuntimeError):
+class RedisUnavailable(InterceptorsError, RuntimeError):
     """No Redis to use here (no client package, no `$REDIS_URL` that answers, no `redis-server`)."""
 
 
-class RedisStartError(RuntimeError):
+class RedisStartError(InterceptorsError, RuntimeError):
     """A `redis-server` was found but did not start."""
 
 

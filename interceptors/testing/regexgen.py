@@ -29,6 +29,8 @@ from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
+from ..errors import InterceptorsError
+
 _parser: Any = importlib.import_module("re._parser")
 T = TypeVar("T")
 
@@ -39,7 +41,7 @@ _WORD = string.ascii_letters + string.digits + "_"
 _SEEDS = st.integers(0, 2**64 - 1)
 
 
-class UnsupportedPattern(ValueError):
+class UnsupportedPattern(InterceptorsError, ValueError):
     """The pattern uses a construct this compiler does not generate."""
 
 

@@ -6,6 +6,7 @@ what a call needs travels in a `TransformContext`, including the report the tran
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -151,7 +152,10 @@ def _copy(value: Any) -> Any:
 
 def render_json(value: Any) -> str:
     """The indented JSON text a model reads; budgets are measured on it."""
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str).decode()
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str).decode()
+    except TypeError:  # an integer beyond 64 bits (exact JSON allows it; orjson does not)
+        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
 # --- options -------------------------------------------------------------------------------------------

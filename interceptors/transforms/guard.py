@@ -113,7 +113,7 @@ class SecretGuard(Transform):
         super().__init__(transform_id)
         opts = Options(self.type, options, self.OPTIONS, path)
         self.action = opts.choice("action", "reject", ("reject", "redact"))
-        categories = opts.strings("categories", ("secret",))
+        categories = opts.strings("categories", ("secret", "credential"))
         if not categories or any(c not in CATEGORIES for c in categories):
             raise ValueError(f"{path}.categories: must be a non-empty list of {', '.join(CATEGORIES)}")
         self.categories = categories
@@ -121,8 +121,9 @@ class SecretGuard(Transform):
         rules = guarded_key_rules(categories)
         options = {
             "strategies": {category: "redact" for category in categories},
-            # The 0.5 high-entropy heuristic would refuse every opaque id a model passes along.
-            "min_confidence": opts.number("min_confidence", 0.8, 0.0, 1.0),
+            # The 0.5 high-entropy heuristic would refuse every opaque id a model passes along; 0.75 keeps a
+            # labelled key (`api_key: …`), which a model has no reason to pass on.
+            "min_confidence": opts.number("min_confidence", 0.75, 0.0, 1.0),
             "scan_keys": True,  # a credential used as an argument name is still a credential
             "tags": False,
             "name_mentions": False,

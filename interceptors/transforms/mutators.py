@@ -28,8 +28,8 @@ from urllib.parse import unquote
 
 from .._fastinit import fast_init
 from ..errors import INVALID_PARAMS
-from ..events import SERVER_INFO_EVENT
 from ..outcomes import Mutation, Verdict
+from ..protocol.methods import METHODS, Stage
 from ..registry import Invocation, Registry
 from .assembly import assemble_input, assemble_output, check_transform_sections
 from .base import Pipeline, TransformContext, default_pseudonymizer
@@ -38,25 +38,14 @@ from .channels import CHANNEL_META_KEY, transform_metadata, transform_payload
 from .guard import SecretGuard, SecretsRefused
 from .strategies import KeyedHasher, Pseudonymizer
 
-OUTPUT_EVENTS = ("tools/call", "resources/read", "prompts/get", "completion/complete")
-METADATA_EVENTS = (
-    "tools/list",
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-    SERVER_INFO_EVENT,
-    "tasks/get",
-    "tasks/result",
-    "tasks/list",
-    "tasks/cancel",
-    "logging/setLevel",
-    "resources/subscribe",
-)
+OUTPUT_EVENTS = METHODS.names(Stage.OUTPUT)
+METADATA_EVENTS = METHODS.response_events(Stage.METADATA)
 """Response-phase events whose results are metadata (or a task's stored result), scrubbed by the output stage;
-the last two carry what a gateway relays outside any request (logs, resource updates)."""
-CLIENT_REQUEST_EVENTS = ("sampling/createMessage", "elicitation/create")
+`logging/setLevel` and `resources/subscribe` carry what a gateway relays outside any request (logs, resource
+updates)."""
+CLIENT_REQUEST_EVENTS = METHODS.names(Stage.OUTBOUND)
 """Requests a server sends the client: their params are scrubbed on the way out (request phase)."""
-CLIENT_ANSWER_EVENTS = (*CLIENT_REQUEST_EVENTS, "roots/list")
+CLIENT_ANSWER_EVENTS = METHODS.names(Stage.ANSWERS)
 """Requests a server sends the client whose answers (response phase, receiving) the guard judges."""
 ALL_EVENTS = (*OUTPUT_EVENTS, *METADATA_EVENTS, *CLIENT_ANSWER_EVENTS)
 GUARDED_CHANNELS: dict[str, tuple[tuple[str, ...], ...]] = {

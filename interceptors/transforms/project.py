@@ -19,6 +19,8 @@ _DOUBLE = object()
 _ANY = object()
 _PRUNED = object()
 _BUDGET_PASSES = 24
+_INDEX = "\x00index"
+"""The segment every list index steps as when no glob can tell indexes apart (`PathGlobs.index_blind`)."""
 
 
 class PathGlobs:
@@ -27,6 +29,13 @@ class PathGlobs:
     def __init__(self, globs: tuple[str, ...]) -> None:
         self.patterns = [tuple(self._segment(s) for s in glob.split(".")) for glob in globs]
         self.start = self._closure({(i, 0) for i in range(len(self.patterns))})
+        # Where no segment is a number or a glob with a class, every list index steps alike: one memo entry
+        # stands for all of them (a million-item list would otherwise fill the memo and redo the closure).
+        self.index_blind = not any(
+            isinstance(part, re.Pattern) or (isinstance(part, str) and part.isdigit())
+            for pattern in self.patterns
+            for part in pattern
+        )
         self._memo: dict[tuple[frozenset[tuple[int, int]], str], frozenset[tuple[int, int]]] = {}
         self._accepting: dict[frozenset[tuple[int, int]], bool] = {}
 
@@ -53,6 +62,8 @@ class PathGlobs:
     def step(self, states: frozenset[tuple[int, int]], segment: str) -> frozenset[tuple[int, int]]:
         if not states:
             return states
+        if self.index_blind and segment.isdigit():
+            segment = _INDEX
         key = (states, segment)
         found = self._memo.get(key)
         if found is not None:
@@ -213,25 +224,26 @@ class Projection(Transform):
         return shaped
 
 
-def _extent(value: Any, depth: int = 0) -> tuple[int, int, int]:
-    """(longest list, longest string, depth) of a value."""
-    if isinstance(value, str):
-        return 0, len(value), depth
-    if isinstance(value, dict):
-        parts = [_extent(v, depth + 1) for v in value.values()]
-        return (
-            max((p[0] for p in parts), default=0),
-            max((p[1] for p in parts), default=0),
-            max((p[2] for p in parts), default=depth + 1),
-        )
-    if isinstance(value, list | tuple):
-        parts = [_extent(v, depth + 1) for v in value]
-        return (
-            max([len(value), *(p[0] for p in parts)]),
-            max((p[1] for p in parts), default=0),
-            max((p[2] for p in parts), default=depth + 1),
-        )
-    return 0, 0, depth
+def _extent(value: Any) -> tuple[int, int, int]:
+    """(longest list, longest string, depth) of a value: an empty container counts as one level, like a full
+    one. Iterative: a wide or deep value costs one visit per node and no recursion."""
+    longest_list = longest_string = deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, str):
+            longest_string = max(longest_string, len(node))
+            deepest = max(deepest, depth)
+        elif isinstance(node, dict):
+            deepest = max(deepest, depth + 1) if not node else deepest
+            stack.extend((child, depth + 1) for child in node.values())
+        elif isinstance(node, list | tuple):
+            longest_list = max(longest_list, len(node))
+            deepest = max(deepest, depth + 1) if not node else deepest
+            stack.extend((child, depth + 1) for child in node)
+        else:
+            deepest = max(deepest, depth)
+    return longest_list, longest_string, deepest
 
 
 class _Shaper:
@@ -315,6 +327,14 @@ class _Shaper:
         ex: frozenset[tuple[int, int]],
         inc: frozenset[tuple[int, int]] | None,
     ) -> Any:
+        cap = self.caps.max_list
+        if cap is not None and len(items) > cap and self._keeps_every_item(ex, inc):
+            # Nothing can drop an item, so the items past the cap are cut whatever they hold: they are not walked.
+            kept = [self.child("0", item, depth, ex, inc) for item in items[:cap]]
+            if self.proj.list_marker:
+                kept.append(f"{ELLIPSIS} {len(items) - cap} more items")
+            self.bump("lists_truncated")
+            return kept
         out = []
         for index, item in enumerate(items):
             new = self.child(str(index), item, depth, ex, inc)
@@ -322,7 +342,6 @@ class _Shaper:
                 out.append(new)
         if inc is not None and not out:
             return _PRUNED
-        cap = self.caps.max_list
         if cap is not None and len(out) > cap:
             more = len(out) - cap
             out = out[:cap]
@@ -330,6 +349,17 @@ class _Shaper:
                 out.append(f"{ELLIPSIS} {more} more items")
             self.bump("lists_truncated")
         return out
+
+    def _keeps_every_item(self, ex: frozenset[tuple[int, int]], inc: frozenset[tuple[int, int]] | None) -> bool:
+        """No item of a list here can be pruned: no include, no dropping of nulls or empties, and no exclude glob
+        that can match an index (`index_blind`, so item 0 stands for every item)."""
+        proj = self.proj
+        if inc is not None or proj.drop_nulls or proj.drop_empty:
+            return False
+        exclude = proj.exclude
+        if exclude is None or not ex:
+            return True
+        return exclude.index_blind and not exclude.accepts(exclude.step(ex, "0"))
 
     def string(self, text: str) -> str:
         cap = self.caps.max_string

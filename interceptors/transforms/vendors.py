@@ -122,12 +122,12 @@ VENDOR_DETECTORS: tuple[Detector, ...] = (
        "OpenRouter API keys (openrouter.ai/keys)", "OpenRouter API keys: sk-or-v1- + 64 hex"),
     # --- code hosts, package registries, CI ------------------------------------------------------------------
     _v("gitlab_token",
-       _lb() + r"gl(?:pat|dt|rt|ptt|cbt|ft|imt|oas|soat|ffct|agent)-[A-Za-z0-9_-]{20,300}+"
+       _lb() + r"gl(?:pat|dt|rtr|rt|ptt|cbt|ft|imt|oas|soat|ffct|agent|wt)-[A-Za-z0-9_-]{20,300}+"
        r"(?:\.[0-9a-z]{2}\.[0-9a-z]{7,12}+|\.[0-9a-z]{7,12}+)?" + _LA_DOT
        + r"|" + _lb() + r"GR1348941[A-Za-z0-9_-]{20,64}+" + _la(),
        ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glft-", "glimt-", "gloas-", "glsoat-", "glffct-",
-        "glagent-", "gr1348941"),
-       "(('glpat-'|'gldt-'|'glrt-'|'glptt-'|'glcbt-'|'glft-'|'glsoat-') [A-Za-z0-9_-]{20}"
+        "glagent-", "glrtr-", "glwt-", "gr1348941"),
+       "(('glpat-'|'gldt-'|'glrt-'|'glrtr-'|'glptt-'|'glcbt-'|'glft-'|'glsoat-'|'glwt-') [A-Za-z0-9_-]{20}"
        "|'glpat-' [A-Za-z0-9_-]{27,40} '.01.' [0-9a-z]{9}|'GR1348941' [A-Za-z0-9_-]{20})",
        "GitLab token prefixes (docs.gitlab.com/security/tokens, 'Token prefixes')",
        "GitLab personal, deploy, runner, trigger, CI job, feed, OAuth and agent tokens (glpat-, gldt-, glrt-, …)"),
@@ -602,9 +602,48 @@ GAP_DETECTORS: tuple[Detector, ...] = (
        "'sl.' [A-Za-z0-9_-]{138}",
        "Dropbox short-lived access tokens (developers.dropbox.com/oauth-guide)",
        "Dropbox short-lived access tokens: sl. (or sl.u.) + 130 or more", min_length=133),
+    # Families with a documented prefix that CredSweeper's labelled samples showed passing (issue 30's public run)
+    _v("vercel_token", _lb() + r"vc[pikar]_[A-Za-z0-9]{40,64}+" + _la(), ("vcp_", "vci_", "vck_", "vca_", "vcr_"),
+       "('vcp_'|'vci_'|'vck_'|'vca_'|'vcr_') [A-Za-z0-9]{56}",
+       "Vercel access tokens with a type prefix (vercel.com/docs, 'Account tokens'; vercel.com/changelog, "
+       "'new token formats')", "Vercel personal, integration, API-key, app and refresh tokens: vc?_ + 56 base62"),
+    _v("posthog_personal_api_key", _lb() + r"phx_[A-Za-z0-9]{40,70}+" + _la(), ("phx_",), "'phx_' [A-Za-z0-9]{60}",
+       "PostHog personal API keys (posthog.com/docs/api: phx_; the project key phc_ is public and not matched)",
+       "PostHog personal API keys: phx_ + 40-70 base62"),
+    _v("notion_token", _lb() + r"ntn_\d{11}[A-Za-z0-9]{35}" + _la(), ("ntn_",), "'ntn_' [0-9]{11} [A-Za-z0-9]{35}",
+       "Notion integration tokens, ntn_ format (developers.notion.com, 'Authorization')",
+       "Notion integration tokens: ntn_ + 11 digits + 35 base62"),
+    _v("tavily_api_key", _lb() + r"tvly-(?:dev-|prod-)?[A-Za-z0-9]{32}" + _la(), ("tvly-",),
+       "('tvly-'|'tvly-dev-') [A-Za-z0-9]{32}", "Tavily API keys (docs.tavily.com, 'API key')",
+       "Tavily API keys: tvly- (or tvly-dev-) + 32 base62"),
+    _v("llamacloud_api_key", _lb() + r"llx-[A-Za-z0-9_-]{40,60}+" + _la(), ("llx-",), "'llx-' [A-Za-z0-9]{48}",
+       "LlamaCloud API keys (docs.cloud.llamaindex.ai, 'API keys')", "LlamaCloud API keys: llx- + 48"),
+    _v("cloudflare_api_token", _lb() + r"cf(?:ut|at)_[A-Za-z0-9]{40,60}+" + _la(), ("cfut_", "cfat_"),
+       "('cfut_'|'cfat_') [A-Za-z0-9]{48}",
+       "Cloudflare user and account API tokens with a scannable prefix (developers.cloudflare.com, 'API token "
+       "formats')", "Cloudflare user/account API tokens: cfut_/cfat_ + 40-60 base62"),
+    _v("netlify_access_token", _lb() + r"nf[pc]_[A-Za-z0-9]{36,40}" + _la(), ("nfp_", "nfc_"),
+       "'nfp_' [A-Za-z0-9]{36}", "Netlify personal access tokens (docs.netlify.com, 'Personal access tokens')",
+       "Netlify personal access tokens: nfp_ + 36 base62"),
+    _v("postman_collection_token", _lb() + r"PMAT-[0-9A-Z]{26}" + _la(), ("pmat-",), "'PMAT-' [0-9A-Z]{26}",
+       "Postman collection access tokens (learning.postman.com, 'Collection access keys')",
+       "Postman collection access tokens: PMAT- + 26 (a ULID alphabet)"),
+    _v("docker_swarm_secret", _lb() + r"(?:SWMTKN-1-[a-z0-9]{50}-[a-z0-9]{25}|SWMKEY-1-[A-Za-z0-9+/]{43})"
+       + _la(r"A-Za-z0-9+/"), ("swmtkn-1-", "swmkey-1-"),
+       "('SWMTKN-1-' [a-z0-9]{50} '-' [a-z0-9]{25}|'SWMKEY-1-' [A-Za-z0-9+/]{43})",
+       "Docker Swarm join tokens and unlock keys (docs.docker.com/engine/swarm/join-nodes, swarm_manager_locking)",
+       "Docker Swarm join tokens (SWMTKN-1-…) and autolock unlock keys (SWMKEY-1-…)"),
+    # No literal to hint at (two letters would wake it everywhere): a gate over the payload decides.
+    _v("nats_nkey_seed", r"(?<![A-Z2-7])S[UAONCXP][A-Z2-7]{56}(?![A-Z2-7])", (),
+       "'S' ('U'|'A'|'O'|'N'|'C') [A-Z2-7]{56}",
+       "NATS NKEY seeds: private Ed25519 seeds, base32 with an S then the key's role (docs.nats.io, 'NKeys')",
+       "NATS NKEY private seeds: S + role letter + 56 base32", entity="private_key", confidence=0.9,
+       gate=r"S[UAONCXP][A-Z2-7]{56}"),
 )  # fmt: skip
 
-_DUMMY = re.compile(r"(?i)example|(?:x[-_]?){6}|thisis|your[-_]?(?:token|key|secret)|redacted|placeholder|(?-i:abcdef)")
+_DUMMY = re.compile(
+    r"(?i)example|(?:x[-_]?){6}|thisis|your[-_]?(?:token|key|secret)|redacted|placeholder|(?-i:abcdef|012345|123456)"
+)
 _RUN = re.compile(r"(.)\1{7}")
 _DUMMY_B64 = ("RVhBTVBMR", "V4YW1wbG", "FWEFNUExF", "ZXhhbXBsZ")  # "EXAMPLE"/"example" at each base64 alignment
 

@@ -14,6 +14,8 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..errors import InterceptorsError
+
 DEFAULT_KEY_ENV = "MCP_INTERCEPTORS_VAULT_KEY"
 """The variable read when the policy gives no key (the same default the policy engine uses)."""
 
@@ -30,7 +32,7 @@ PURPOSES = (
 )
 
 
-class VaultKeyError(ValueError):
+class VaultKeyError(InterceptorsError, ValueError):
     """A key that cannot be used. The message never contains the key."""
 
 

@@ -24,13 +24,14 @@ import orjson
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from ..errors import InterceptorsError
 from .keys import VaultKeys
 
 FILE_FORMAT = "mcp-interceptors-vault/1"
 MAX_FILE_BYTES = 1 << 30
 
 
-class VaultFileError(ValueError):
+class VaultFileError(InterceptorsError, ValueError):
     """A vault file that cannot be used (wrong key, tampered, malformed). Nothing was loaded."""
 
 

@@ -12,28 +12,28 @@ store sub-key with the field name as associated data (an entry cannot be moved t
 and indexes are keyed HMACs. Claims, lookups and reversals are Lua scripts, so each is atomic and one
 round trip; reversal looks up every candidate of a text in one call.
 
-A stalled or failing Redis never stalls the calls (issue 31): every round trip runs on a thread of the
-store's own and is waited for at most `STORE_DEADLINE_S`. The call that finds Redis hung (or failing)
-opens the breaker at once for every call waiting behind it and after it; they all fail at once with
-`VaultStoreUnavailable` (-32603, `data.reason = "vault_store_unavailable"`), which the chain answers as
-is: fail closed (a result that cannot be re-pseudonymised is never passed in clear, a token never
-invented). Redis is then left alone for `UNAVAILABLE_RETRY_S`, then asked by one call at a time; the
-warning is one line per `WARN_EVERY_S` with the count of failures it held back.
+A stalled or failing Redis never stalls the calls (issue 31): every round trip goes through the store's
+breaker (`interceptors/store_breaker.py`: a thread of its own, at most `STORE_DEADLINE_S`, open at once
+for every call waiting behind the one that found Redis hung, then one probing call at a time after
+`UNAVAILABLE_RETRY_S`). A failed call raises `VaultStoreUnavailable` (-32603,
+`data.reason = "vault_store_unavailable"`), which the chain answers as is: fail closed (a result that
+cannot be re-pseudonymised is never passed in clear, a token never invented).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
 from ..errors import INTERNAL_ERROR, RequesterError
+from ..store_breaker import UNAVAILABLE_RETRY_S as UNAVAILABLE_RETRY_S
+from ..store_breaker import WARN_EVERY_S as WARN_EVERY_S
+from ..store_breaker import StoreBreaker
 from .store import ClaimStatus, Entry, Pair, StoreKeys
 
 if TYPE_CHECKING:
@@ -106,7 +106,6 @@ return out
 """
 
 logger = logging.getLogger("interceptors.vault")
-T = TypeVar("T")
 
 STORE_DEADLINE_S = 1.5
 """The longest a call waits for one Redis round trip. A healthy Redis answers in about a millisecond; the
@@ -118,9 +117,6 @@ SOCKET_TIMEOUT_S = 5.0
 """The Redis client's socket timeout: only the bound on a store thread left waiting past its deadline."""
 STORE_THREADS = 8
 """Round trips in flight at most: with every one still waiting on a hung store, a call fails at once."""
-UNAVAILABLE_RETRY_S = 1.0
-"""After a failure, Redis is not asked again for this long (calls fail at once), then by one call at a time."""
-WARN_EVERY_S = 10.0
 UNAVAILABLE_MESSAGE = "Vault state unavailable; retry in 1s"
 
 
@@ -137,102 +133,20 @@ class VaultStoreUnavailable(RequesterError):
         self.why = why
 
 
-class StoreBreaker:
-    """Runs each round trip on a thread of its own with a deadline; opens at once when one fails or hangs."""
-
-    def __init__(
-        self,
-        *,
-        deadline: float = STORE_DEADLINE_S,
-        threads: int = STORE_THREADS,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.deadline = deadline
-        self.threads = threads
-        self.clock = clock
-        self._lock = threading.Lock()
-        self._executor: ThreadPoolExecutor | None = None  # made on first use
-        self._busy = 0  # round trips still running (one left behind by a deadline runs to its socket timeout)
-        self._tripped: Future[None] = Future()  # completed when the breaker opens: the waiting calls give up
-        self._failed = False
-        self._down_until = 0.0
-        self._probing = False  # one call is asking again: the others fail at once
-        self._warned_at = -WARN_EVERY_S
-        self._unwarned = 0
-
-    @property
-    def open(self) -> bool:
-        """Whether the last round trip failed (calls fail at once, or one probes)."""
-        return self._failed
-
-    def call(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """`function(*args, **kwargs)` (one Redis round trip) on a store thread, or `VaultStoreUnavailable`."""
-        with self._lock:
-            if self._failed and (self._probing or self.clock() < self._down_until):
-                closed: str | None = None  # it failed a moment ago, or one call is asking it again
-            elif self._busy >= self.threads:
-                closed = "every store call in flight is still waiting"  # a hung store holds them all
-            else:
-                closed = ""
-                self._probing = self._failed
-                self._busy += 1
-                tripped = self._tripped
-                if self._executor is None:
-                    self._executor = ThreadPoolExecutor(self.threads, thread_name_prefix="vault-store")
-                executor = self._executor
-        if closed != "":
-            if closed is not None:
-                self._trip()
-            raise self._unavailable(closed or "not asked again yet")
-        try:
-            asked = executor.submit(self._run, function, args, kwargs)
-        except RuntimeError:  # the interpreter is shutting down
-            with self._lock:
-                self._busy -= 1
-                self._probing = False
-            raise self._unavailable("shutting down") from None
-        waited: tuple[Future[Any], ...] = (asked, tripped)
-        done, _ = wait(waited, timeout=self.deadline, return_when=FIRST_COMPLETED)
-        if asked not in done:  # no answer in time (or another call found the store hung): the breaker opens
-            if not tripped.done():
-                self._trip()
-            raise self._unavailable(f"no answer within {self.deadline:g}s")
-        try:
-            result = asked.result()
-        except Exception as exc:  # redis.RedisError, a closed socket, a script error: the store is unavailable
-            self._trip()
-            raise self._unavailable(type(exc).__name__) from None
-        with self._lock:
-            self._failed = self._probing = False
-        return result
-
-    def _run(self, function: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
-        try:
-            return function(*args, **kwargs)
-        finally:
-            with self._lock:
-                self._busy -= 1
-
-    def _trip(self) -> None:
-        with self._lock:
-            self._failed, self._probing = True, False
-            self._down_until = self.clock() + UNAVAILABLE_RETRY_S
-            tripped, self._tripped = self._tripped, Future()
-        if not tripped.done():
-            tripped.set_result(None)
-
-    def _unavailable(self, why: str) -> VaultStoreUnavailable:
-        now = self.clock()
-        with self._lock:  # calls fail on several threads at once
-            warn = now - self._warned_at >= WARN_EVERY_S
-            if warn:
-                held, self._unwarned, self._warned_at = self._unwarned, 0, now
-            else:
-                self._unwarned += 1
-        if warn:
-            more = f" (and {held} more failed calls since the last warning)" if held else ""
-            logger.warning("vault store unavailable: %s%s", why, more)
-        return VaultStoreUnavailable(why)
+def vault_breaker(
+    *, deadline: float = STORE_DEADLINE_S, threads: int = STORE_THREADS, clock: Callable[[], float] = time.monotonic
+) -> StoreBreaker:
+    """The vault's breaker: a failed round trip raises `VaultStoreUnavailable`; a call finding every store thread
+    still held (by a hung store) fails at once."""
+    return StoreBreaker(
+        label="vault store",
+        logger=logger,
+        deadline=deadline,
+        threads=threads,
+        fail_when_busy=True,
+        error=VaultStoreUnavailable,
+        clock=clock,
+    )
 
 
 BATCH = 512
@@ -269,7 +183,7 @@ class RedisStore:
                 url, socket_timeout=SOCKET_TIMEOUT_S, socket_connect_timeout=SOCKET_TIMEOUT_S
             )
         self.client: redis.Redis = client
-        self.breaker = StoreBreaker(deadline=deadline)
+        self.breaker = vault_breaker(deadline=deadline)
         self.prefix = prefix
         self.max_pairs = max_pairs
         self._keys: StoreKeys | None = None

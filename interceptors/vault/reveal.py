@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import InterceptorsError
 from .stages import Depseudonymizer
 from .store import Pair
 from .vault import TokenVault
@@ -53,7 +54,7 @@ class RevealRecord:
 RevealAudit = Callable[[RevealRecord], None]
 
 
-class RevealError(ValueError):
+class RevealError(InterceptorsError, ValueError):
     """A bad `reveal_token` argument (the message never quotes it)."""
 
 

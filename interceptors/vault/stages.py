@@ -30,6 +30,7 @@ from urllib.parse import quote
 import orjson
 
 from ..outcomes import Mutation
+from ..protocol.methods import METHODS, Stage
 from ..registry import Invocation, Registry
 from ..wire import InvocationContext
 from . import echoes
@@ -39,7 +40,7 @@ from .vault import TokenVault
 
 logger = logging.getLogger("interceptors.vault")
 
-EVENTS = ("tools/call", "resources/read", "prompts/get", "completion/complete")
+EVENTS = METHODS.names(Stage.VAULT)
 CHANNEL_META_KEY = "io.mcp-interceptors/channel"
 RESERVED_META = frozenset({CHANNEL_META_KEY, "io.mcp-interceptors/transforms", "progressToken"})
 STRUCTURAL_KEYS = frozenset({"type", "mimeType", "blob", "role", "annotations", "isError", "progressToken"})

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..errors import InterceptorsError
 from . import formats, persist, scan
 from .formats import FormatRequest, KeyStream
 from .keys import DEFAULT_KEY_ENV, KeySource, VaultKeyError, VaultKeys, fields_message
@@ -45,7 +46,7 @@ MIN_EMBEDDED = 6
 EXPORT_FORMAT = persist.FILE_FORMAT
 
 
-class VaultError(RuntimeError):
+class VaultError(InterceptorsError, RuntimeError):
     """A vault operation that cannot be done. Messages name key ids and entities, never values or keys."""
 
 

@@ -6,10 +6,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from interceptors import InterceptorType, Invocation, Mutation, Registry, Verdict
+from interceptors.errors import InterceptorsError
 from interceptors.security import CrossBoundaryGuard, SecretlessRedactor
 
 
-class FixtureError(ValueError):
+class FixtureError(InterceptorsError, ValueError):
     """A fixture that cannot be set up (unknown behavior, wrong type, bad field)."""
 
 

@@ -18,6 +18,7 @@ payload and lists every `notifications/cancelled` request id received so far; th
   bad-utf8     every reply carries a byte that is not UTF-8
   string-result  every result is a JSON string
   flood        every invoke gets 40 lines that are not JSON-RPC and no reply
+  legacy       a 2025-era server: `server/discover` is not found, `initialize` opens the session
 
 Every cancellation is also logged to stderr as `cancelled <id>`.
 """
@@ -41,6 +42,11 @@ DISCOVER_RESULT = {
     "supportedVersions": ["2026-07-28"],
     "ttlMs": 0,
     "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "raw", "version": "0"}},
+}
+INITIALIZE_RESULT = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {"experimental": {"io.modelcontextprotocol/interceptors": {"supportedEvents": ["tools/call"]}}},
+    "serverInfo": {"name": "raw", "version": "0"},
 }
 LIST_RESULT = {
     "interceptors": [
@@ -150,7 +156,11 @@ def handle(message: Any) -> None:
         return
     if request_id is None:  # another notification, or a reply
         return
-    if method == "server/discover":
+    if FAULT == "legacy" and method == "server/discover":
+        reply(request_id, error={"code": -32601, "message": "Method not found"})
+    elif FAULT == "legacy" and method == "initialize":
+        reply(request_id, INITIALIZE_RESULT)
+    elif method == "server/discover":
         reply(request_id, DISCOVER_RESULT)
     elif method == "interceptors/list":
         reply(request_id, LIST_RESULT)

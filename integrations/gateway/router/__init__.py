@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from interceptors.protocol.eras import Era
+from interceptors.protocol.messages import Kind, Message, parse
+
 from .actions import (
     Action,
     AnswerLocally,
@@ -17,8 +20,6 @@ from .actions import (
     SendUpstream,
 )
 from .channels import Channel
-from .eras import Era
-from .messages import Kind, Message, parse
 from .state import MissingAnswer, Router, RouterConfig, UpstreamPhase
 
 __all__ = [

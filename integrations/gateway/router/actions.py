@@ -12,8 +12,7 @@ from typing import Any
 
 from interceptors import Direction, Phase
 from interceptors._fastinit import fast_init
-
-from .messages import RequestId
+from interceptors.protocol.messages import RequestId
 
 SessionId = str
 

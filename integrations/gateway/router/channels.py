@@ -13,10 +13,12 @@ updates), so the chain of the session that asked judges it, with that session's 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any, Final
 
+from interceptors.errors import InterceptorsError
 from interceptors.events import SERVER_INFO_EVENT, is_context_operation
+from interceptors.protocol.methods import METHODS, Sender
+from interceptors.protocol.methods import Channel as Channel  # the router's name for it, re-exported
 
 CHANNEL_META_KEY: Final = "io.mcp-interceptors/channel"
 LOGGER_META_KEY: Final = "io.mcp-interceptors/logger"
@@ -32,61 +34,18 @@ _NOT_PARAMS: Final = frozenset({"_meta", "progressToken", "progress", "total", "
 """Members that are the message's plumbing (the client's own token, numbers, enums, ids): never rewritten."""
 
 
-class Channel(StrEnum):
-    REQUEST = "request"
-    RESULT = "result"
-    INITIALIZE = "initialize"
-    LIST = "list"
-    CONTENTS = "contents"
-    MESSAGES = "messages"
-    COMPLETION = "completion"
-    TASK = "task"
-    ERROR = "error"
-    PROGRESS = "progress"
-    LOG = "log"
-    RESOURCE_UPDATED = "resources/updated"
-    TASK_STATUS = "tasks/status"
-    LIST_CHANGED = "list_changed"
-    SERVER_REQUEST = "server-request"
-    CLIENT_RESULT = "client-result"
-
-
-_RESULT_CHANNELS: Final = {
-    "initialize": Channel.INITIALIZE,
-    "server/discover": Channel.INITIALIZE,
-    "tools/list": Channel.LIST,
-    "prompts/list": Channel.LIST,
-    "resources/list": Channel.LIST,
-    "resources/templates/list": Channel.LIST,
-    "resources/read": Channel.CONTENTS,
-    "prompts/get": Channel.MESSAGES,
-    "completion/complete": Channel.COMPLETION,
-    "tasks/get": Channel.TASK,
-    "tasks/result": Channel.TASK,
-    "tasks/list": Channel.TASK,
-    "tasks/cancel": Channel.TASK,
-}
-
-SERVER_REQUESTS: Final = {
-    "sampling/createMessage": "sampling",
-    "elicitation/create": "elicitation",
-    "roots/list": "roots",
-}
+SERVER_REQUESTS: Final = METHODS.mapping(lambda row: row.capability if row.channel is Channel.SERVER_REQUEST else None)
 """Requests the upstream sends the client, and the client capability each needs."""
 
-LIST_CHANGED: Final = {
-    "notifications/tools/list_changed": "tools",
-    "notifications/prompts/list_changed": "prompts",
-    "notifications/resources/list_changed": "resources",
-}
+LIST_CHANGED: Final = METHODS.mapping(lambda row: row.capability if row.channel is Channel.LIST_CHANGED else None)
+"""list_changed notifications, and the server capability (the lists) each invalidates."""
 
-_NOTIFICATION_CHANNELS: Final = {
-    "notifications/progress": Channel.PROGRESS,
-    "notifications/message": Channel.LOG,
-    "notifications/resources/updated": Channel.RESOURCE_UPDATED,
-    "notifications/tasks/status": Channel.TASK_STATUS,
-    **dict.fromkeys(LIST_CHANGED, Channel.LIST_CHANGED),
-}
+_SERVER_INFO_METHODS: Final = frozenset(METHODS.names(lambda row: row.server_info))
+_NOTIFICATION_CHANNELS: Final = METHODS.mapping(lambda row: row.channel if row.notification else None)
+_RESULT_CHANNELS: Final = METHODS.mapping(
+    lambda row: None if row.notification or row.sender is Sender.SERVER else row.channel
+)
+"""A client's request's result channel (a server's request is answered on `CLIENT_RESULT`)."""
 
 CARRIER_EVENTS: Final = {
     Channel.INITIALIZE: SERVER_INFO_EVENT,
@@ -96,15 +55,6 @@ CARRIER_EVENTS: Final = {
     Channel.LIST_CHANGED: "tools/list",
 }
 """The event a channel runs under when no request of its own is in flight (see the module docstring)."""
-
-LOCAL_METHODS: Final = frozenset({"initialize", "server/discover", "ping", "logging/setLevel"})
-"""Downstream requests the router answers itself: the handshake is per hop."""
-
-LIFECYCLE_NOTIFICATIONS: Final = frozenset({"notifications/initialized", "notifications/cancelled"})
-
-
-HANDSHAKE_METHODS: Final = frozenset({"initialize", "server/discover"})
-"""Requests whose result describes the server (instructions, server info): its chain runs under SERVER_INFO_EVENT."""
 
 
 def request_event(method: str) -> str | None:
@@ -116,7 +66,7 @@ def request_event(method: str) -> str | None:
 def response_event(method: str) -> str | None:
     """The event a request's result runs under: the request's own, SERVER_INFO_EVENT for the handshake's
     results (SEP-2624 gives `initialize` no event, yet its instructions reach the model), None for the rest."""
-    return SERVER_INFO_EVENT if method in HANDSHAKE_METHODS else request_event(method)
+    return SERVER_INFO_EVENT if method in _SERVER_INFO_METHODS else request_event(method)
 
 
 def result_channel(method: str) -> Channel:
@@ -144,7 +94,7 @@ _SHAPES: Final = {
 }
 
 
-class MalformedPayload(ValueError):
+class MalformedPayload(InterceptorsError, ValueError):
     """A mutator returned something no longer result-shaped: the channel fails closed."""
 
 

@@ -15,13 +15,44 @@ tables of messages in and actions out. State lives in four places only:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final, Protocol
+from typing import Any, ClassVar, Final, Protocol
 
 from interceptors import Direction, Phase
 from interceptors.codec import dumps_exact
+from interceptors.protocol.eras import (
+    LATEST_HANDSHAKE,
+    LATEST_MODERN,
+    LOG_LEVELS,
+    MODERN_VERSIONS,
+    Era,
+    downstream_result,
+    level_at_least,
+    modern_envelope,
+    negotiate,
+    upstream_params,
+)
+from interceptors.protocol.messages import (
+    BATCH_REASON,
+    BATCH_REASON_2025_03_26,
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    LOG_LEVEL_META_KEY,
+    METHOD_NOT_FOUND,
+    PROTOCOL_VERSION_META_KEY,
+    SERVER_INFO_META_KEY,
+    Kind,
+    Message,
+    RequestId,
+    parse,
+)
+from interceptors.protocol.messages import error_object as _error
+from interceptors.protocol.methods import METHODS, MethodTable
 
 from .actions import (
     Action,
@@ -53,35 +84,6 @@ from .channels import (
     response_event,
     result_channel,
     side_payload,
-)
-from .eras import (
-    LATEST_HANDSHAKE,
-    LATEST_MODERN,
-    LOG_LEVELS,
-    MODERN_VERSIONS,
-    Era,
-    downstream_result,
-    level_at_least,
-    modern_envelope,
-    negotiate,
-    upstream_params,
-)
-from .messages import (
-    BATCH_REASON,
-    BATCH_REASON_2025_03_26,
-    CLIENT_CAPABILITIES_META_KEY,
-    CLIENT_INFO_META_KEY,
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    LOG_LEVEL_META_KEY,
-    METHOD_NOT_FOUND,
-    PROTOCOL_VERSION_META_KEY,
-    SERVER_INFO_META_KEY,
-    Kind,
-    Message,
-    RequestId,
-    parse,
 )
 
 UPSTREAM_CLOSED_MESSAGE: Final = "upstream server closed the connection"
@@ -134,8 +136,6 @@ _STREAMED: Final = {Channel.PROGRESS: "message", Channel.LOG: "data"}
 LISTEN_METHOD: Final = "subscriptions/listen"
 LISTEN_ACK: Final = "notifications/subscriptions/acknowledged"
 SUBSCRIPTION_ID_META_KEY: Final = "io.modelcontextprotocol/subscriptionId"
-_TARGET_KEYS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-_TASK_METHODS: Final = frozenset({"tasks/get", "tasks/result", "tasks/cancel"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +146,9 @@ class RouterConfig:
     prefer_handshake: bool = False
     """With `upstream_era=None`: `initialize` first, `server/discover` only when the upstream refuses it. The
     handshake era carries what the router relays only there (list_changed, resources/updated, server requests)."""
+    methods: MethodTable = field(default_factory=lambda: METHODS)
+    """The method table the router dispatches by: target keys, task ownership, caching hints, and which methods
+    the router answers itself (each such row needs a handler in `Router.LOCAL_HANDLERS`)."""
     local_methods: frozenset[str] = frozenset()
     """Methods the shell answers itself (`AnswerLocally`), e.g. the exposed interceptor methods."""
     local_tools: tuple[dict[str, Any], ...] = ()
@@ -279,13 +282,28 @@ class _Slot:
 
 StreamKey = tuple[SessionId, RequestId | None]
 Continuation = Callable[[ChainOutcome], list[Action]]
+LocalHandler = Callable[["Router", "Session", Message], list[Action]]
+"""How the router answers a request it answers itself (a table row with `local=True`)."""
 
 
 class Router:
     """`receive_downstream`, `receive_upstream`, `chain_done`, plus session open/close and upstream start/close."""
 
+    LOCAL_HANDLERS: ClassVar[Mapping[str, LocalHandler]] = {}
+    """The requests each hop answers itself, by method: set below the class; a subclass may add one."""
+
     def __init__(self, config: RouterConfig | None = None) -> None:
         self.config = config or RouterConfig()
+        table = self.config.methods
+        local = set(table.names(lambda row: row.local and not row.notification))
+        if local != set(self.LOCAL_HANDLERS):
+            raise ValueError(
+                f"the method table's local methods {sorted(local)} and the router's handlers "
+                f"{sorted(self.LOCAL_HANDLERS)} differ"
+            )
+        self._target_keys = table.mapping(lambda row: row.target)
+        self._task_methods = frozenset(table.names(lambda row: row.names_task))
+        self._cacheable = frozenset(table.names(lambda row: row.cacheable))
         self.upstream = Upstream()
         self.sessions: dict[SessionId, Session] = {}
         self.pending: dict[int, Pending] = {}  # by upstream id (or by call number before it has one)
@@ -590,21 +608,14 @@ class Router:
         era = self._era_of(session, message)
         if isinstance(era, dict):
             return [self._reply_error(session.id, client_id, era)]
-        if method == "initialize":
-            return self._answer_initialize(session, message)
-        if method == "server/discover":
-            return self._answer_discover(session, message)
-        if method == "ping":
-            return [self._reply(session, client_id, {})]
-        if method == "logging/setLevel":
-            return self._set_level(session, message)
-        if method == LISTEN_METHOD:
-            return self._listen(session, message)
+        handler = self.LOCAL_HANDLERS.get(method)
+        if handler is not None:
+            return handler(self, session, message)
         if method in self.config.local_methods or (
             method == "tools/call" and self._local_tools and self._target(method, message.params) in self._local_tools
         ):
             return [AnswerLocally(session.id, client_id, method, message.params)]
-        if method in _TASK_METHODS and not self._owns_task(session, message.params):
+        if method in self._task_methods and not self._owns_task(session, message.params):
             target = (message.params or {}).get("taskId")
             return [self._reply_error(session.id, client_id, _error(INVALID_PARAMS, f"Task not found: {target}"))]
         return self._forward_request(session, message, era)
@@ -695,7 +706,7 @@ class Router:
                 slot.data = self._encode_error(client_id, _error(INTERNAL_ERROR, BLOCKED_MESSAGE))
             else:
                 era = session.era or Era.HANDSHAKE
-                shaped = downstream_result(outcome.payload, era, self.upstream.server_info, method)
+                shaped = downstream_result(outcome.payload, era, self.upstream.server_info, method in self._cacheable)
                 slot.data = self._encode_result(client_id, shaped)
             slot.done = slot.final = True
             return self._flush(key, final=True)
@@ -814,7 +825,7 @@ class Router:
                 self._tasks.pop(forgotten, None)
 
     def _target(self, method: str, params: dict[str, Any] | None) -> str | None:
-        key = _TARGET_KEYS.get(method)
+        key = self._target_keys.get(method)
         value = (params or {}).get(key) if key is not None else None
         return value if isinstance(value, str) else None
 
@@ -1427,7 +1438,7 @@ class Router:
                     {"reason": "a response mutator produced a result that is not an object"},
                 ),
             )
-        shaped = downstream_result(result, pending.era, self.upstream.server_info, pending.method)
+        shaped = downstream_result(result, pending.era, self.upstream.server_info, pending.method in self._cacheable)
         checker = self.config.check_result
         session = self.sessions.get(pending.session)
         if check and checker is not None and session is not None:
@@ -1497,6 +1508,20 @@ class Router:
             return dumps_exact({"jsonrpc": "2.0", "id": request_id, "error": error})
 
 
+def _answer_ping(router: Router, session: Session, message: Message) -> list[Action]:
+    assert message.id is not None
+    return [router._reply(session, message.id, {})]
+
+
+Router.LOCAL_HANDLERS = {
+    "initialize": Router._answer_initialize,
+    "server/discover": Router._answer_discover,
+    "ping": _answer_ping,
+    "logging/setLevel": Router._set_level,
+    LISTEN_METHOD: Router._listen,
+}
+
+
 def with_local_tools(result: dict[str, Any], tools: tuple[dict[str, Any], ...]) -> dict[str, Any]:
     """A first tools/list page with the shell's own tools added (an upstream tool of the same name gives way)."""
     names = {tool.get("name") for tool in tools}
@@ -1504,13 +1529,6 @@ def with_local_tools(result: dict[str, Any], tools: tuple[dict[str, Any], ...]) 
     listed = listed if isinstance(listed, list) else []
     kept = [tool for tool in listed if not (isinstance(tool, dict) and tool.get("name") in names)]
     return {**result, "tools": [*kept, *tools]}
-
-
-def _error(code: int, message: str, data: Any = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return error
 
 
 def _upstream_error(upstream_id: RequestId, error: dict[str, Any]) -> SendUpstream:
