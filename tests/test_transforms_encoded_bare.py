@@ -151,6 +151,9 @@ def test_a_token_wrapped_in_lines_of_one_width_is_redacted(data: st.DataObject, 
     value = secret.value
     if len(value) <= width or any(c.isspace() for c in value):
         return  # fits on one line, or a blank inside: nothing to join
+    found = {f.detector.name for f in SCANNER.scan(value) if (f.start, f.end) == (0, len(value))}
+    if not found or found & {f.detector.name for f in SCANNER.scan(value[:width]) if f.start == 0}:
+        return  # not a token on its own (a JWK member), or its first line is one already (a variable length)
     wrapped = "\n".join(value[i : i + width] for i in range(0, len(value), width))
     out = _out(f"key:\n{wrapped}\nend of output")
     assert out.startswith("key:\n") and out.endswith("\nend of output")
@@ -168,3 +171,12 @@ def test_lines_of_one_width_without_a_token_across_them_are_left_as_they_are() -
     ]
     for text in lines:
         assert _out(text) == _out(text, NO_BARE)
+
+
+def test_a_token_that_ends_its_line_is_not_glued_to_the_next_line() -> None:
+    """Found by the encoded-syntax property: a Fly.io token (variable length) ending a line, then a pwdump line;
+    joined, the token ran on into the next line and hid its NT hash."""
+    token = "fm2_" + "lJPEFh+zm9tbRkRMgSnMJq8Mt3oa94hHBLzA/qfpIYceS5LKo+NmlPqak4LxoelXYXEh8ILQTEKyjeb1j5" * 2
+    nt_hash = "384932af3bda6fe8102c0fa7a26774e2"
+    out = _out(f"{token}\nmynbiqpmzj:6824:aad3b435b51404eeaad3b435b51404ee:{nt_hash}:::")
+    assert token not in out and nt_hash not in out

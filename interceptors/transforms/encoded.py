@@ -361,13 +361,19 @@ def _wrapped_runs(text: str) -> Iterator[tuple[int, int, str]]:
             i = j + 1
 
 
-def _crosses_a_line(scanner: Any, joined: str, width: int) -> bool:
-    """Whether a real detector finds a secret in the joined lines that runs across a line break (one inside a
-    line is the ordinary scan's)."""
-    return any(
-        f.detector.category in _SECRET_CATEGORIES and f.start // width != (f.end - 1) // width
+def _crosses_a_line(scanner: Any, joined: str, width: int, lines: str) -> bool:
+    """Whether a real detector finds a secret in the joined lines that runs across a line break and that the same
+    detector does not already find starting there in the lines as they are (a token of variable length that ends a
+    line, then a next line that is something else: joining would glue the two and hide the next line's secret)."""
+    crossing = [
+        f
         for f in scanner.scan(joined)
-    )
+        if f.detector.category in _SECRET_CATEGORIES and f.start // width != (f.end - 1) // width
+    ]
+    if not crossing:
+        return False
+    whole = {(f.start, f.detector.name) for f in scanner.scan(lines) if f.start < width}
+    return any((f.start, f.detector.name) not in whole for f in crossing)
 
 
 def _bare_codec(how: str, value: str) -> tuple[str, Encode] | None:
@@ -575,7 +581,7 @@ class Decoder:
         if how == "bare_wrap":
             codec = decode_wrapped(value)
             width = value.index("\n") - value.endswith("\r", 0, value.index("\n"))
-            if codec is None or not _crosses_a_line(run.red.scanner.without_fallback(), codec[0], width):
+            if codec is None or not _crosses_a_line(run.red.scanner.without_fallback(), codec[0], width, value):
                 return UNDECODED  # nothing runs across a line break: the ordinary scan reads each line
             return _decoded_value(run, None, codec)
         if how.startswith("bare_"):
