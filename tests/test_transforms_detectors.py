@@ -77,6 +77,15 @@ POSITIVES: list[tuple[str, str, str, str]] = [
     ("aws_access_key_id", "ASIA" + "Y3QK7T2LMN4PXR6W", "aws_access_key_id", None),
     ("aws_unique_id", "role AROAIOSFODNN7EXAMPLE1", "aws_unique_id", "AROAIOSFODNN7EXAMPLE1"),
     ("aws_org_id", "org o-abc123def45 here", "aws_org_id", "o-abc123def45"),
+    ("payment_card", "card 4111 1111 1111 1111 exp", "payment_card", "4111 1111 1111 1111"),
+    ("url_credentials", "smtps://me@example.org:Zq8vK2mX9pL4@smtp.example.org:465", "password", "Zq8vK2mX9pL4"),
+    ("secret_assignment", "X3_PSWD=d37Yt1Jnv0-z", "secret_value", "d37Yt1Jnv0-z"),
+    ("netrc_password", "<c><![CDATA[machine h login u password x1Fh*!zm9tb^RkRM]]></c>", "password",
+     "x1Fh*!zm9tb^RkRM"),  # found by the testing kit: the value ran on through `]]></c>` into the next element
+    ("secret_assignment", 'def connect(passwd: str = "cq2tPr1a2"):', "secret_value", "cq2tPr1a2"),
+    ("secret_assignment", "PSSWRD:=FlUgeGeHeImEn07", "secret_value", "FlUgeGeHeImEn07"),
+    ("slack_webhook", "post to http://hooks.slack.com/services/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",
+     "api_token", "http://hooks.slack.com/services/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"),  # http too
     ("aws_ou_id", "ou ou-ab12-abcd1234", "aws_ou_id", "ou-ab12-abcd1234"),
     ("aws_root_id", 'RootId: "r-ab12"', "aws_root_id", "r-ab12"),
     ("cloudg_iri", "subject cmr:Asset_1 x", "cloudg_iri", "cmr:Asset_1"),

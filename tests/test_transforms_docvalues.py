@@ -67,9 +67,22 @@ def _sealed(size: int) -> str:
         ("..." + _rand(B62, 60) + "...", "elided_excerpt"),
         ("#define PASSWORD 0x0" + _rand(HEX, 15), "code_identifier"),
         ('public_key = "' + _rand(B62, 43) + '"', "public_label"),
-        ("xo" + "xb-" + "xo" + "xb-my-bot-token", "documentation_value"),
+        ("xo" + "xb-" + "1234-my-bot-token", "documentation_value"),
         ("https://api.example.com/cgi-bin/create?access_token=ACCESS_TOKEN", "documentation_value"),
         ("snowflake.password=\njdbc.snowflake.url=", "code_identifier"),
+        ("GITHUB_API_KEY=\nDYNATRACE_API_KEY=", "code_identifier"),  # the next key, cut at its own label
+        ('<entry key="jetbrains.mps.v8_elimination" value="executed" />', "entry_name"),
+        ("masked_password = *****1*****2;", "placeholder"),
+        ("CREATE USER bob WITH LOGIN PASSWORD '$TEST_USER_PASS';", "placeholder"),
+        ("pp" + "lx-" + _rand(B62, 42) + "654321", "documentation_value"),  # a run of 6 at the end
+        ("DATABRICKS_TOKEN=dapi123456789012345678a9bc01234defg5", "documentation_value"),  # `…7890123…` runs on
+        ("meraki: abdefghjk0123456789mnopqrstuvwx12345678", "documentation_value"),  # the fallback's value, too
+        ("SONAR_TOKEN=sqp_abcdef" + _rand(HEX, 34), "documentation_value"),  # a labelled value like a token
+        ("        return self.as_bytes(is_private=is_private, password=password)", "placeholder"),
+        ("    def compat(self, token: Sequence[int | str]) -> None: ...", "code_identifier"),
+        ("    const pubkey256 = '" + _rand(B62 + "+/", 43) + "=';", "public_label"),
+        ('"path+file:///__w/pkg/tmpwheelhouse/.tmpKUZmhW/cryptography-50.0.2/src/rust"', "path_segment"),
+        ('<li><a id="toc-EAX_002dAES128-interface" href="#EAX_002dAES128-interface">7.4</a>', "anchor_name"),
     ],
 )  # fmt: skip
 def test_values_without_a_secret_are_spared_with_their_reason(text: str, reason: str) -> None:
@@ -88,6 +101,14 @@ def test_values_without_a_secret_are_spared_with_their_reason(text: str, reason:
         ("password = " + (w := "Xk9#mQ2$vB7w"), w),
         ("..." + (e := _rand(B62, 60)) + " and more", e),
         ('csrf_token_secret = "' + (c := _rand(B62, 40)) + '"', c),
+        ('<add key="ApiKey" value="' + (k := _rand(B62, 40)) + '" />', k),  # the value attribute is still a value
+        ('<entry key="' + (n := _rand(B62, 40)) + '" />', n),  # no value attribute: the key is not a name
+        ("password = $Pa55w0rd!", "$Pa55w0rd!"),  # a password starting with `$` is no variable
+        ("DB_PASSWORD=*" + (m := _rand(B62, 20)), m),  # one star is no mask
+        ("sl" + "ack: xo" + "xb-" + (t := "58207316492-74018263591-" + _rand(B62, 24)), t),
+        ("SONAR_TOKEN=sq" + "p_" + (q := _rand(HEX, 40)), q),
+        ("conn = connect(user=bob, password=" + (h := "Xk9mQ2vB7w") + ")", h),
+        ('<a href="https://x.example/cb?t=' + (r := _rand(B62, 40)) + '">', r),
     ],
 )  # fmt: skip
 def test_real_secrets_of_the_same_shapes_are_still_caught(text: str, secret: str) -> None:
@@ -100,6 +121,8 @@ def test_sequence_runs_count_consecutive_characters_both_ways() -> None:
     assert sequence_runs("76543210") == (8, 8, 8)
     assert sequence_runs("0123456789abcdef") == (16, 16, 16)
     assert sequence_runs("AbCdEfGh") == (1, 0, 1)  # case changes break a run: a mixed-case token is not a sequence
+    assert sequence_runs("123456789012") == (12, 12, 12)  # digits in keyboard order run on from 9 to 0
+    assert sequence_runs("3210987") == (7, 7, 7)
 
 
 def test_sealed_secret_needs_its_length_prefix_and_more_bytes() -> None:

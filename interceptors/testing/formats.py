@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 from ..transforms.catalog import BUILTIN_BY_NAME, BUILTIN_DETECTORS
 from ..transforms.detectors import Detector, Scanner
 from ..transforms.tokenspec import parse_spec
+from ..transforms.verify import luhn_valid
 from ._mask import mask
 from .regexgen import Generated, UnsupportedPattern, one_of_evenly, regex_strategy, seeded, seeded_text
 
@@ -211,6 +212,19 @@ def _root_id(rng: random.Random) -> str:
     return label.format(ident)
 
 
+def _card(rng: random.Random) -> str:
+    """A card number with an issuer's prefix and a valid Luhn digit, bare or grouped, after a label or not."""
+    prefix, length = rng.choice(
+        [("4", 16), ("4", 13), ("51", 16), ("2221", 16), ("37", 15), ("6011", 16), ("3530", 16)]
+    )
+    body = prefix + "".join(rng.choice(string.digits) for _ in range(length - len(prefix) - 1))
+    number = body + str(next(d for d in range(10) if luhn_valid(body + str(d))))
+    if length == 16 and rng.random() < 0.5:
+        sep = rng.choice([" ", "-"])
+        number = sep.join(number[i : i + 4] for i in range(0, 16, 4))
+    return rng.choice(["{}", "card: {}", "PAN={}", "paid with {} today"]).format(number)
+
+
 _CURATED: dict[str, Any] = {
     "private_key": _pem,
     "ipv4": _ipv4,
@@ -218,6 +232,7 @@ _CURATED: dict[str, Any] = {
     "timestamp": _timestamp,
     "high_entropy_secret": _high_entropy,
     "aws_root_id": _root_id,
+    "payment_card": _card,
 }
 
 

@@ -18,13 +18,16 @@ from .assignments import ASSIGNMENT_DETECTORS
 from .detectors import Detector, Validator, validate_ip, validate_secret
 from .entities import is_placeholder, looks_random, looks_secret
 from .vendors import CLI_DETECTORS, GAP_DETECTORS, VENDOR_DETECTORS, validate_crc32_token
+from .verify import card_number
 
 _GUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
 # Between a label and its value: optional quotes or backslashes (JSON inside JSON), then `:` or `=`.
 # Operators: `=`, `:`, `:=`, `=>`, Makefile `::=` / `:::=` / `?=`, PHP `.=`; a Go or Kotlin type may sit
-# between a name and its operator (`var apiToken string = "…"`), and a YAML tag after it (`password: !!str …`).
+# between a name and its operator (`var apiToken string = "…"`) or be annotated (Python, TypeScript, Kotlin:
+# `password: str = "…"`), and a YAML tag may follow (`password: !!str …`).
 _SEP = (
-    r"""[\s"'\\]{0,6}(?:(?<=[ \t])(?:string|str)[ \t]{1,3})?(?::{1,3}=|\?=|\.=|=>|:|=)[\s"'\\]{0,6}"""
+    r"""[\s"'\\]{0,6}(?:(?<=[ \t])(?:string|str)[ \t]{1,3})?"""
+    r"""(?::[ \t]{1,3}(?:str|string|String)[ \t]{1,3}=|:{1,3}=|\?=|\.=|=>|:|=)[\s"'\\]{0,6}"""
     r"""(?:!!str[ \t]{1,3}["']?)?"""
 )
 _IP_CLASSES = tuple(f"{c}_{k}" for c in ("private", "public", "special") for k in ("ip", "cidr"))
@@ -55,6 +58,23 @@ def _validate_iri(value: str, entity: str) -> str | None:
     return entity if len(value.rstrip(".:")) >= 6 else None
 
 
+_DIGITS4 = re.compile(r"\d{4}")
+
+
+def _validate_slack(value: str, entity: str) -> str | None:
+    """Every Slack token type carries a team or user number or a random part after its `xox?-` prefix; words
+    joined by dashes (`xoxo-indieweb-1` in a file name) are not a token."""
+    for part in value[5:].split("-"):
+        if _DIGITS4.search(part) or (len(part) >= 8 and not (part.isalpha() and (part.islower() or part.isupper()))):
+            return entity
+    return None
+
+
+def _validate_card(value: str, entity: str) -> str | None:
+    """A digit run is a card number only with an issuer's prefix and length and a valid Luhn digit."""
+    return entity if card_number(value.replace(" ", "").replace("-", "")) else None
+
+
 def _validate_auth_value(value: str, entity: str) -> str | None:
     """`Basic understanding_of_the_material` is prose (also ending a sentence): a credential has a digit, a
     symbol or mixed case."""
@@ -71,6 +91,8 @@ _SECRET_LABEL = (
     r"(?:(?<![a-z0-9])|(?-i:(?<=[a-z0-9])(?=[A-Z]))|(?-i:(?<=[A-Z])(?=[A-Z][a-z])))"
     r"(?:client[ _.-]?secret|secret[ _.-]?key|private[ _.-]?key|api[ _.-]?key|apikey|access[ _.-]?token|"
     r"auth[ _.-]?token|refresh[ _.-]?token|passphrase|password|passwd|secret|bearer|token|pwd|"
+    # the abbreviations and misspellings code uses (`X3_PSWD`, `PSSWRD:=`, `paswd`)
+    r"pswd|psswd|psswrd|paswd|passwrd|"
     # `db_pass`, `SMTP-PASS`, `PGPASSWORD`, `MYSQL_ROOT_PASSWORD`: a word glued or joined to the label
     r"[a-z0-9]{1,16}[_.-]pass(?![a-z])|[a-z]{2,12}pass(?:word|wd))"
 )
@@ -255,7 +277,8 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "url_credentials", "password", "secret", 0.95,
-        r"://[^\s:/@\"'<>`\\]{0,256}+:([^\s/@\"'<>`\\]{1,256})@(?=[\w\[])",
+        # the user may be an e-mail address (`smtps://me@example.com:PASSWORD@smtp.example.com`)
+        r"://(?:[^\s:/@\"'<>`\\]{1,256}+@)?[^\s:/@\"'<>`\\]{0,256}+:([^\s/@\"'<>`\\]{1,256})@(?=[\w\[])",
         hints=("://",), group=1, min_length=8, validator=validate_secret,
         spec="('postgres'|'postgresql'|'mysql'|'mongodb+srv'|'redis'|'amqps'|'https') '://' [a-z]{3,10} ':' "
         "<[A-Za-z0-9!*_~.-]{10,30}> '@' [a-z]{3,10} '.internal:5432/app'",
@@ -295,7 +318,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     _d(
         "secret_assignment", "secret_value", "secret", 0.85,
         _ASSIGNED_SECRET,
-        hints=("pass", "pwd", "secret", "key", "token", "bearer"),
+        hints=("pass", "pwd", "secret", "key", "token", "bearer", "pswd", "psswd", "psswrd", "paswd"),
         group=(1, 2, 3, 4, 5), min_length=8, validator=_validate_assigned,
         spec="('password'|'db_pass'|'DB_PASSWORD'|'client_secret'|'api_key'|'PGPASSWORD'|'smtp_pass'|'auth_token') "
         "(': '|'='|' = ') <[A-Za-z0-9!#%^*_+]{10,30}>",
@@ -323,7 +346,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     _d(
         "slack_token", "api_token", "secret", 0.99,
         r"(?:xoxe\.)?xox[abposre]-[A-Za-z0-9-]{10,255}+|xapp-\d-[A-Za-z0-9-]{10,255}+",
-        hints=("xox", "xapp-"), min_length=15,
+        hints=("xox", "xapp-"), min_length=15, validator=_validate_slack,
         spec="('xoxb-' [0-9]{11} '-' [0-9]{13} '-' [A-Za-z0-9]{24}|'xoxp-' [0-9]{11} '-' [0-9]{11} '-' [0-9]{13} '-' "
         "[0-9a-f]{32}|'xoxe.xoxp-1-' [A-Za-z0-9]{140,160}|'xapp-1-A' [A-Z0-9]{10} '-' [0-9]{13} '-' [0-9a-f]{64})",
         source="api.slack.com/authentication/token-types",
@@ -372,12 +395,12 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "aws_access_key_id", "aws_access_key_id", "credential", 0.99,
-        r"(?:AKIA|ASIA)[0-9A-Z]{16}|(?<![0-9A-Z])(?:ABIA|ACCA)[0-9A-Z]{16}(?![0-9A-Z])",
+        r"(?<![0-9A-Z])(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![0-9A-Z])",
         hints=("akia", "asia", "abia", "acca"), min_length=20,
         spec="('AKIA'|'ASIA'|'ABIA'|'ACCA') [A-Z2-7]{16}",
         source="AWS IAM unique id prefixes (docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html): "
         "AKIA access keys, ASIA temporary keys, ABIA STS service bearer tokens, ACCA context-specific credentials",
-        description="AWS access key ids: AKIA, ASIA, ABIA or ACCA + 16",
+        description="AWS access key ids: AKIA, ASIA, ABIA or ACCA + 16, not inside a longer run of capitals and digits",
     ),
     _d(
         "aws_unique_id", "aws_unique_id", "identifier", 0.95,
@@ -441,6 +464,15 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.){1,8}[A-Za-z]{2,24}(?![A-Za-z0-9-])",
         hints=("@",), min_length=6,
         description="an e-mail address",
+    ),
+    _d(
+        "payment_card", "payment_card", "pii", 0.9,
+        r"(?<![\w.,+-])(?:\d{13,19}|\d{4}([ -])\d{4}\1\d{4}\1\d{1,4}(?:\1\d{1,3})?|\d{4}([ -])\d{6}\2\d{4,5})"
+        r"(?![\w-]|[.,]\d)",
+        min_length=13, validator=_validate_card, gate=r"\d{4}[ -]?\d{4}[ -]?\d{4}",
+        source="ISO/IEC 7812-1 (issuer prefixes, the Luhn check digit); the schemes' published IIN ranges",
+        description="a payment card number: an issuer's prefix and length, and a valid Luhn check digit (13-19 "
+        "digits, bare or in groups of 4, or 4-6-5)",
     ),
     _d(
         "ipv6", "ip_address", "network", 0.9,

@@ -9,8 +9,11 @@ signal's name, so the annotation says why.
 
 Each signal names the detectors it may overrule: only those that decide by shape or by a nearby label (the
 entropy fallback, labelled assignments, …), never a vendor format with a checksum or a fixed prefix, and never
-the private-key detector. The redactor's `context` option turns signals off (`context: false`, or
-`context: {code_identifier: false}`); doc/TRANSFORMS.md lists them.
+the private-key detector. A finding whose format has a check of its own that fails (`verify.py`: a GitHub token
+whose CRC32 does not match, a JWT whose header does not decode) is weaker evidence: the signals that may overrule
+every generic detector (a digest, a public or request id, a ciphertext, …) may overrule it. The redactor's
+`context` option turns signals off (`context: false`, or `context: {code_identifier: false}`); doc/TRANSFORMS.md
+lists them.
 
 Cost: nothing for a string without findings; for a finding a signal may overrule, a few anchored regex tests
 around its span, and per text at most one pass for public-key blocks and one for wrapped base64 blocks.
@@ -28,8 +31,9 @@ from typing import Any
 from .assignments import ASSIGNMENT_NAMES
 from .catalog import BUILTIN_BY_NAME
 from .detectors import Finding
-from .docvalues import ciphertext, documentation_value, prefixed
-from .tokenspec import crc32_token_valid
+from .docvalues import ciphertext, documentation_value
+from .tokenspec import bech32_valid
+from .verify import CHECKED, verdict
 
 # Detectors that decide by shape or by a label near the value (what a context signal may overrule).
 ENTROPY = frozenset({"high_entropy_secret", "azure_storage_key"})
@@ -70,6 +74,7 @@ _PUBLIC_ID = re.compile(
     r"inrb|ldr|pmc|ppage|rcpt|req|acctsess|btok|fca|ic)_(?:(?:live|test)_)?[A-Za-z0-9]{8,64}"
 )
 _WORD = re.compile(r"[a-z]{0,20}[aeiou][a-z]{1,20}")
+_PATH_PIECES = re.compile(r"[/_-]")
 # Content addresses: IPFS CIDs (v1 base32 `bafy…`/`bafk…`, v0 `Qm…`).
 _CONTENT_ID = re.compile(r"baf[a-z][a-z2-7]{40,120}|Qm[1-9A-HJ-NP-Za-km-z]{44}")
 _ULID = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
@@ -79,6 +84,15 @@ _PLACEHOLDER = re.compile(
     r"|change[-_]?(?:me|it|this)|placeholder|dummy|sample|example|redacted|notasecret|not[-_]a[-_]secret"
     r"|password|passwd|pass|secret|token|api[-_]?key|apikey|credentials?|[\w-]{0,60}(?:\.\.\.|\u2026)"
 )
+# A reference to a variable in the value's place: shell or Makefile `$NAME`, `${NAME}`, `$(NAME)` in upper case,
+# PHP or Perl `$name` in lower case (a password that starts with `$` mixes cases or has digits and signs).
+_VARIABLE = re.compile(
+    r"\$(?:\{[A-Z_][A-Z0-9_]{1,60}\}|\([A-Z_][A-Z0-9_]{1,60}\)|[A-Z_][A-Z0-9_]{1,60}|[a-z_][a-z0-9_]{1,60})"
+)
+# An XML or HTML element that names an entry in its `key` attribute and holds it in another (`<entry key="a.b"
+# value="…"/>`, .NET `<add key="ApiKey" value="…"/>`): the `key` attribute's value is a name.
+_ENTRY_KEY = re.compile(r"<[A-Za-z_][\w:.-]{0,40}(?:\s+[\w:.-]{1,40}=\"[^\"<>]{0,200}\")*\s+key=\"$")
+_ENTRY_VALUE = re.compile(r"(?:\s+[\w:.-]{1,40}=\"[^\"<>]{0,200}\")*\s+value=\"")
 # A bare value that is code: a dotted name, a call, a keyword, a snake_case name.
 # A name as code writes it: snake_case, CONSTANT_CASE, camelCase or PascalCase (not a random mix of cases and digits).
 _NAME = (
@@ -111,11 +125,16 @@ _ASSET_URL = re.compile(
 )
 _URL_START = re.compile(r"(?i)https?://[^\s\"'<>()]{0,2000}$")
 _ELIDED = ("...", "\u2026")
+# Where an HTML anchor's name starts: a fragment link, an element's id (generated ids: `EAX_002dAES128-interface`).
+_AGE_KEY = re.compile(r"AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}")
+_ANCHOR_BEFORE = ('href="#', "href='#", ' id="', " id='")
 _ANTI_FORGERY_HINT = re.compile(r"(?i)csrf|xsrf|authenticity|verificationtoken")
 _CIPHER_STARTS = ("AQ", "Ag", "gAAAAA", "ENC", "enc(", '"', "'")
 _PUBLIC_LABEL = re.compile(
-    r"(?i)(?<![a-z])(?:public[_-]?(?:key|token)|publishable[_-]?key|pub[_-]?key)[\"']?\s{0,3}[:=]\s{0,3}[\"']?$"
+    r"(?i)(?<![a-z])(?:public[_-]?(?:key|token)|publishable[_-]?key|pub[_-]?key)\w{0,12}[\"']?\s{0,3}[:=]\s{0,3}[\"']?$"
 )
+# A value written like a vendor token: a prefix of letters and a separator, then a run of letters and digits.
+_TOKEN_LIKE = re.compile(r"[A-Za-z]{1,16}(?:[_-][A-Za-z]{1,16}){0,2}[_-][A-Za-z0-9_-]{12,}")
 _RECORD_PATH = re.compile(r"[^\s,]{0,200},sha256=")
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_=-]{1,8192}")
 _NOT_B64 = re.compile(r"[^A-Za-z0-9+/_=-]")
@@ -126,6 +145,7 @@ _PRIVATE_NAME = re.compile(r"_{1,2}[a-z][a-z]{1,30}(?:_[a-z]{2,30}){0,6}")
 _DOC_PARAM = re.compile(r"(?::param|:type|:arg|:keyword|@param|@arg)[ \t]+[\w.*]{1,64}:?[ \t]*$")
 # A type name: two or more capitalised parts, optionally after an acronym (`RefreshToken`, `HTTPPasswordMgr`).
 _TYPE_NAME = re.compile(r"(?:[A-Z]{2,8})?(?:[A-Z][a-z]{1,20}){2,6}|[A-Z]{2,8}(?:[A-Z][a-z]{1,20}){1,6}")
+_GENERIC_TYPE = re.compile(r"(?:[A-Z][a-z]{1,20}){1,6}")
 _ANNOTATION_AFTER = re.compile(r"[ \t]{0,2}(?:[,|)\]\[=]|\r?\n|$)")
 _HEX_LITERAL = re.compile(r"0[xX][0-9a-fA-F]{2,64}")
 # Where the value of a labelled assignment is really the next line's key (`password=\njdbc.url=`).
@@ -136,18 +156,6 @@ _OWN_RUNS = frozenset(
     {"twitter_bearer_token", "ntlm_authenticate_message", "ntlm_hash_dump", "jwt", "grafana_provisioned_key",
      "flyio_token", "aws_bedrock_api_key"}
 )  # fmt: skip
-# A token that passes its format's own verification is reported even when it reads like a sequence (markers such
-# as EXAMPLE still count): a GitHub token whose CRC32 checks, an Anthropic key of the exact length ending `AA`.
-_ANTHROPIC_EXACT = re.compile(r"sk-ant-(?:api|admin)\d\d-[A-Za-z0-9_-]{93}AA")
-
-
-def _verified(detector: str, value: str) -> bool:
-    if detector == "github_token":
-        payload = value.partition("_")[2]
-        return len(payload) == 36 and crc32_token_valid(payload)
-    return detector == "anthropic_api_key" and _ANTHROPIC_EXACT.fullmatch(value) is not None
-
-
 _PEM_BODY = re.compile(r"-----BEGIN[ A-Z0-9]{0,40}-----(.*?)(?:-----END[ A-Z0-9]{0,40}-----|\Z)", re.S)
 _PEM_HEADER_LINE = re.compile(r"(?m)^[A-Za-z-]{2,40}:[^\n]*$")
 _BASE64_LINE = re.compile(r"(?m)^[ \t]*[A-Za-z0-9+/]{40,120}={0,2}[ \t]*\r?$")
@@ -211,6 +219,8 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("placeholder", LABELLED, "a labelled value that is a placeholder (`your-api-key-here`, `changeme`, `sk_…`)"),
     Signal("code_identifier", LABELLED - {"url_credentials"},
            "a bare labelled value that is code: a dotted name, a call, a keyword or a snake_case name"),
+    Signal("entry_name", LABELLED, "the `key` attribute of an element that holds the value in another"
+           " (`<entry key=\"a.b\" value=\"…\"/>`, `<add key=\"ApiKey\" value=\"…\"/>`)"),
     Signal("binary_base64", ENTROPY,
            "base64 of a binary file (image, audio, font, archive, PDF), by its magic bytes or a MIME content type"),
     Signal("path_segment", frozenset({"high_entropy_secret"}), "a segment of a path (`/nix/store/<hash>-name`)"),
@@ -223,6 +233,9 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("asset_url", ENTROPY, "a segment of a URL to a static asset (an image, a style sheet, a script, a font)"),
     Signal("public_label", GENERIC, "a value after a label naming public material (`public_key`, `publicToken`,"
            " `publishable_key`)"),
+    Signal("failed_checksum", ENTROPY, "a run in a format with a checksum of its own that fails it (an age key"
+           " whose Bech32 checksum is wrong), which the format's detector rejected"),
+    Signal("anchor_name", ENTROPY, "an HTML anchor: the value of an `id` attribute or of an `href` to `#` a fragment"),
     Signal("elided_excerpt", ENTROPY, "an excerpt of a longer run, elided on both sides (`...a9Fq…Zk2...`)"),
     Signal("documentation_value", None,
            "a value with too little information to be issued: EXAMPLE, x runs, one character repeated, a short cycle,"
@@ -304,14 +317,18 @@ def _code_value(text: str, finding: Finding) -> bool:
         return True
     if _HEX_LITERAL.fullmatch(core):
         return True  # a number literal (`#define PASSWORD 0x0dead1beef`)
-    if _NEXT_KEY.fullmatch(core) and "\n" in text[max(0, finding.start - 8) : finding.start]:
-        return True  # an empty value, then the next line's key
+    if "\n" in text[max(0, finding.start - 8) : finding.start] and (
+        _NEXT_KEY.fullmatch(core) or ((key := _NEXT_KEY.match(text, finding.start)) and key.end() > finding.end)
+    ):
+        return True  # an empty value, then the next line's key (`API_KEY=\nOTHER_API_KEY=`, cut at its label)
     if _CALL_OPEN.fullmatch(core) or (_IDENTIFIER_CALL.fullmatch(core) and text.startswith("(", finding.end)):
         return True  # a call whose arguments the value stops inside (`password.encode(`, `base64.b64encode(…)`)
     if _PRIVATE_NAME.fullmatch(core):
         return True  # `_core_token=_core_token`
     if _DOC_PARAM.search(text, max(0, finding.start - 80), finding.start):
         return True  # `:param refresh_token: should …` describes a parameter
+    if _GENERIC_TYPE.fullmatch(core) and text.startswith("[", finding.end):
+        return True  # a generic type's name, subscripted (`token: Sequence[int | str]`, `Optional[`)
     if _TYPE_NAME.fullmatch(core) and _ANNOTATION_AFTER.match(text, finding.end):
         return True  # a type annotation (`private_key: PrivateKeyTypes,`, `passwd: HTTPPasswordMgr`)
     return _CODE_AFTER.match(text, finding.end) is not None and _NAME_RE.fullmatch(core) is not None
@@ -355,11 +372,25 @@ def _ulid(text: str, finding: Finding, facts: _TextFacts) -> bool:
 
 def _placeholder(text: str, finding: Finding, facts: _TextFacts) -> bool:
     core = finding.value.strip().strip("\"'`").lstrip("=:>")
-    return _PLACEHOLDER.fullmatch(core) is not None
+    if core.endswith(")") and "(" not in core:
+        core = core.rstrip(")")  # a bare argument that ends a call (`as_bytes(password=password)`)
+    if "***" in core and 2 * core.count("*") >= len(core):
+        return True  # a value masked already (`*****1*****2`)
+    return _PLACEHOLDER.fullmatch(core) is not None or _VARIABLE.fullmatch(core) is not None
 
 
 def _code_identifier(text: str, finding: Finding, facts: _TextFacts) -> bool:
     return _code_value(text, finding)
+
+
+def _entry_name(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    start = finding.start
+    if not text.endswith('key="', 0, start) or not text.startswith('"', finding.end):
+        return False
+    return (
+        _ENTRY_KEY.search(text, max(0, start - 400), start) is not None
+        and _ENTRY_VALUE.match(text, finding.end + 1) is not None
+    )
 
 
 def _binary_base64(text: str, finding: Finding, facts: _TextFacts) -> bool:
@@ -370,12 +401,13 @@ def _path_segment(text: str, finding: Finding, facts: _TextFacts) -> bool:
     value = finding.value
     if _RECORD_PATH.match(text, finding.end):
         return True  # a path in a wheel's RECORD (`pkg/mod.py,sha256=…,123`)
+    if "/" in value and text[finding.start - 2 : finding.start] == "/.":
+        # in a dot directory (`/tmp/.tmpKUZmhW/pkg-1.0/…`: the run stops at the version's dot)
+        return any(_WORD.fullmatch(p) for p in _PATH_PIECES.split(value))
     if value.count("/") < 2:
         return False
-    inside = (
-        value.startswith("/")
-        or text[finding.start - 2 : finding.start] == "/."  # in a dot directory (`/tmp/.tmpKUZmhW/pkg-1.0/…`)
-        or (text[finding.start - 1 : finding.start] == "/" and _url_start(text, finding.start) < 0)
+    inside = value.startswith("/") or (
+        text[finding.start - 1 : finding.start] == "/" and _url_start(text, finding.start) < 0
     )  # a URL's path may carry a token (`hooks.slack.com/workflows/…`): not spared as a path
     return inside and any(_WORD.fullmatch(p) for p in value.split("/"))
 
@@ -386,17 +418,24 @@ def _documentation_value(text: str, finding: Finding, facts: _TextFacts) -> bool
     if BUILTIN_BY_NAME.get(detector.name) is not detector:
         return False  # a custom detector's values are the operator's business
     encoded = "\\" in value or "%" in value or "&#" in value  # an escaped run repeats `\x`, `%2`
-    return documentation_value(
-        value,
-        text[finding.end : finding.end + 12],
-        strict=detector.name not in LABELLED,
-        # the entropy fallback (most findings, and random by its own test) is tested for shape only when it
-        # starts like a vendor token (`sk-ant-api03-abc123xyz-…`) or repeats no character (an alphabet)
-        shape=not encoded
-        and (detector.name not in ENTROPY or prefixed(value) or len(set(value)) == len(value))
+    after = text[finding.end : finding.end + 12]
+    # the entropy fallback gets the vendor formats' thresholds (a random run trips them about 1e-5 of the time)
+    shape = (
+        not encoded
         and detector.name not in _OWN_RUNS
         and detector.entity != "private_key"
-        and not _verified(detector.name, value),
+        and verdict(detector.name, value) != "verified"
+    )
+    labelled = detector.name in LABELLED
+    if documentation_value(value, after, strict=not labelled, shape=shape):
+        return True
+    # a labelled value written like a vendor token (`SONAR_TOKEN=sqp_abcdef…`) is judged as one too
+    return (
+        labelled
+        and shape
+        and len(value) >= 20
+        and _TOKEN_LIKE.fullmatch(value) is not None
+        and (documentation_value(value, after, strict=True))
     )
 
 
@@ -444,6 +483,15 @@ def _public_label(text: str, finding: Finding, facts: _TextFacts) -> bool:
     return _PUBLIC_LABEL.search(text, lo, finding.start) is not None
 
 
+def _failed_checksum(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    lo = max(0, finding.start - 16)
+    return any(not bech32_valid(m.group()) for m in _AGE_KEY.finditer(text, lo, finding.end + 64))
+
+
+def _anchor_name(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return text.endswith(_ANCHOR_BEFORE, 0, finding.start) and text.startswith(("'", '"'), finding.end)
+
+
 def _elided(text: str, finding: Finding, facts: _TextFacts) -> bool:
     return text.endswith(_ELIDED, 0, finding.start) and text.startswith(_ELIDED, finding.end)
 
@@ -456,12 +504,15 @@ _CHECKS: dict[str, Callable[[str, Finding, _TextFacts], bool]] = {
     "ulid": _ulid,
     "placeholder": _placeholder,
     "code_identifier": _code_identifier,
+    "entry_name": _entry_name,
     "binary_base64": _binary_base64,
     "path_segment": _path_segment,
     "ciphertext": _ciphertext,
     "anti_forgery_token": _anti_forgery,
     "asset_url": _asset_url,
     "public_label": _public_label,
+    "failed_checksum": _failed_checksum,
+    "anchor_name": _anchor_name,
     "elided_excerpt": _elided,
     "empty_key_block": _empty_key,
     "documentation_value": _documentation_value,
@@ -480,6 +531,13 @@ def _empty_key_block(value: str) -> bool:
         return False
     body = "".join(_PEM_HEADER_LINE.sub("", found.group(1)).split())
     return not body or (body.isalpha() and body.islower()) or set(body) <= set("x.*<>-_#\u2026")
+
+
+# The key of the signals for a finding whose format's own check failed (`verify.py`): those that say the value is
+# something else (a digest, a public id, a request id, a ULID, a ciphertext, an anti-forgery token, public material).
+# Not those that judge only a random run by where it sits (a path, an asset URL, an excerpt): a hand-made token
+# planted in an icon's URL is still a token.
+_REFUTED = "\x00refuted"
 
 
 class Context:
@@ -515,7 +573,8 @@ class Context:
             found = self.by_detector[detector] = tuple(
                 s
                 for s in self.signals
-                if (s.detectors is None and detector != "private_key") or (s.detectors and detector in s.detectors)
+                if (s.detectors is None and detector != "private_key")
+                or (s.detectors and (detector in s.detectors or (detector == _REFUTED and s.detectors >= GENERIC)))
             )
         return found
 
@@ -527,7 +586,10 @@ class Context:
         for finding in findings:
             reason = None
             if finding.detector.category in ("secret", "credential"):
-                for signal in self._for(finding.detector.name):
+                name = finding.detector.name
+                if name in CHECKED and verdict(name, finding.value) == "refuted":
+                    name = _REFUTED  # weaker evidence: what may overrule the entropy fallback may overrule it
+                for signal in self._for(name):
                     if facts is None:
                         facts = _TextFacts(text)
                     if _CHECKS[signal.name](text, finding, facts):

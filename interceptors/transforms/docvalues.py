@@ -9,7 +9,8 @@ how little information the value carries: a marker word in one case (`EXAMPLE`, 
 `0123456789`, `76543210`), a variable part of digits only, or a mask right after it (`xoxp-…-####`,
 `ops_eyJ…..[Redacted]`). A random token trips these tests with a probability of about 1e-5 or less at the
 lengths vendor formats use (the strict thresholds were chosen so: a run of 8 consecutive hex characters has
-probability about 4e-7 in a 64-character hex token, a run of 6 right after the prefix about 2e-6); labelled
+probability about 4e-7 in a 64-character hex token, a run of 6 right after the prefix or at the end about 2e-6
+each; the digits count on in keyboard order, `7890` and `0987`, as documentation types them); labelled
 values, which have no fixed alphabet, get a looser one (a run of 12: the alphabet strings code keeps,
 `0123456789abcdef…`), and are no credential under 4 characters.
 
@@ -114,6 +115,8 @@ def sequence_runs(text: str) -> tuple[int, int, int]:
     for position, char in enumerate(text):
         current = _index(char)
         delta = current[1] - previous[1]
+        if current[0] == previous[0] == 0 and delta in (9, -9):
+            delta //= -9  # the digits in keyboard order: `…7890123…` runs on, as `…3210987…` does down
         joined = current[0] >= 0 and previous[0] >= 0 and (current[0] == previous[0] or 0 in (current[0], previous[0]))
         if joined and delta in (1, -1) and (step in (0, delta)):
             length += 1
@@ -172,7 +175,10 @@ def documentation_value(value: str, text_after: str = "", *, strict: bool = True
     if strict:
         prefix = _PREFIX.match(value)
         start = sequence_runs(value[prefix.end() : prefix.end() + 12])[2] if prefix else 0
-        return longest >= 8 or start >= 6 or covered >= 12 or (covered >= 6 and 10 * covered >= 4 * alnum_size)
+        end = sequence_runs(value[:-13:-1])[2]  # the run the value ends with (read backwards: `…f654321`)
+        return (
+            longest >= 8 or start >= 6 or end >= 6 or covered >= 12 or (covered >= 6 and 10 * covered >= 4 * alnum_size)
+        )
     return longest >= 12 or (longest == covered == alnum_size >= 6)  # `'abcdefg'`, `123456`
 
 

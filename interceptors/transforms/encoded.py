@@ -84,7 +84,43 @@ _BARE_HEX = re.compile(r"(?<![0-9A-Za-z])(?:[2-7][0-9a-fA-F]|0[9aAdD]){10,}(?![0
 _BARE_PCT = re.compile(r"[A-Za-z0-9._~+-]*(?:%[0-9A-Fa-f]{2}[A-Za-z0-9._~+-]*){4,}")
 _SHAPE_AT = re.compile(_ASCII_B64 + r"|(?:[2-7][0-9a-fA-F]|0[9aAdD]){10}")
 _PCT4 = re.compile(r"(?:%[0-9A-Fa-f]{2}){4}")
+# A token wrapped in lines of one width (a terminal or a log at 40, 64 or 76 columns): a full line of 32 token
+# characters or more, then a line break and more token characters. The runs (`_WRAPPED`) are cut to the lines of
+# the first line's width and the shorter last line (`_wrapped_runs`).
+_WRAP_CHARS = r"[A-Za-z0-9_+/=.~:@$!%&?#-]"
+_WRAP_SET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/=.~:@$!%&?#-")
+_WRAPPED = re.compile(r"(?m)^" + _WRAP_CHARS + r"{32,4096}+(?:\r?\n" + _WRAP_CHARS + r"{1,4096}+)+$")
 _RUN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
+
+
+class _WrapTable(dict[int, str]):
+    """`str.translate` table: a token character to `a`, a line break to `\\n`, a backslash to itself (JSON escapes),
+    anything else to a space (filled on first use)."""
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        mark = self[code] = "a" if char in _WRAP_SET else "\n" if char in "\r\n" else "\\" if char == "\\" else " "
+        return mark
+
+
+_WRAP_TABLE = _WrapTable()
+_WRAP_PROBE = "a" * 32
+
+
+def _wrapped_gate(text: str, escaped: bool) -> bool:
+    """Whether `text` has 32 token characters or more, a line break and another token character (`escaped`: `text`
+    is JSON, where a line break is written `\\n` or `\\r\\n`): one translation and substring searches, at C speed."""
+    marks = text.translate(_WRAP_TABLE)
+    if not escaped:
+        return marks.find(_WRAP_PROBE + "\na") >= 0 or marks.find(_WRAP_PROBE + "\n\na") >= 0
+    probe = _WRAP_PROBE + "\\"
+    at = marks.find(probe)
+    while at >= 0:
+        after = at + len(probe) + (1 if text.startswith("n", at + len(probe)) else 3)  # `\n` or `\r\n`
+        if text.startswith(("n", "r\\n"), at + len(probe)) and text[after : after + 1] in _WRAP_SET:
+            return True
+        at = marks.find(probe, at + len(probe))
+    return False
 
 
 class _RunTable(dict[int, str]):
@@ -124,12 +160,16 @@ def _bare_gate(text: str) -> bool:
         return True
     if "=\n" in text or "=\r\n" in text:
         return True
+    if "\n" in text and _wrapped_gate(text, False):
+        return True
     return len(text) >= 20 and _shaped_run(text, False)
 
 
 def _bare_gate_json(raw: str) -> bool:
     """`_bare_gate` on a payload's JSON text."""
     if ("%" in raw and _PCT4.search(raw) is not None) or "=\\n" in raw or "=\\r\\n" in raw:
+        return True
+    if "\\n" in raw and _wrapped_gate(raw, True):
         return True
     return _shaped_run(raw, True)
 
@@ -277,7 +317,68 @@ def decode_quoted_printable(value: str) -> tuple[str, Encode] | None:
     return text, lambda new: quopri.encodestring(new.encode("utf-8")).decode("ascii")
 
 
+def decode_wrapped(value: str) -> tuple[str, Encode] | None:
+    """Token characters wrapped in lines of one width (the last line shorter or equal): the lines joined, and
+    written back wrapped at the same width."""
+    if "\n" not in value or len(value) > MAX_ENCODED_CHARS:
+        return None
+    newline = "\r\n" if "\r\n" in value else "\n"
+    lines = value.split(newline)
+    width = len(lines[0])
+    if (
+        len(lines) < 2
+        or width < 32
+        or any(len(line) != width for line in lines[:-1])
+        or not 0 < len(lines[-1]) <= width
+    ):
+        return None
+
+    def encode(new: str) -> str:
+        return newline.join(new[i : i + width] for i in range(0, len(new), width)) if new else new
+
+    return "".join(lines), encode
+
+
+def _wrapped_runs(text: str) -> Iterator[tuple[int, int, str]]:
+    """`(start, end, value)` of each run of lines of one width (32 or more) and a shorter or equal last line."""
+    for match in _WRAPPED.finditer(text):
+        block = match.group(0)
+        newline = "\r\n" if "\r\n" in block else "\n"
+        lines = block.split(newline)
+        at = match.start()
+        i = 0
+        while i < len(lines) - 1:
+            width = len(lines[i])
+            j = i
+            while j + 1 < len(lines) and len(lines[j + 1]) == width:
+                j += 1
+            if width >= 32 and j + 1 < len(lines) and len(lines[j + 1]) < width:
+                j += 1  # the shorter last line
+            if j > i and width >= 32:
+                size = sum(len(line) for line in lines[i : j + 1]) + len(newline) * (j - i)
+                yield at, at + size, text[at : at + size]
+            at += sum(len(line) + len(newline) for line in lines[i : j + 1])
+            i = j + 1
+
+
+def _crosses_a_line(scanner: Any, joined: str, width: int, lines: str) -> bool:
+    """Whether a real detector finds a secret in the joined lines that runs across a line break and that the same
+    detector does not already find starting there in the lines as they are (a token of variable length that ends a
+    line, then a next line that is something else: joining would glue the two and hide the next line's secret)."""
+    crossing = [
+        f
+        for f in scanner.scan(joined)
+        if f.detector.category in _SECRET_CATEGORIES and f.start // width != (f.end - 1) // width
+    ]
+    if not crossing:
+        return False
+    whole = {(f.start, f.detector.name) for f in scanner.scan(lines) if f.start < width}
+    return any((f.start, f.detector.name) not in whole for f in crossing)
+
+
 def _bare_codec(how: str, value: str) -> tuple[str, Encode] | None:
+    if how == "bare_wrap":
+        return decode_wrapped(value)
     if how == "bare_hex":
         return decode_hex(value)
     if how == "bare_pct":
@@ -319,6 +420,9 @@ def _bare_candidates(text: str) -> Iterator[tuple[int, int, str, str]]:
         yield match.start(), match.end(), "bare_hex", match.group(0)
     if "=\n" in text or "=\r\n" in text:
         yield 0, len(text), "bare_qp", text
+    if "\n" in text and _wrapped_gate(text, False):
+        for start, end, value in _wrapped_runs(text):
+            yield start, end, "bare_wrap", value
 
 
 # --- where the payload says a value is encoded -----------------------------------------------------------
@@ -474,6 +578,12 @@ class Decoder:
         return (text if new_text == text else new_text), owned
 
     def _span(self, run: Run, value: str, how: str, key: str | None) -> Any:
+        if how == "bare_wrap":
+            codec = decode_wrapped(value)
+            width = value.index("\n") - value.endswith("\r", 0, value.index("\n"))
+            if codec is None or not _crosses_a_line(run.red.scanner.without_fallback(), codec[0], width, value):
+                return UNDECODED  # nothing runs across a line break: the ordinary scan reads each line
+            return _decoded_value(run, None, codec)
         if how.startswith("bare_"):
             codec = _bare_codec(how, value)
             if codec is None or not _holds_secret(run.red.scanner.without_fallback(), codec[0], MAX_DEPTH - 1):

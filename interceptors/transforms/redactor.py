@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from .base import Options, Transform, TransformContext, count
-from .catalog import BUILTIN_DETECTORS
+from .catalog import BUILTIN_BY_NAME, BUILTIN_DETECTORS
 from .context import GENERIC, SCHEME_TYPES, Context, binary_field, describes
 from .detectors import Detector, Finding, Scanner, detector_from_config, merge_detectors
 from .encoded import MARKER_KEYS, MAX_DEPTH, UNDECODED, Decoder
@@ -36,6 +36,7 @@ from .keyrules import (
 from .normalize import needs_normalizing, normalize_for_matching
 from .strategies import DROP, KEEP, Env, Strategy, StrategyTable, check_template, parse_strategies
 from .triepattern import literal_alternation
+from .verify import CHECKED, verdict
 
 REDACT_OPTIONS = (
     "strategies", "default", "custom_detectors", "disabled_detectors", "key_rules", "extra_key_rules",
@@ -574,6 +575,13 @@ class _Run:
             stateful = stateful or strategy.kind == "pseudonymize"
             replacement = strategy.apply(finding.value, finding.entity, self.env, finding.detector.name)
             notes.append((strategy.report_section(), finding.entity))
+            if finding.detector.name in CHECKED:  # the format's own check, in the report: `verified`/`refuted`
+                name = finding.detector.name
+                if (
+                    BUILTIN_BY_NAME.get(name) is finding.detector
+                    and (said := verdict(name, finding.value)) != "unchecked"
+                ):
+                    notes.append((said, name))
             if replacement is DROP:
                 return DROP, tuple(notes), stateful
             parts.append(text[last : finding.start])

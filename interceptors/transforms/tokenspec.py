@@ -13,7 +13,10 @@ The language, one space-separated sequence of parts:
 - `<` … `>`: the planted value, when the spec also writes its surroundings (`'db_pass: ' <[a-z]{12}>`);
   without it the whole output is the value;
 - `@crc32b62`: six base62 characters, the CRC32 of the characters generated since the last literal
-  (GitHub's and npm's token checksum).
+  (GitHub's and npm's token checksum);
+- `@bech32`: six Bech32 characters, the checksum (BIP 173) of the characters generated since the last literal
+  under the human-readable part that literal ends with (`'AGE-SECRET-KEY-1'`: `age-secret-key-`), in the case of
+  the data.
 """
 
 from __future__ import annotations
@@ -46,6 +49,45 @@ def crc32_token_valid(payload_and_checksum: str) -> bool:
         return False
     payload, checksum = payload_and_checksum[:-6], payload_and_checksum[-6:]
     return checksum in (crc32_base62(payload, BASE62), crc32_base62(payload, BASE62_INVERTED))
+
+
+BECH32 = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+_BECH32_GENERATOR = (0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3)
+
+
+def _bech32_polymod(values: list[int]) -> int:
+    check = 1
+    for value in values:
+        top = check >> 25
+        check = (check & 0x1FFFFFF) << 5 ^ value
+        for i, generator in enumerate(_BECH32_GENERATOR):
+            if (top >> i) & 1:
+                check ^= generator
+    return check
+
+
+def _bech32_expand(hrp: str) -> list[int]:
+    return [ord(c) >> 5 for c in hrp] + [0] + [ord(c) & 31 for c in hrp]
+
+
+def bech32_checksum(hrp: str, data: str, upper: bool = False) -> str:
+    """The six checksum characters Bech32 (BIP 173) appends to `data` under the human-readable part `hrp`."""
+    values = _bech32_expand(hrp.lower()) + [BECH32.index(c) for c in data.lower()]
+    mod = _bech32_polymod([*values, 0, 0, 0, 0, 0, 0]) ^ 1
+    out = "".join(BECH32[(mod >> 5 * (5 - i)) & 31] for i in range(6))
+    return out.upper() if upper else out
+
+
+def bech32_valid(text: str) -> bool:
+    """Whether a Bech32 string (`hrp` `1` data and checksum, one case) carries a valid checksum."""
+    if text != text.lower() and text != text.upper():
+        return False
+    lowered = text.lower()
+    cut = lowered.rfind("1")
+    if cut < 1 or len(lowered) - cut < 7 or any(c not in BECH32 for c in lowered[cut + 1 :]):
+        return False
+    values = _bech32_expand(lowered[:cut]) + [BECH32.index(c) for c in lowered[cut + 1 :]]
+    return _bech32_polymod(values) == 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +170,9 @@ class _Parser:
         if self.text.startswith("@crc32b62", self.at):
             self.at += len("@crc32b62")
             return _Checksum("crc32b62")
+        if self.text.startswith("@bech32", self.at):
+            self.at += len("@bech32")
+            return _Checksum("bech32")
         raise self.fail("an unexpected character")
 
     def literal(self, quote: str) -> _Literal:
@@ -225,7 +270,11 @@ class TokenSpec:
                     value.append(sum(len(p) for p in out))
                 else:
                     covered = "".join(out)[since[0] :]
-                    out.append(crc32_base62(covered))
+                    if part.kind == "bech32":
+                        hrp = "".join(out)[: since[0]].rpartition("1")[0]
+                        out.append(bech32_checksum(hrp, covered, upper=(hrp + covered).upper() == hrp + covered))
+                    else:
+                        out.append(crc32_base62(covered))
 
         emit(self.parts)
         text = "".join(out)
@@ -238,4 +287,14 @@ def parse_spec(text: str) -> TokenSpec:
     return TokenSpec.parse(text)
 
 
-__all__ = ["BASE62", "SpecError", "TokenSpec", "crc32_base62", "crc32_token_valid", "parse_spec"]
+__all__ = [
+    "BASE62",
+    "BECH32",
+    "SpecError",
+    "TokenSpec",
+    "bech32_checksum",
+    "bech32_valid",
+    "crc32_base62",
+    "crc32_token_valid",
+    "parse_spec",
+]

@@ -17,7 +17,7 @@ import re
 
 from .detectors import Detector, Validator, validate_secret
 from .entities import is_placeholder
-from .tokenspec import crc32_token_valid
+from .tokenspec import bech32_valid, crc32_token_valid
 
 _B62 = "A-Za-z0-9"
 _URLSAFE = "A-Za-z0-9_-"
@@ -38,6 +38,12 @@ def validate_crc32_token(value: str, entity: str) -> str | None:
     if len(payload) == 36 and crc32_token_valid(payload):
         return entity
     return None if _word_like(payload) else entity
+
+
+def validate_bech32(value: str, entity: str) -> str | None:
+    """An age key is Bech32 (BIP 173): its six-character checksum catches any error of up to four characters, and
+    age refuses a key whose checksum fails, so such a value (an example with a character changed) is no key."""
+    return entity if bech32_valid(value) else None
 
 
 def _v(
@@ -233,8 +239,10 @@ VENDOR_DETECTORS: tuple[Detector, ...] = (
        "Sentry auth tokens (docs.sentry.io/account/auth-tokens)",
        "Sentry user (sntryu_) and organisation (sntrys_) tokens"),
     _v("age_secret_key", r"AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}", ("age-secret-key-1",),
-       "'AGE-SECRET-KEY-1' [QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}",
-       "age secret keys (age-encryption.org/v1, Bech32 upper case)", "age secret keys: AGE-SECRET-KEY-1 + 58 Bech32"),
+       "'AGE-SECRET-KEY-1' [QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{52} @bech32",
+       "age secret keys (age-encryption.org/v1, Bech32 upper case; BIP 173 checksum)",
+       "age secret keys: AGE-SECRET-KEY-1 + 52 Bech32 + a 6-character Bech32 checksum (checked)",
+       validator=validate_bech32),
     _v("onepassword_token", _lb() + r"ops_eyJ[A-Za-z0-9+/=_-]{50,4096}+", ("ops_eyj",),
        "'ops_eyJ' [A-Za-z0-9+/]{200,300}",
        "1Password service account tokens (developer.1password.com/docs/service-accounts)",
@@ -255,7 +263,7 @@ VENDOR_DETECTORS: tuple[Detector, ...] = (
        "Shopify access tokens and shared secrets (shopify.dev/docs/apps/build/authentication-authorization)",
        "Shopify admin, custom-app, private-app tokens and shared secrets: shp??_ + 32 hex"),
     # --- chat, mail and webhooks -----------------------------------------------------------------------------------
-    _v("slack_webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{20,200}+",
+    _v("slack_webhook", r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{20,200}+",
        ("hooks.slack.com/",), "'https://hooks.slack.com/services/T' [A-Z0-9]{10} '/B' [A-Z0-9]{10} '/' [A-Za-z0-9]{24}",
        "Slack incoming webhooks (api.slack.com/messaging/webhooks)", "Slack incoming and workflow webhook URLs"),
     _v("discord_webhook",
@@ -734,7 +742,8 @@ CLI_DETECTORS: tuple[Detector, ...] = (
        "sshpass(1) -p, redis-cli -a, --password/--pass flags",
        "the value of sshpass -p, redis-cli -a and --password/--pass flags", entity="password", group=(1, 2, 3),
        min_length=12, validator=_validate_cli, confidence=0.85),
-    _v("netrc_password", r"(?<![\w-])(?:login|user)[ \t]+\S{1,256}[ \t\r\n]+password[ \t]+(\S{1,256})",
+    # the value ends at a blank, or where XML around the entry closes (`]]>` of a CDATA section, `</tag>`)
+    _v("netrc_password", r"(?<![\w-])(?:login|user)[ \t]+\S{1,256}[ \t\r\n]+password[ \t]+((?:(?!\]\]>|</)\S){1,256})",
        ("password",), "'machine api.example.com login deploy password ' <[A-Za-z0-9!%^*_+]{10,24}>",
        ".netrc(5) entries (machine … login … password …)", "the password of a .netrc entry",
        entity="password", group=1, min_length=12, validator=validate_secret, confidence=0.9),
