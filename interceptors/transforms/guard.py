@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from ..errors import InterceptorsError
 from .base import Options, Transform, TransformContext, count
 from .entities import CATEGORIES, fold_for_hints
 from .keyrules import BUILTIN_KEY_RULES, BUILTIN_KEY_RULES_BY_NAME
@@ -32,7 +33,7 @@ MAX_SEGMENT = 64
 _PLAIN_SEGMENT = re.compile(r"[^\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]*")
 
 
-class SecretsRefused(ValueError):
+class SecretsRefused(InterceptorsError, ValueError):
     """A request (or a client's answer) carried secrets. The message names entity types and where they are (a JSON
     pointer into the params or the answer), never a value (map it to -32602)."""
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from ..errors import InterceptorsError
+
 _WS = re.compile(r"[ \t\n\r]*")
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # unrolled: one step per run, not per character
 _SPLIT = re.compile("(" + _STRING.pattern + ")", re.DOTALL)
@@ -33,7 +35,7 @@ class _Node:
         self.keys: list[tuple[int, int]] = []  # objects: each member's key span, in order
 
 
-class _Unaligned(Exception):
+class _Unaligned(InterceptorsError):
     """The text does not parse the way the value says (should not happen: the caller parsed it)."""
 
 

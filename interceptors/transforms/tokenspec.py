@@ -26,6 +26,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Union
 
+from ..errors import InterceptorsError
+
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 BASE62_INVERTED = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -120,7 +122,7 @@ class _Checksum:
 _Part = Union[_Literal, _Chars, _Choice, _Value, _Checksum]  # noqa: UP007 (a forward-referenced alias)
 
 
-class SpecError(ValueError):
+class SpecError(InterceptorsError, ValueError):
     """A spec that does not parse; the message names the position, never the spec's text."""
 
 
