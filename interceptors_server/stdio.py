@@ -27,7 +27,7 @@ from interceptors.errors import INVALID_REQUEST, PARSE_ERROR
 from interceptors.protocol.framing import MAX_LINE_BYTES, LineSplitter, Oversized
 from interceptors.protocol.messages import Kind, classify, error_line, is_request, recover_id
 
-from .express import ExpressLane, WriteBytes
+from .express import ExpressLane, PutBytes, WriteBytes
 
 logger = logging.getLogger("interceptors.stdio")
 
@@ -104,6 +104,8 @@ class _Lines:
         ready = self._ready
         while True:
             while not ready:
+                # Every complete line read so far is handled: the replies answered meanwhile leave together, now.
+                self._writer.release()
                 if self._ended:
                     raise StopAsyncIteration
                 chunk = await self._reader.read(_READ_BYTES)
@@ -119,17 +121,16 @@ class _Lines:
                 # Discarded and answered (with its id when its first bytes hold one); the connection lives on.
                 logger.warning("discarding an input line over %d bytes", self._max_line_bytes)
                 reason = {"reason": f"a message larger than the {self._max_line_bytes} byte line limit"}
-                await self._writer.write_bytes(
-                    error_line(recover_id(line.head), INVALID_REQUEST, "Request too large", reason)
-                )
+                self._writer.put(error_line(recover_id(line.head), INVALID_REQUEST, "Request too large", reason))
                 continue
             message, refusal = _examine(line)
             if refusal is not None:
-                await self._writer.write_bytes(refusal)
+                self._writer.put(refusal)
                 continue
             lane = self._express
             if message is not None and lane is not None and lane.take(message, movable=not may_round_numbers(line)):
                 continue
+            self._writer.release()  # what was answered before this line goes out before the SDK sees it
             return line.decode("utf-8", "replace")
 
 
@@ -137,7 +138,9 @@ class _Writer:
     """The `write`/`flush` pair the SDK's stdio transport expects, over a non-blocking pipe.
 
     Messages written in one event-loop iteration leave in one system call: under load, replies to
-    concurrent requests share a write instead of paying one each.
+    concurrent requests share a write instead of paying one each. The reader's own replies (`put`: lines it
+    refuses, inline invokes the express lane answers) wait for its `release` instead, at the end of each read's
+    lines: one write for all, and no event-loop turn before it.
     """
 
     def __init__(self, writer: asyncio.StreamWriter, loop: asyncio.AbstractEventLoop) -> None:
@@ -148,6 +151,15 @@ class _Writer:
 
     async def write(self, text: str) -> None:
         await self.write_bytes(text.encode("utf-8"))
+
+    def put(self, data: bytes) -> None:
+        """Queue `data` until the reader's `release` (or a scheduled send, whichever comes first)."""
+        self._pending += data
+
+    def release(self) -> None:
+        """Send what is queued now, in one write."""
+        if self._pending:
+            self._send()
 
     async def write_bytes(self, data: bytes) -> None:
         self._pending += data
@@ -169,7 +181,7 @@ class _Writer:
 
 @contextlib.asynccontextmanager
 async def serve_streams(
-    express: Callable[[WriteBytes], ExpressLane | None] | None = None,
+    express: Callable[[WriteBytes, PutBytes], ExpressLane | None] | None = None,
     *,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> AsyncIterator[tuple[Any, Any]]:
@@ -201,7 +213,7 @@ async def serve_streams(
     )
     writer = asyncio.StreamWriter(write_transport, write_protocol, reader, loop)
     out = _Writer(writer, loop)
-    lane = express(out.write_bytes) if express is not None else None
+    lane = express(out.write_bytes, out.put) if express is not None else None
     try:
         try:
             async with stdio_server(stdin=_Lines(reader, out, lane, max_line_bytes), stdout=out) as streams:  # type: ignore[arg-type]
