@@ -42,7 +42,7 @@ async def _serve() -> None:
         def connection_lost(self, exc: Exception | None) -> None:
             closed.set_result(None)
 
-    await loop.connect_read_pipe(lambda: Reader(out), sys.stdin.buffer)  # type: ignore[arg-type]
+    await loop.connect_read_pipe(lambda: Reader(out), sys.stdin.buffer)
     await closed
 
 
