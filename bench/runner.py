@@ -71,7 +71,8 @@ def echo_method(server: Server[Any]) -> None:
     server.add_request_handler("bench/echo", OpenParams, custom)
 
 
-def noop_registry(events: str, validators: int, mutators: int) -> Registry:
+def noop_registry(events: str, validators: int, mutators: int, *, inline: bool = False) -> Registry:
+    """No-op validators and mutators: async handlers, or sync ones registered `inline` (as the built-in stages)."""
     registry = Registry()
 
     async def allow(invocation: Invocation) -> Verdict:
@@ -80,10 +81,24 @@ def noop_registry(events: str, validators: int, mutators: int) -> Registry:
     async def unchanged(invocation: Invocation) -> Mutation:
         return Mutation.unchanged()
 
+    def allow_inline(invocation: Invocation) -> Verdict:
+        return Verdict.allow()
+
+    def unchanged_inline(invocation: Invocation) -> Mutation:
+        return Mutation.unchanged()
+
     for index in range(validators):
-        registry.register(allow, name=f"bench/validator-{index}", type="validation", events=events)
+        name = f"bench/validator-{index}"
+        if inline:
+            registry.register(allow_inline, name=name, type="validation", events=events, inline=True)
+        else:
+            registry.register(allow, name=name, type="validation", events=events)
     for index in range(mutators):
-        registry.register(unchanged, name=f"bench/mutator-{index}", type="mutation", events=events)
+        name = f"bench/mutator-{index}"
+        if inline:
+            registry.register(unchanged_inline, name=name, type="mutation", events=events, inline=True)
+        else:
+            registry.register(unchanged, name=name, type="mutation", events=events)
     return registry
 
 

@@ -1,7 +1,11 @@
-"""The interceptor server the remote benchmarks spawn: no-op interceptors plus a bare `bench/echo` method."""
+"""The interceptor server the remote benchmarks spawn: no-op interceptors plus a bare `bench/echo` method.
+
+`--inline`: the no-ops are sync handlers registered `inline` (as the built-in stages are) instead of async ones.
+"""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import anyio
@@ -12,7 +16,8 @@ from .runner import echo_method, noop_registry
 
 
 def main() -> None:
-    server: Any = build_server([noop_registry("tools/call", 1, 1)], name="bench-remote")
+    registry = noop_registry("tools/call", 1, 1, inline="--inline" in sys.argv[1:])
+    server: Any = build_server([registry], name="bench-remote")
     echo_method(server)
     anyio.run(serve_stdio, server)
 

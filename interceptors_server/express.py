@@ -57,6 +57,8 @@ from .install import LegacyExtensions, host_of
 logger = logging.getLogger("interceptors.host")
 
 WriteBytes = Callable[[bytes], Awaitable[None]]
+PutBytes = Callable[[bytes], None]
+"""Queues a reply for the writer without waiting: the lane answers inline requests from `take`, a plain function."""
 _SHUTDOWN_S = 2.0
 
 
@@ -67,6 +69,10 @@ class ExpressRoute(Protocol):
     def accepts(self, method: str, params: dict[str, Any], version: str) -> bool: ...
 
     async def answer(self, method: str, params: dict[str, Any], version: str) -> dict[str, Any]: ...
+
+    def answer_now(self, method: str, params: dict[str, Any], version: str) -> dict[str, Any] | None:
+        """`answer` on the caller's stack, or None (having run nothing) when it must be awaited."""
+        ...
 
 
 class InvokeRoute:
@@ -86,6 +92,12 @@ class InvokeRoute:
             traceparent = meta.get("traceparent") if isinstance(meta, dict) else None
             return await _tracing.serve_invoke(self._host.invoke, bare, traceparent)
         return await self._host.invoke(bare)
+
+    def answer_now(self, method: str, params: dict[str, Any], version: str) -> dict[str, Any] | None:
+        # An inline handler, untraced: answered as the lane reads it (no task, no scheduled write).
+        if _tracing.TRACER is not None:
+            return None
+        return self._host.invoke_now({key: value for key, value in params.items() if key != "_meta"})
 
 
 def express_enabled() -> bool:
@@ -114,27 +126,32 @@ def idle_middleware(middleware: object) -> bool:
     )
 
 
-def express_lane_for(server: Server[Any], write: WriteBytes) -> ExpressLane | None:
+def express_lane_for(server: Server[Any], write: WriteBytes, put: PutBytes | None = None) -> ExpressLane | None:
     """The invoke lane for `server`, or None when taking requests off the SDK would skip something."""
     host = host_of(server)
     if not express_enabled() or host is None or INVOKE_METHOD in server.cache_hints:
         return None
     if not all(idle_middleware(middleware) for middleware in server.middleware):
         return None
-    return ExpressLane(InvokeRoute(host), server.server_info_stamp, write)
+    return ExpressLane(InvokeRoute(host), server.server_info_stamp, write, put)
 
 
 class ExpressLane:
-    """Takes eligible messages off the reader and answers them in tasks of its own.
+    """Takes eligible messages off the reader and answers them: inline handlers at once, from `take` (their
+    replies handed to `put`, which the reader flushes together with the others of its read), the rest in tasks
+    of its own.
 
     Plain asyncio tasks, not an anyio task group: the lane only runs on the asyncio pipe transport, and
     a task group's bookkeeping would cost more than the host's work for a small invoke.
     """
 
-    def __init__(self, route: ExpressRoute, server_info: dict[str, Any], write: WriteBytes) -> None:
+    def __init__(
+        self, route: ExpressRoute, server_info: dict[str, Any], write: WriteBytes, put: PutBytes | None = None
+    ) -> None:
         self._route = route
         self._server_info = server_info
         self._write = write
+        self._put = put
         self._era: str | None = None  # "modern" or "legacy" once the opening request is seen; "closed": off
         self._negotiated: str | None = None  # 2025 era: the version `initialize` settled on
         self._initialized = False  # 2025 era: the client has sent `notifications/initialized`
@@ -180,6 +197,11 @@ class ExpressLane:
                 return False  # (a duplicate id in flight: the SDK judges it)
             if not _valid_spec_request(method, params, version):
                 return False
+            if self._put is not None:
+                reply = self._reply_now(request_id, method, params, version)
+                if reply is not None:
+                    self._put(reply)
+                    return True
             answer = self._answer(request_id, method, params, version)
             self._in_flight[request_id] = asyncio.get_running_loop().create_task(answer)
             return True
@@ -251,16 +273,22 @@ class ExpressLane:
             self._cancelled_by_peer.discard(request_id)
         await self._write(reply)
 
+    def _reply_now(self, request_id: int | str, method: str, params: dict[str, Any], version: str) -> bytes | None:
+        """The reply line of a request the route answers on this stack, or None: it must be awaited."""
+        try:
+            result = self._route.answer_now(method, params, version)
+        except Exception as exc:
+            return _failure(request_id, exc)
+        return None if result is None else self._success(request_id, result)
+
     async def _reply(self, request_id: int | str, method: str, params: dict[str, Any], version: str) -> bytes:
         try:
             result = await self._route.answer(method, params, version)
-        except InterceptorRpcError as exc:
-            return error_line(request_id, exc.code, exc.message, exc.data)
-        except MCPError as exc:
-            return error_line(request_id, exc.error.code, exc.error.message, exc.error.data)
-        except Exception as exc:  # never raw exception text on the wire (it may quote the payload)
-            logger.error("express lane error: %s", type(exc).__name__)
-            return error_line(request_id, INTERNAL_ERROR, "interceptor host error", {"reason": type(exc).__name__})
+        except Exception as exc:
+            return _failure(request_id, exc)
+        return self._success(request_id, result)
+
+    def _success(self, request_id: int | str, result: dict[str, Any]) -> bytes:
         if self._era != "modern":
             return dumps_exact({"jsonrpc": "2.0", "id": request_id, "result": result}) + b"\n"
         # As the SDK shapes a 2026-era result: resultType required, the serverInfo stamp merged into `_meta`.
@@ -272,6 +300,17 @@ class ExpressLane:
         elif isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None:
             result["_meta"] = {**meta, SERVER_INFO_META_KEY: self._server_info}
         return dumps_exact({"jsonrpc": "2.0", "id": request_id, "result": result}) + b"\n"
+
+
+def _failure(request_id: int | str, exc: Exception) -> bytes:
+    """The error line for what a route raised: its own code and data, or a bare INTERNAL_ERROR."""
+    if isinstance(exc, InterceptorRpcError):
+        return error_line(request_id, exc.code, exc.message, exc.data)
+    if isinstance(exc, MCPError):
+        return error_line(request_id, exc.error.code, exc.error.message, exc.error.data)
+    # never raw exception text on the wire (it may quote the payload)
+    logger.error("express lane error: %s", type(exc).__name__)
+    return error_line(request_id, INTERNAL_ERROR, "interceptor host error", {"reason": type(exc).__name__})
 
 
 def _valid_spec_request(method: str, params: dict[str, Any], version: str) -> bool:

@@ -64,7 +64,7 @@ async def serve_stdio(server: Server[Any]) -> None:
     from .express import express_lane_for
     from .stdio import serve_streams
 
-    async with serve_streams(lambda write: express_lane_for(server, write)) as (read, write):
+    async with serve_streams(lambda write, put: express_lane_for(server, write, put)) as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 

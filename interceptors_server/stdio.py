@@ -27,11 +27,9 @@ from interceptors.errors import INVALID_REQUEST, PARSE_ERROR
 from interceptors.protocol.framing import MAX_LINE_BYTES, LineSplitter, Oversized
 from interceptors.protocol.messages import Kind, classify, error_line, is_request, recover_id
 
-from .express import ExpressLane, WriteBytes
+from .express import ExpressLane, PutBytes, WriteBytes
 
 logger = logging.getLogger("interceptors.stdio")
-
-_READ_BYTES = 1 << 20
 
 
 def _is_pipe_like(fd: int) -> bool:
@@ -79,65 +77,112 @@ def _answers(value: dict[str, Any]) -> bool:
     return ("result" in value or "error" in value) and id_ok
 
 
-class _Lines:
-    """`async for line in _Lines(reader)`: text lines, invalid UTF-8 replaced, oversized lines skipped.
+class _Lines(asyncio.Protocol):
+    """The read side of the wire: `async for line in lines` gives the SDK text lines (invalid UTF-8 replaced).
 
-    Framed by the protocol core's `LineSplitter` (the framing of every stdio edge). Lines the SDK could not
-    answer are answered here (see `_examine`) and not passed on, and so are the requests the express lane takes.
+    Framed by the protocol core's `LineSplitter` (the framing of every stdio edge), as the bytes arrive
+    (`data_received`): lines the SDK could not answer are answered here (see `_examine`), oversized ones
+    refused, and the requests the express lane takes are handed to it, all without waiting for the SDK;
+    the replies answered from one read leave together (`_Writer.release`), and only the rest is queued for
+    the SDK. Why: an inline invoke costs one event-loop turn (the read) and one write, and the invokes of
+    one read share a write. Reading pauses while the SDK has more than twice the line bound queued.
     """
 
     def __init__(
-        self, reader: asyncio.StreamReader, writer: _Writer, express: ExpressLane | None, max_line_bytes: int
+        self, loop: asyncio.AbstractEventLoop, writer: _Writer, express: ExpressLane | None, max_line_bytes: int
     ) -> None:
+        self._loop = loop
         self._max_line_bytes = max_line_bytes
-        self._reader = reader
         self._writer = writer
         self._express = express
         self._splitter = LineSplitter(max_line_bytes)
-        self._ready: deque[bytes | Oversized] = deque()
+        self._queue: deque[str] = deque()
+        self._queued_bytes = 0
+        self._waiter: asyncio.Future[None] | None = None
+        self._transport: asyncio.ReadTransport | None = None
+        self._paused = False
         self._ended = False
 
+    # the protocol: called by the read pipe's transport ---------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        for line in self._splitter.feed(data):
+            self._line(line)
+        self._writer.release()  # every complete line read so far is handled: their replies leave now, together
+        self._wake()
+
+    def eof_received(self) -> bool:
+        last = self._splitter.rest()  # a last line without its newline
+        if last is not None:
+            self._line(last)
+            self._writer.release()
+        self._end()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._end()
+
+    def _end(self) -> None:
+        self._ended = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and (self._queue or self._ended) and not waiter.done():
+            waiter.set_result(None)
+
+    def _line(self, line: bytes | Oversized) -> None:
+        if isinstance(line, Oversized):
+            # Discarded and answered (with its id when its first bytes hold one); the connection lives on.
+            logger.warning("discarding an input line over %d bytes", self._max_line_bytes)
+            reason = {"reason": f"a message larger than the {self._max_line_bytes} byte line limit"}
+            self._writer.put(error_line(recover_id(line.head), INVALID_REQUEST, "Request too large", reason))
+            return
+        message, refusal = _examine(line)
+        if refusal is not None:
+            self._writer.put(refusal)
+            return
+        lane = self._express
+        if message is not None and lane is not None and lane.take(message, movable=not may_round_numbers(line)):
+            return
+        self._queue.append(line.decode("utf-8", "replace"))
+        self._queued_bytes += len(line)
+        if not self._paused and self._queued_bytes > 2 * self._max_line_bytes and self._transport is not None:
+            self._paused = True
+            self._transport.pause_reading()
+
+    # the SDK's side ----------------------------------------------------------------------------------
     def __aiter__(self) -> _Lines:
         return self
 
     async def __anext__(self) -> str:
-        ready = self._ready
-        while True:
-            while not ready:
-                if self._ended:
-                    raise StopAsyncIteration
-                chunk = await self._reader.read(_READ_BYTES)
-                if chunk:
-                    ready.extend(self._splitter.feed(chunk))
-                    continue
-                self._ended = True
-                last = self._splitter.rest()  # a last line without its newline
-                if last is not None:
-                    ready.append(last)
-            line = ready.popleft()
-            if isinstance(line, Oversized):
-                # Discarded and answered (with its id when its first bytes hold one); the connection lives on.
-                logger.warning("discarding an input line over %d bytes", self._max_line_bytes)
-                reason = {"reason": f"a message larger than the {self._max_line_bytes} byte line limit"}
-                await self._writer.write_bytes(
-                    error_line(recover_id(line.head), INVALID_REQUEST, "Request too large", reason)
-                )
-                continue
-            message, refusal = _examine(line)
-            if refusal is not None:
-                await self._writer.write_bytes(refusal)
-                continue
-            lane = self._express
-            if message is not None and lane is not None and lane.take(message, movable=not may_round_numbers(line)):
-                continue
-            return line.decode("utf-8", "replace")
+        queue = self._queue
+        while not queue:
+            if self._ended:
+                raise StopAsyncIteration
+            self._waiter = waiter = self._loop.create_future()
+            try:
+                await waiter
+            finally:
+                if self._waiter is waiter:
+                    self._waiter = None
+        line = queue.popleft()
+        self._queued_bytes -= len(line)  # (characters: close enough to the bytes for a pause threshold)
+        if self._paused and self._queued_bytes <= self._max_line_bytes and self._transport is not None:
+            self._paused = False
+            self._transport.resume_reading()
+        return line
 
 
 class _Writer:
     """The `write`/`flush` pair the SDK's stdio transport expects, over a non-blocking pipe.
 
     Messages written in one event-loop iteration leave in one system call: under load, replies to
-    concurrent requests share a write instead of paying one each.
+    concurrent requests share a write instead of paying one each. The reader's own replies (`put`: lines it
+    refuses, inline invokes the express lane answers) wait for its `release` instead, at the end of each read's
+    lines: one write for all, and no event-loop turn before it.
     """
 
     def __init__(self, writer: asyncio.StreamWriter, loop: asyncio.AbstractEventLoop) -> None:
@@ -148,6 +193,15 @@ class _Writer:
 
     async def write(self, text: str) -> None:
         await self.write_bytes(text.encode("utf-8"))
+
+    def put(self, data: bytes) -> None:
+        """Queue `data` until the reader's `release` (or a scheduled send, whichever comes first)."""
+        self._pending += data
+
+    def release(self) -> None:
+        """Send what is queued now, in one write."""
+        if self._pending:
+            self._send()
 
     async def write_bytes(self, data: bytes) -> None:
         self._pending += data
@@ -169,7 +223,7 @@ class _Writer:
 
 @contextlib.asynccontextmanager
 async def serve_streams(
-    express: Callable[[WriteBytes], ExpressLane | None] | None = None,
+    express: Callable[[WriteBytes, PutBytes], ExpressLane | None] | None = None,
     *,
     max_line_bytes: int = MAX_LINE_BYTES,
 ) -> AsyncIterator[tuple[Any, Any]]:
@@ -192,19 +246,17 @@ async def serve_streams(
     os.dup2(devnull, 0)  # handlers and children read EOF,
     os.dup2(2, 1)  # and their stray output goes to stderr, not onto the wire
     os.close(devnull)
-    reader = asyncio.StreamReader(limit=max_line_bytes, loop=loop)
-    read_transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(wire_in, "rb", buffering=0)
-    )
     write_transport, write_protocol = await loop.connect_write_pipe(
         asyncio.streams.FlowControlMixin, os.fdopen(wire_out, "wb", buffering=0)
     )
-    writer = asyncio.StreamWriter(write_transport, write_protocol, reader, loop)
+    writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
     out = _Writer(writer, loop)
-    lane = express(out.write_bytes) if express is not None else None
+    lane = express(out.write_bytes, out.put) if express is not None else None
+    lines = _Lines(loop, out, lane, max_line_bytes)
+    read_transport, _ = await loop.connect_read_pipe(lambda: lines, os.fdopen(wire_in, "rb", buffering=0))
     try:
         try:
-            async with stdio_server(stdin=_Lines(reader, out, lane, max_line_bytes), stdout=out) as streams:  # type: ignore[arg-type]
+            async with stdio_server(stdin=lines, stdout=out) as streams:  # type: ignore[arg-type]
                 yield streams
         finally:
             if lane is not None:

@@ -3,7 +3,8 @@
 python -m tests.servers.express_host          the lane answers `interceptor/invoke` (2026 era)
 python -m tests.servers.express_host --sdk    a pass-through middleware turns the lane off: the SDK answers
 
-Every invoke the lane answers is logged to stderr as `lane NAME`.
+Every invoke the lane answers is logged to stderr as `lane NAME`. The sync handlers are registered `inline`, as the
+built-in stages are: the lane answers them as it reads them (`answer_now`); `express/slow` takes a task.
 """
 
 from __future__ import annotations
@@ -22,24 +23,24 @@ SLOW_S = 1.0
 registry = Registry()
 
 
-@registry.validator("express/allow", events="tools/call", phase="both")
+@registry.validator("express/allow", events="tools/call", phase="both", inline=True)
 def allow(invocation: Invocation) -> Verdict:
     return Verdict.allow({"seen": invocation.payload})
 
 
-@registry.validator("express/deny", events="tools/call", phase="request")
+@registry.validator("express/deny", events="tools/call", phase="request", inline=True)
 def deny(invocation: Invocation) -> Verdict:
     return Verdict.deny("never allowed", path="/arguments")
 
 
-@registry.mutator("express/upper", events="tools/call", phase="request")
+@registry.mutator("express/upper", events="tools/call", phase="request", inline=True)
 def upper(invocation: Invocation) -> Mutation:
     payload = dict(invocation.payload)
     payload["name"] = str(payload.get("name", "")).upper()
     return Mutation(payload)
 
 
-@registry.validator("express/raise", events="tools/call", phase="request")
+@registry.validator("express/raise", events="tools/call", phase="request", inline=True)
 def explode(invocation: Invocation) -> Verdict:
     raise RuntimeError("secret payload text must not reach the wire")
 
@@ -69,6 +70,21 @@ def log_lane_answers() -> None:
         return await answer(self, method, params, version)
 
     express.InvokeRoute.answer = logged  # type: ignore[method-assign]
+    answer_now = express.InvokeRoute.answer_now
+
+    def logged_now(
+        self: express.InvokeRoute, method: str, params: dict[str, Any], version: str
+    ) -> dict[str, Any] | None:
+        try:
+            result = answer_now(self, method, params, version)
+        except Exception:
+            print(f"lane {params.get('name')}", file=sys.stderr, flush=True)
+            raise
+        if result is not None:  # answered here (None: the lane awaits `answer`, which logs)
+            print(f"lane {params.get('name')}", file=sys.stderr, flush=True)
+        return result
+
+    express.InvokeRoute.answer_now = logged_now  # type: ignore[method-assign]
 
 
 def main() -> None:

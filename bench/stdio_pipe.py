@@ -1,0 +1,138 @@
+"""`interceptor/invoke` over a stdio pipe against a raw JSON echo over the same pipe, in one run.
+
+`python -m bench.stdio_pipe [--count N] [--handler inline|async]`: a plain blocking client (so its own cost
+is small and the same for both) drives each server sequentially and with 16 requests in flight, and reports
+wall time and the server's CPU time (utime + stime from /proc/PID/stat) per request. On a loaded machine the
+CPU per request is the steady measure; wall time is shown for what it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+import orjson
+
+_PAYLOAD = {"method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hello", "count": 3}}}
+_INVOKE = {"name": "bench/validator-0", "event": "tools/call", "phase": "request", "payload": _PAYLOAD}
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat", "rb") as stat:
+        fields = stat.read().rsplit(b")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime (fields 14 and 15 of the line)
+
+
+class _Peer:
+    """A server process on two pipes, spoken to line by line."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self._in = self.process.stdin
+        self._out = self.process.stdout
+        self._buffer = b""
+        self._next_id = 0
+
+    def send(self, method: str, params: dict[str, Any], notify: bool = False) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+        if not notify:
+            self._next_id += 1
+            message["id"] = self._next_id
+        self._in.write(orjson.dumps(message) + b"\n")
+
+    def receive(self) -> dict[str, Any]:
+        while b"\n" not in self._buffer:
+            chunk = os.read(self._out.fileno(), 1 << 16)
+            if not chunk:
+                raise EOFError("the server closed its output")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        reply: dict[str, Any] = orjson.loads(line)
+        if "error" in reply:
+            raise RuntimeError(f"error reply: {reply['error']}")
+        return reply
+
+    def run(self, count: int, in_flight: int, method: str, params: dict[str, Any]) -> tuple[float, float]:
+        """(wall s, server CPU s) for `count` requests with `in_flight` outstanding at a time."""
+        cpu, started = _cpu_s(self.process.pid), time.perf_counter()
+        for _ in range(in_flight):
+            self.send(method, params)
+        for done in range(count):
+            self.receive()
+            if done + in_flight < count:
+                self.send(method, params)
+        return time.perf_counter() - started, _cpu_s(self.process.pid) - cpu
+
+    def close(self) -> None:
+        self._in.close()
+        self.process.wait(10)
+
+
+def _interceptor_server(handler: str) -> _Peer:
+    peer = _Peer([sys.executable, "-m", "bench.stdio_server", *(["--inline"] if handler == "inline" else [])])
+    peer.send(
+        "initialize",
+        {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}},
+    )
+    peer.receive()
+    peer.send("notifications/initialized", {}, notify=True)
+    return peer
+
+
+def measure(count: int, handler: str, rounds: int = 3) -> dict[str, tuple[float, float]]:
+    """Per request (wall us, server CPU us): the best round's wall time, and the CPU time over all the rounds
+    (the kernel counts it in 10 ms ticks: one round is too short to read it alone)."""
+    echo = _Peer([sys.executable, "-m", "bench.pipe_echo"])
+    loop_echo = _Peer([sys.executable, "-m", "bench.pipe_echo", "--asyncio"])
+    serve = _interceptor_server(handler)
+    rows = {
+        "raw JSON echo, 1 in flight": (echo, 1, "bench/echo"),
+        "raw JSON echo, 16 in flight": (echo, 16, "bench/echo"),
+        "raw JSON echo (asyncio), 1 in flight": (loop_echo, 1, "bench/echo"),
+        "raw JSON echo (asyncio), 16 in flight": (loop_echo, 16, "bench/echo"),
+        "serve interceptor/invoke, 1 in flight": (serve, 1, "interceptor/invoke"),
+        "serve interceptor/invoke, 16 in flight": (serve, 16, "interceptor/invoke"),
+    }
+    best: dict[str, tuple[float, float]] = {}
+    cpu_total = dict.fromkeys(rows, 0.0)
+    try:
+        for peer, in_flight, method in rows.values():  # warm-up
+            peer.run(max(50, count // 10), in_flight, method, _INVOKE)
+        for _ in range(rounds):
+            for name, (peer, in_flight, method) in rows.items():
+                wall, cpu = peer.run(count, in_flight, method, _INVOKE)
+                cpu_total[name] += cpu
+                best[name] = (min(wall / count * 1e6, best.get(name, (float("inf"),))[0]), 0.0)
+    finally:
+        echo.close()
+        loop_echo.close()
+        serve.close()
+    return {name: (wall, cpu_total[name] / (count * rounds) * 1e6) for name, (wall, _) in best.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=10000)
+    parser.add_argument("--handler", choices=("inline", "async"), default="inline")
+    args = parser.parse_args()
+    best = measure(args.count, args.handler)
+    print(f"{'row (' + args.handler + ' no-op validator)':<44}{'wall us':>10}{'CPU us':>10}")
+    for name, (wall, cpu) in best.items():
+        print(f"{name:<44}{wall:>10.1f}{cpu:>10.1f}")
+    seq, par = best["serve interceptor/invoke, 1 in flight"], best["serve interceptor/invoke, 16 in flight"]
+    for label, raw in (("raw echo", best["raw JSON echo, 1 in flight"]),
+                       ("asyncio echo", best["raw JSON echo (asyncio), 1 in flight"])):  # fmt: skip
+        print(
+            f"{'sequential invoke (x ' + label + '), wall / CPU':<44}{raw[0] / seq[0]:>10.2f}{raw[1] / seq[1]:>10.2f}"
+        )
+    print(f"{'16 in flight (x sequential), wall / CPU':<44}{seq[0] / par[0]:>10.2f}{seq[1] / par[1]:>10.2f}")
+
+
+if __name__ == "__main__":
+    main()
