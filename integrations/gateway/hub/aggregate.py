@@ -34,10 +34,18 @@ import anyio.abc
 import orjson
 
 from interceptors.codec import dumps_exact
-from interceptors.protocol.eras import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE
+from interceptors.protocol.eras import (
+    LATEST_HANDSHAKE,
+    MODERN_VERSIONS,
+    Era,
+    downstream_result,
+    modern_envelope,
+    negotiate,
+)
 from interceptors.protocol.messages import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    CLIENT_CAPABILITIES_META_KEY,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     Kind,
@@ -46,6 +54,7 @@ from interceptors.protocol.messages import (
     parse,
 )
 from interceptors.protocol.messages import error_object as _error
+from interceptors.protocol.methods import METHODS
 
 from ..router import Action, SendDownstream
 from .legs import HUB_SESSION, Leg
@@ -96,6 +105,11 @@ BASE_CAPABILITIES: Final = {
     "logging": {},
     "completions": {},
 }
+MODERN_CAPABILITIES: Final = {"tools": {}, "prompts": {}, "resources": {}, "logging": {}, "completions": {}}
+"""What a 2026-07-28 client is told: no `listChanged` or `subscribe`, as the aggregate serves no
+`subscriptions/listen` stream (each server's own endpoint does)."""
+CACHEABLE: Final = frozenset(METHODS.names(lambda row: row.cacheable))
+UNSUPPORTED_VERSION: Final = -32022
 START_WAIT_S: Final = 1.0
 """How long a request waits for a leg that is being started again before it is answered unavailable."""
 _INITIALIZED: Final = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
@@ -131,6 +145,12 @@ class _Session:
     outgoing: dict[int, tuple[Leg, int, RequestId]] = field(default_factory=dict)
     incoming: dict[tuple[str, RequestId], int] = field(default_factory=dict)
     initialized: bool = False
+    era: Era | None = None
+    """Fixed by the first request: `initialize` (handshake) or one with the 2026-07-28 envelope (modern)."""
+    probing: bool = False
+    """Modern by `server/discover` alone so far: an `initialize` may still follow (an auto client's fallback)."""
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    """The client's, from `initialize` or the latest envelope (a leg started for it is told them)."""
 
 
 class Aggregate:
@@ -142,6 +162,7 @@ class Aggregate:
         self.list_timeout = list_timeout
         self.name = name
         self.sessions: dict[str, _Session] = {}
+        self.server_info: Final = {"name": name, "version": _VERSION}
         self.deliver: Callable[[SendDownstream], None] = lambda action: None
         self.tasks: anyio.abc.TaskGroup | None = None
         self._ids = itertools.count(1)
@@ -233,12 +254,24 @@ class Aggregate:
             return
         params = message.params or {}
         if method == "initialize":
-            self._initialize(session, message)
-        elif method == "ping":
-            self._reply(session, message.id, result={})
-        elif session.init is None and message.protocol_version is not None:
-            reason = "the aggregated endpoint speaks the handshake era: send initialize first"
+            if session.era is Era.MODERN and not session.probing:
+                reason = "this session speaks 2026-07-28: no initialize"
+                self._reply(session, message.id, error=_error(INVALID_REQUEST, "Invalid Request", {"reason": reason}))
+            else:
+                self._initialize(session, message)
+            return
+        if session.init is None and message.protocol_version is not None:  # 2026-07-28: the envelope on each
+            if not self._modern(session, message):
+                return
+            if method == "server/discover":
+                self._discover(session, message)
+                return
+        elif session.init is None and method != "ping":
+            reason = "initialize first, or send the 2026-07-28 envelope"
             self._reply(session, message.id, error=_error(INVALID_REQUEST, "Invalid Request", {"reason": reason}))
+            return
+        if method == "ping":
+            self._reply(session, message.id, result={})
         elif method in LISTS:
             self._fan_out(session, message, params.get("cursor"))
         elif method in BROADCAST:
@@ -257,11 +290,51 @@ class Aggregate:
 
     def _initialize(self, session: _Session, message: Message) -> None:
         params = dict(message.params or {})
-        requested = params.get("protocolVersion")
-        version = requested if isinstance(requested, str) and requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE
+        version = negotiate(params.get("protocolVersion"))
         params["protocolVersion"] = version
         session.init = params
-        capabilities: dict[str, Any] = {key: dict(value) for key, value in BASE_CAPABILITIES.items()}
+        session.era, session.probing = Era.HANDSHAKE, False
+        declared = params.get("capabilities")
+        session.capabilities = declared if isinstance(declared, dict) else {}
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": self._capabilities(session, BASE_CAPABILITIES),
+            "serverInfo": self.server_info,
+            "instructions": _instructions(session),
+        }
+        self._reply(session, message.id, result=result)
+
+    def _modern(self, session: _Session, message: Message) -> bool:
+        """A 2026-07-28 request's envelope checked as a server checks it (False: answered with the error). The
+        session's legs check it again: each gets the request with its envelope, in a session of its own era."""
+        version, problem = modern_envelope(message.params)
+        if problem is not None:
+            self._reply(session, message.id, error=_error(INVALID_PARAMS, problem))
+            return False
+        if version not in MODERN_VERSIONS:
+            data = {"supported": list(MODERN_VERSIONS), "requested": version}
+            self._reply(session, message.id, error=_error(UNSUPPORTED_VERSION, "Unsupported protocol version", data))
+            return False
+        if session.era is None:
+            session.era, session.probing = Era.MODERN, message.method == "server/discover"
+        elif message.method != "server/discover":
+            session.probing = False
+        meta = message.meta or {}
+        declared = meta.get(CLIENT_CAPABILITIES_META_KEY)
+        session.capabilities = declared if isinstance(declared, dict) else {}
+        return True
+
+    def _discover(self, session: _Session, message: Message) -> None:
+        result: dict[str, Any] = {
+            "supportedVersions": list(MODERN_VERSIONS),
+            "capabilities": self._capabilities(session, MODERN_CAPABILITIES),
+            "serverInfo": self.server_info,
+            "instructions": _instructions(session),
+        }
+        self._reply(session, message.id, result=result, cacheable=True)
+
+    def _capabilities(self, session: _Session, base: dict[str, Any]) -> dict[str, Any]:
+        capabilities: dict[str, Any] = {key: dict(value) for key, value in base.items()}
         tasks: dict[str, Any] = {}
         for leg in session.legs.values():
             if leg.ready:
@@ -269,19 +342,7 @@ class Aggregate:
                 tasks.update(_task_capabilities(leg.router.upstream.capabilities.get("tasks")))
         if tasks:
             capabilities["tasks"] = tasks
-        result: dict[str, Any] = {
-            "protocolVersion": version,
-            "capabilities": capabilities,
-            "serverInfo": {"name": self.name, "version": _VERSION},
-        }
-        # The servers' own instructions are not repeated here: a leg's chain judges its initialize result per
-        # session (the policy may redact it), and this answer passes no leg's chain.
-        servers = ", ".join(f"{leg.prefix} ({leg.name})" for leg in session.legs.values())
-        result["instructions"] = (
-            f"One gateway in front of: {servers or 'no server'}. Tools and prompts are named PREFIX__NAME, "
-            "resources PREFIX+URI."
-        )
-        self._reply(session, message.id, result=result)
+        return capabilities
 
     def _route(self, session: _Session, message: Message, params: dict[str, Any], key: str, what: str) -> None:
         target = params.get(key)
@@ -392,7 +453,7 @@ class Aggregate:
         if leg.state == "down" or self.tasks is None:
             self._failed(session, leg, message, fan, leg.unavailable_reason())
             return
-        leg.ensure_started((session.init or {}).get("capabilities") or {})
+        leg.ensure_started(session.capabilities)
         wait = self.list_timeout if leg.incarnations == 0 else START_WAIT_S
 
         async def later() -> None:
@@ -418,6 +479,8 @@ class Aggregate:
         sid = HUB_SESSION + session.id
         router.open_session(sid, context=session.context, principal=session.principal)
         session.opened[leg.name] = leg.generation
+        if session.era is Era.MODERN:  # no handshake: each request carries its envelope to the leg's session
+            return
         params = session.init or {"protocolVersion": LATEST_HANDSHAKE, "capabilities": {}}
         params = {**params, "clientInfo": params.get("clientInfo") or {"name": "mcp-interceptors-hub", "version": "1"}}
         init = dumps_exact({"jsonrpc": "2.0", "id": INIT_ID, "method": "initialize", "params": params})
@@ -548,7 +611,7 @@ class Aggregate:
             result_out["nextCursor"] = _encode_cursor(cursors)
         if unavailable:
             result_out["_meta"] = {UNAVAILABLE_META: unavailable}
-        self._reply(session, fan.request_id, result=result_out)
+        self._reply(session, fan.request_id, result=result_out, cacheable=True)
 
     def _new_generation(self, leg: Leg) -> None:
         """A leg came back as a new process and router: its sessions are reopened on use; clients re-list."""
@@ -557,10 +620,22 @@ class Aggregate:
                 for data in LIST_CHANGED:
                     self.deliver(SendDownstream(session.id, data))
 
-    def _reply(self, session: _Session, request_id: RequestId | None, *, result: Any = None, error: Any = None) -> None:
+    def _reply(
+        self,
+        session: _Session,
+        request_id: RequestId | None,
+        *,
+        result: Any = None,
+        error: Any = None,
+        cacheable: bool = False,
+    ) -> None:
+        """An answer of the aggregate's own; a 2026-07-28 session's result gets the era's stamp (the gateway's
+        server info; a routed result keeps its server's)."""
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
         if error is not None:
             body["error"] = error
+        elif session.era is Era.MODERN:
+            body["result"] = downstream_result(result, Era.MODERN, self.server_info, cacheable)
         else:
             body["result"] = result
         self.deliver(SendDownstream(session.id, dumps_exact(body), request_id, True))
@@ -602,6 +677,16 @@ def _copy(message: Message, cursor: Any) -> Message:
         params.pop("cursor", None)
     body["params"] = params
     return replace(message, body=body)
+
+
+def _instructions(session: _Session) -> str:
+    """The servers' own instructions are not repeated: a leg's chain judges its initialize result per session
+    (the policy may redact it), and this answer passes no leg's chain."""
+    servers = ", ".join(f"{leg.prefix} ({leg.name})" for leg in session.legs.values())
+    return (
+        f"One gateway in front of: {servers or 'no server'}. Tools and prompts are named PREFIX__NAME, "
+        "resources PREFIX+URI."
+    )
 
 
 def _roles(context: Any) -> list[str]:

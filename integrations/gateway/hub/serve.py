@@ -31,6 +31,8 @@ from .legs import Leg
 logger = logging.getLogger("interceptors.gateway")
 
 SERVERS_PATH: Final = "/servers/"
+OPENING: Final = frozenset({"initialize", "server/discover"})
+"""A client's first request in either era: the first one waits for the eager servers (`upstream_for`)."""
 
 
 class Hub:
@@ -105,7 +107,7 @@ class Hub:
                         )
                         continue
                     message = parse(line)
-                    if message.kind is Kind.REQUEST and message.method == "initialize":
+                    if message.kind is Kind.REQUEST and message.method in OPENING:
                         await aggregate.upstream_for({})
                     try:
                         aggregate.receive_downstream_message("stdio", message)
