@@ -43,9 +43,9 @@ from interceptors.protocol.eras import (
     negotiate,
 )
 from interceptors.protocol.messages import (
+    CLIENT_CAPABILITIES_META_KEY,
     INTERNAL_ERROR,
     INVALID_PARAMS,
-    CLIENT_CAPABILITIES_META_KEY,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     Kind,
