@@ -45,7 +45,7 @@ async def _hub(stack: AsyncExitStack, policy: str) -> _Client:
     hub = Hub(gateway, HubSettings(), leg=MemoryLeg)
     client = _Client()
     aggregate = hub.aggregate
-    aggregate.deliver = lambda action: client.send(action.data)
+    aggregate.serve_one(client.send)  # as `run_stdio` delivers
     tasks = await stack.enter_async_context(anyio.create_task_group())
     stack.callback(tasks.cancel_scope.cancel)
     hub._start(tasks)

@@ -91,6 +91,20 @@ LISTS: Final = {
 REWRITES: Final = {"tasks/result": "taskresult", "tasks/get": "taskrecord", "tasks/cancel": "taskrecord"}
 """Replies whose task id is namespaced on the way back (a task-augmented `tools/call` too)."""
 SUBSCRIPTIONS: Final = frozenset({"resources/subscribe", "resources/unsubscribe"})
+_Route = tuple[str, str, str | None, str]
+"""A routed method's facts, for the hot path: the parameter naming the target, its separator, the rewrite of
+its reply (`task?`: when the call is task-augmented; `+`: a subscription's, none), what it names (for the
+refusal)."""
+
+
+def _route_of(method: str, key: str, what: str) -> _Route:
+    decided = "+" if method in SUBSCRIPTIONS else "task?" if method == "tools/call" else None
+    return (key, URI_SEPARATOR if key == "uri" else SEPARATOR, REWRITES.get(method, decided), what)
+
+
+ROUTES: Final = {method: _route_of(method, key, what) for method, (key, what) in TARGETS.items()}
+COMPLETE_PROMPT: Final = _route_of("completion/complete", "name", "prompt")
+COMPLETE_RESOURCE: Final = _route_of("completion/complete", "uri", "resource")
 BROADCAST: Final = frozenset({"logging/setLevel"})
 BROADCAST_NOTIFICATIONS: Final = frozenset({"notifications/roots/list_changed"})
 LIST_CHANGED: Final = (
@@ -131,6 +145,8 @@ class _FanOut:
 @dataclass
 class _Session:
     id: str
+    leg_id: str
+    """Its id in the legs' routers (`hub:` + id)."""
     context: Any
     principal: Hashable
     legs: dict[str, Leg]
@@ -164,6 +180,7 @@ class Aggregate:
         self.sessions: dict[str, _Session] = {}
         self.server_info: Final = {"name": name, "version": _VERSION}
         self.deliver: Callable[[SendDownstream], None] = lambda action: None
+        self._send_bytes: Callable[[bytes], None] | None = None
         self.tasks: anyio.abc.TaskGroup | None = None
         self._ids = itertools.count(1)
         self._touched: set[Leg] = set()
@@ -178,21 +195,22 @@ class Aggregate:
     def open_session(self, session_id: str, *, context: Any = None, principal: Hashable = None) -> None:
         roles = _roles(context)
         visible = {leg.prefix: leg for leg in self.legs if leg.spec.visible_to(roles)}
-        session = self.sessions[session_id] = _Session(session_id, context, principal, visible)
-        self._by_leg_session[HUB_SESSION + session_id] = session
+        leg_id = HUB_SESSION + session_id
+        session = self.sessions[session_id] = _Session(session_id, leg_id, context, principal, visible)
+        self._by_leg_session[leg_id] = session
 
     def close_session(self, session_id: str) -> list[Action]:
         session = self.sessions.pop(session_id, None)
         if session is None:
             return []
-        self._by_leg_session.pop(HUB_SESSION + session_id, None)
+        self._by_leg_session.pop(session.leg_id, None)
         for fan in session.fanouts.values():
             if fan.timer is not None:
                 fan.timer.cancel()
         for leg in session.legs.values():
             if self._live(session, leg):
                 assert leg.router is not None
-                leg.perform(leg.router.close_session(HUB_SESSION + session_id))
+                leg.perform(leg.router.close_session(session.leg_id))
         return []
 
     def undeliverable(self, session_id: str, down_id: RequestId) -> list[Action]:
@@ -205,7 +223,7 @@ class Aggregate:
             session.incoming.pop((leg.name, leg_id), None)
             if leg.generation == generation and self._live(session, leg):
                 assert leg.router is not None
-                leg.perform(leg.router.undeliverable(HUB_SESSION + session_id, leg_id))
+                leg.perform(leg.router.undeliverable(session.leg_id, leg_id))
         return []
 
     def receive_downstream(self, session_id: str, raw: bytes | str) -> list[Action]:
@@ -217,7 +235,12 @@ class Aggregate:
             return []
         kind = message.kind
         if kind is Kind.REQUEST:
-            self._request(session, message)
+            route = ROUTES.get(message.method)  # type: ignore[arg-type]
+            if route is not None and session.init is not None:  # the hot path: a call, a read, a get
+                params = message.body.get("params")  # type: ignore[union-attr]  # a request has a body
+                self._route(session, message, params if isinstance(params, dict) else {}, route)
+            else:
+                self._request(session, message)
         elif kind is Kind.NOTIFICATION:
             self._notification(session, message)
         elif kind in (Kind.RESPONSE, Kind.ERROR):
@@ -239,19 +262,23 @@ class Aggregate:
                 await anyio.sleep(0.02)
         return True
 
+    def serve_one(self, send: Callable[[bytes], None]) -> None:
+        """Deliver to one client (stdio) by `send`: its messages need no session named, so a leg's reply
+        passes on as the bytes it is."""
+        self._send_bytes = send
+        self.deliver = lambda action: send(action.data)
+
     async def drain(self) -> None:
         """Wait for the write buffers of the legs written to since the last drain."""
         touched = self._touched
         while touched:
-            await touched.pop().drain()
+            upstream = touched.pop().upstream
+            if upstream is not None:
+                await upstream.drain()
 
     # Client requests -----------------------------------------------------------------------------
     def _request(self, session: _Session, message: Message) -> None:
         method = message.method or ""
-        target = TARGETS.get(method)
-        if target is not None and session.init is not None:  # the hot path: a call, a read, a get
-            self._route(session, message, message.params or {}, target[0], target[1])
-            return
         params = message.params or {}
         if method == "initialize":
             if session.era is Era.MODERN and not session.probing:
@@ -278,13 +305,13 @@ class Aggregate:
             level = params.get("level")
             session.log_level = level if isinstance(level, str) else session.log_level
             self._fan_out(session, message, None)
-        elif target is not None:
-            self._route(session, message, params, target[0], target[1])
+        elif method in ROUTES:
+            self._route(session, message, params, ROUTES[method])
         elif method == "completion/complete":
             ref = params.get("ref")
-            key = "uri" if isinstance(ref, dict) and ref.get("type") == "ref/resource" else "name"
-            what = "resource" if key == "uri" else "prompt"
-            self._route(session, message, ref if isinstance(ref, dict) else {}, key, what)
+            resource = isinstance(ref, dict) and ref.get("type") == "ref/resource"
+            route = COMPLETE_RESOURCE if resource else COMPLETE_PROMPT
+            self._route(session, message, ref if isinstance(ref, dict) else {}, route)
         else:
             self._reply(session, message.id, error=_error(METHOD_NOT_FOUND, "Method not found", method))
 
@@ -344,30 +371,38 @@ class Aggregate:
             capabilities["tasks"] = tasks
         return capabilities
 
-    def _route(self, session: _Session, message: Message, params: dict[str, Any], key: str, what: str) -> None:
+    def _route(self, session: _Session, message: Message, params: dict[str, Any], route: _Route) -> None:
+        key, separator, rewrite, what = route
         target = params.get(key)
         leg = None
-        if isinstance(target, str):  # a prefix holds no separator: the first one ends it (names.py)
-            prefix, separator, own = target.partition(URI_SEPARATOR if key == "uri" else SEPARATOR)
-            if separator:
+        if target.__class__ is str:  # a prefix holds no separator: the first one ends it (names.py)
+            prefix, found, own = target.partition(separator)
+            if found:
                 leg = session.legs.get(prefix)
         if leg is None:
             self._reply(session, message.id, error=_unknown(what, target))
             return
         params[key] = own  # the message's own params (or its ref): the leg serialises them once
-        method = message.method
-        if method in SUBSCRIPTIONS:
-            held = session.subscribed.setdefault(leg.name, set())
-            if method == "resources/subscribe":
-                held.add(own)
-            else:
-                held.discard(own)
-        rewrite = REWRITES.get(method)  # type: ignore[arg-type]
-        if rewrite is None and method == "tools/call" and "task" in params:
-            rewrite = "task"
-        assert message.id is not None
-        session.routed[message.id] = (leg, rewrite)
-        self._send(session, leg, message)
+        if rewrite == "task?":  # a task-augmented call's reply holds a task id
+            rewrite = "task" if "task" in params else None
+        elif rewrite == "+":
+            rewrite = self._subscription(session, message, leg, own)
+        session.routed[message.id] = (leg, rewrite)  # type: ignore[index]
+        runner = leg.runner
+        if runner is not None and not runner.finished and session.opened.get(leg.name) == leg.generation:
+            self._touched.add(leg)
+            runner.perform(runner.router.receive_downstream_message(session.leg_id, message))
+        else:
+            self._send(session, leg, message)
+
+    @staticmethod
+    def _subscription(session: _Session, message: Message, leg: Leg, own: str) -> None:
+        """The subscriptions a session holds, by leg (renewed on the leg's new process)."""
+        held = session.subscribed.setdefault(leg.name, set())
+        if message.method == "resources/subscribe":
+            held.add(own)
+        else:
+            held.discard(own)
 
     def _fan_out(self, session: _Session, message: Message, cursor: Any) -> None:
         legs = list(session.legs.values())
@@ -437,7 +472,7 @@ class Aggregate:
         if self._live(session, leg):
             assert leg.router is not None
             self._touched.add(leg)
-            leg.perform(leg.router.receive_downstream_message(HUB_SESSION + session.id, message))
+            leg.perform(leg.router.receive_downstream_message(session.leg_id, message))
 
     def _send(self, session: _Session, leg: Leg, message: Message, fan: _FanOut | None = None) -> None:
         """A request to a leg: now when its router runs (it waits there while the server's handshake runs, and
@@ -448,7 +483,7 @@ class Aggregate:
             if session.opened.get(leg.name) != leg.generation:
                 self._open_in(session, leg)
             self._touched.add(leg)
-            runner.perform(runner.router.receive_downstream_message(HUB_SESSION + session.id, message))
+            runner.perform(runner.router.receive_downstream_message(session.leg_id, message))
             return
         if leg.state == "down" or self.tasks is None:
             self._failed(session, leg, message, fan, leg.unavailable_reason())
@@ -476,7 +511,7 @@ class Aggregate:
             return
         router = leg.router
         assert router is not None
-        sid = HUB_SESSION + session.id
+        sid = session.leg_id
         router.open_session(sid, context=session.context, principal=session.principal)
         session.opened[leg.name] = leg.generation
         if session.era is Era.MODERN:  # no handshake: each request carries its envelope to the leg's session
@@ -516,7 +551,10 @@ class Aggregate:
                 if route is not None:
                     if route[1] is not None or data.find(b'"error":{', 0, 512) >= 0:
                         data = _reply_out(leg, data, route[1])
-                    self.deliver(SendDownstream(session.id, data, related, True))
+                    if self._send_bytes is not None:  # one client: no session to name
+                        self._send_bytes(data)
+                    else:
+                        self.deliver(SendDownstream(session.id, data, related, True))
                     return
             self._from_leg(session, leg, action)
         except Exception as exc:  # a defect: logged; the leg and the other sessions go on

@@ -94,7 +94,7 @@ class Hub:
             async with anyio.create_task_group() as tasks:
                 self._start(tasks)
                 downstream = await StdioDownstream.open()
-                aggregate.deliver = lambda action: downstream.send(action.data)
+                aggregate.serve_one(downstream.send)
                 context = InvocationContext(principal=principal, session_id="stdio")
                 aggregate.open_session("stdio", context=context, principal=principal.id)
 
