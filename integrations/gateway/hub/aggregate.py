@@ -119,7 +119,13 @@ BASE_CAPABILITIES: Final = {
     "logging": {},
     "completions": {},
 }
-MODERN_CAPABILITIES: Final = {"tools": {}, "prompts": {}, "resources": {}, "logging": {}, "completions": {}}
+MODERN_CAPABILITIES: Final[dict[str, dict[str, Any]]] = {
+    "tools": {},
+    "prompts": {},
+    "resources": {},
+    "logging": {},
+    "completions": {},
+}
 """What a 2026-07-28 client is told: no `listChanged` or `subscribe`, as the aggregate serves no
 `subscriptions/listen` stream (each server's own endpoint does)."""
 CACHEABLE: Final = frozenset(METHODS.names(lambda row: row.cacheable))
