@@ -243,8 +243,8 @@ class Aggregate:
         if kind is Kind.REQUEST:
             route = ROUTES.get(message.method)  # type: ignore[arg-type]
             if route is not None and session.init is not None:  # the hot path: a call, a read, a get
-                params = message.body.get("params")  # type: ignore[union-attr]  # a request has a body
-                self._route(session, message, params if isinstance(params, dict) else {}, route)
+                # a request's body is an object, its params an object or absent (`parse` refuses the rest)
+                self._route(session, message, message.body.get("params") or {}, route)  # type: ignore[union-attr]
             else:
                 self._request(session, message)
         elif kind is Kind.NOTIFICATION:
@@ -557,8 +557,9 @@ class Aggregate:
                 if route is not None:
                     if route[1] is not None or data.find(b'"error":{', 0, 512) >= 0:
                         data = _reply_out(leg, data, route[1])
-                    if self._send_bytes is not None:  # one client: no session to name
-                        self._send_bytes(data)
+                    send = self._send_bytes
+                    if send is not None:  # one client: no session to name
+                        send(data)
                     else:
                         self.deliver(SendDownstream(session.id, data, related, True))
                     return
