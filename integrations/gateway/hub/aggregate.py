@@ -275,13 +275,15 @@ class Aggregate:
         self.deliver = lambda action: send(action.data)
 
     def drain(self) -> Awaitable[None]:
-        """Wait for the write buffers of the legs written to since the last drain. One leg (a call's): its
-        upstream's own drain, handed back, so awaiting it adds no coroutine of the aggregate's."""
+        """Wait for the write buffers of the legs written to since the last drain. One leg (a call's): the drain
+        of its server's process of the moment (its `SupervisedUpstream`'s `current`), handed back, so awaiting it
+        adds no coroutine of the aggregate's or the supervisor's."""
         touched = self._touched
         if len(touched) == 1:
             upstream = touched.pop().upstream
-            if upstream is not None:
-                return upstream.drain()  # type: ignore[no-any-return]
+            current = upstream.current if upstream is not None else None
+            if current is not None:
+                return current.drain()  # type: ignore[no-any-return]
         return self._drain_all()
 
     async def _drain_all(self) -> None:
