@@ -36,6 +36,7 @@ async def _hub(stack: AsyncExitStack, policy: str) -> _Client:
     from integrations.gateway.hub.serve import Hub
     from interceptors import InvocationContext
     from interceptors.policy import principal_for_stdio
+    from interceptors.protocol.messages import parse
 
     class MemoryLeg(Leg):
         async def _start_upstream(self, router: Any) -> Any:
@@ -45,16 +46,16 @@ async def _hub(stack: AsyncExitStack, policy: str) -> _Client:
     hub = Hub(gateway, HubSettings(), leg=MemoryLeg)
     client = _Client()
     aggregate = hub.aggregate
-    aggregate.deliver = lambda action: client.send(action.data)
+    aggregate.serve_one(client.send)  # as `run_stdio` delivers
     tasks = await stack.enter_async_context(anyio.create_task_group())
     stack.callback(tasks.cancel_scope.cancel)
     hub._start(tasks)
     principal = principal_for_stdio([])
     aggregate.open_session("stdio", context=InvocationContext(principal=principal, session_id="stdio"), principal="me")
 
-    async def pump() -> None:
+    async def pump() -> None:  # as `Hub.run_stdio` serves its client
         async for line in client.lines():
-            aggregate.receive_downstream("stdio", line)
+            aggregate.receive_downstream_message("stdio", parse(line))
             await aggregate.drain()
 
     tasks.start_soon(pump)

@@ -25,7 +25,7 @@ import asyncio
 import base64
 import itertools
 import logging
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -34,8 +34,16 @@ import anyio.abc
 import orjson
 
 from interceptors.codec import dumps_exact
-from interceptors.protocol.eras import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE
+from interceptors.protocol.eras import (
+    LATEST_HANDSHAKE,
+    MODERN_VERSIONS,
+    Era,
+    downstream_result,
+    modern_envelope,
+    negotiate,
+)
 from interceptors.protocol.messages import (
+    CLIENT_CAPABILITIES_META_KEY,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -46,6 +54,7 @@ from interceptors.protocol.messages import (
     parse,
 )
 from interceptors.protocol.messages import error_object as _error
+from interceptors.protocol.methods import METHODS
 
 from ..router import Action, SendDownstream
 from .legs import HUB_SESSION, Leg
@@ -82,6 +91,20 @@ LISTS: Final = {
 REWRITES: Final = {"tasks/result": "taskresult", "tasks/get": "taskrecord", "tasks/cancel": "taskrecord"}
 """Replies whose task id is namespaced on the way back (a task-augmented `tools/call` too)."""
 SUBSCRIPTIONS: Final = frozenset({"resources/subscribe", "resources/unsubscribe"})
+_Route = tuple[str, str, str | None, str]
+"""A routed method's facts, for the hot path: the parameter naming the target, its separator, the rewrite of
+its reply (`task?`: when the call is task-augmented; `+`: a subscription's, none), what it names (for the
+refusal)."""
+
+
+def _route_of(method: str, key: str, what: str) -> _Route:
+    decided = "+" if method in SUBSCRIPTIONS else "task?" if method == "tools/call" else None
+    return (key, URI_SEPARATOR if key == "uri" else SEPARATOR, REWRITES.get(method, decided), what)
+
+
+ROUTES: Final = {method: _route_of(method, key, what) for method, (key, what) in TARGETS.items()}
+COMPLETE_PROMPT: Final = _route_of("completion/complete", "name", "prompt")
+COMPLETE_RESOURCE: Final = _route_of("completion/complete", "uri", "resource")
 BROADCAST: Final = frozenset({"logging/setLevel"})
 BROADCAST_NOTIFICATIONS: Final = frozenset({"notifications/roots/list_changed"})
 LIST_CHANGED: Final = (
@@ -96,6 +119,17 @@ BASE_CAPABILITIES: Final = {
     "logging": {},
     "completions": {},
 }
+MODERN_CAPABILITIES: Final[dict[str, dict[str, Any]]] = {
+    "tools": {},
+    "prompts": {},
+    "resources": {},
+    "logging": {},
+    "completions": {},
+}
+"""What a 2026-07-28 client is told: no `listChanged` or `subscribe`, as the aggregate serves no
+`subscriptions/listen` stream (each server's own endpoint does)."""
+CACHEABLE: Final = frozenset(METHODS.names(lambda row: row.cacheable))
+UNSUPPORTED_VERSION: Final = -32022
 START_WAIT_S: Final = 1.0
 """How long a request waits for a leg that is being started again before it is answered unavailable."""
 _INITIALIZED: Final = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
@@ -117,6 +151,8 @@ class _FanOut:
 @dataclass
 class _Session:
     id: str
+    leg_id: str
+    """Its id in the legs' routers (`hub:` + id)."""
     context: Any
     principal: Hashable
     legs: dict[str, Leg]
@@ -131,6 +167,12 @@ class _Session:
     outgoing: dict[int, tuple[Leg, int, RequestId]] = field(default_factory=dict)
     incoming: dict[tuple[str, RequestId], int] = field(default_factory=dict)
     initialized: bool = False
+    era: Era | None = None
+    """Fixed by the first request: `initialize` (handshake) or one with the 2026-07-28 envelope (modern)."""
+    probing: bool = False
+    """Modern by `server/discover` alone so far: an `initialize` may still follow (an auto client's fallback)."""
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    """The client's, from `initialize` or the latest envelope (a leg started for it is told them)."""
 
 
 class Aggregate:
@@ -142,7 +184,9 @@ class Aggregate:
         self.list_timeout = list_timeout
         self.name = name
         self.sessions: dict[str, _Session] = {}
+        self.server_info: Final = {"name": name, "version": _VERSION}
         self.deliver: Callable[[SendDownstream], None] = lambda action: None
+        self._send_bytes: Callable[[bytes], None] | None = None
         self.tasks: anyio.abc.TaskGroup | None = None
         self._ids = itertools.count(1)
         self._touched: set[Leg] = set()
@@ -157,21 +201,22 @@ class Aggregate:
     def open_session(self, session_id: str, *, context: Any = None, principal: Hashable = None) -> None:
         roles = _roles(context)
         visible = {leg.prefix: leg for leg in self.legs if leg.spec.visible_to(roles)}
-        session = self.sessions[session_id] = _Session(session_id, context, principal, visible)
-        self._by_leg_session[HUB_SESSION + session_id] = session
+        leg_id = HUB_SESSION + session_id
+        session = self.sessions[session_id] = _Session(session_id, leg_id, context, principal, visible)
+        self._by_leg_session[leg_id] = session
 
     def close_session(self, session_id: str) -> list[Action]:
         session = self.sessions.pop(session_id, None)
         if session is None:
             return []
-        self._by_leg_session.pop(HUB_SESSION + session_id, None)
+        self._by_leg_session.pop(session.leg_id, None)
         for fan in session.fanouts.values():
             if fan.timer is not None:
                 fan.timer.cancel()
         for leg in session.legs.values():
             if self._live(session, leg):
                 assert leg.router is not None
-                leg.perform(leg.router.close_session(HUB_SESSION + session_id))
+                leg.perform(leg.router.close_session(session.leg_id))
         return []
 
     def undeliverable(self, session_id: str, down_id: RequestId) -> list[Action]:
@@ -184,7 +229,7 @@ class Aggregate:
             session.incoming.pop((leg.name, leg_id), None)
             if leg.generation == generation and self._live(session, leg):
                 assert leg.router is not None
-                leg.perform(leg.router.undeliverable(HUB_SESSION + session_id, leg_id))
+                leg.perform(leg.router.undeliverable(session.leg_id, leg_id))
         return []
 
     def receive_downstream(self, session_id: str, raw: bytes | str) -> list[Action]:
@@ -196,7 +241,12 @@ class Aggregate:
             return []
         kind = message.kind
         if kind is Kind.REQUEST:
-            self._request(session, message)
+            route = ROUTES.get(message.method)  # type: ignore[arg-type]
+            if route is not None and session.init is not None:  # the hot path: a call, a read, a get
+                # a request's body is an object, its params an object or absent (`parse` refuses the rest)
+                self._route(session, message, message.body.get("params") or {}, route)  # type: ignore[union-attr]
+            else:
+                self._request(session, message)
         elif kind is Kind.NOTIFICATION:
             self._notification(session, message)
         elif kind in (Kind.RESPONSE, Kind.ERROR):
@@ -218,50 +268,117 @@ class Aggregate:
                 await anyio.sleep(0.02)
         return True
 
-    async def drain(self) -> None:
-        """Wait for the write buffers of the legs written to since the last drain."""
+    def serve_one(self, send: Callable[[bytes], None]) -> None:
+        """Deliver to one client (stdio) by `send`: its messages need no session named, so a leg's reply
+        passes on as the bytes it is."""
+        self._send_bytes = send
+        self.deliver = lambda action: send(action.data)
+
+    def drain(self) -> Awaitable[None]:
+        """Wait for the write buffers of the legs written to since the last drain. One leg (a call's): the drain
+        of its server's process of the moment (its `SupervisedUpstream`'s `current`), handed back, so awaiting it
+        adds no coroutine of the aggregate's or the supervisor's."""
+        touched = self._touched
+        if len(touched) == 1:
+            upstream = touched.pop().upstream
+            current = upstream.current if upstream is not None else None
+            if current is not None:
+                return current.drain()  # type: ignore[no-any-return]
+        return self._drain_all()
+
+    async def _drain_all(self) -> None:
         touched = self._touched
         while touched:
-            await touched.pop().drain()
+            upstream = touched.pop().upstream
+            if upstream is not None:
+                await upstream.drain()
 
     # Client requests -----------------------------------------------------------------------------
     def _request(self, session: _Session, message: Message) -> None:
         method = message.method or ""
-        target = TARGETS.get(method)
-        if target is not None and session.init is not None:  # the hot path: a call, a read, a get
-            self._route(session, message, message.params or {}, target[0], target[1])
-            return
         params = message.params or {}
         if method == "initialize":
-            self._initialize(session, message)
-        elif method == "ping":
-            self._reply(session, message.id, result={})
-        elif session.init is None and message.protocol_version is not None:
-            reason = "the aggregated endpoint speaks the handshake era: send initialize first"
+            if session.era is Era.MODERN and not session.probing:
+                reason = "this session speaks 2026-07-28: no initialize"
+                self._reply(session, message.id, error=_error(INVALID_REQUEST, "Invalid Request", {"reason": reason}))
+            else:
+                self._initialize(session, message)
+            return
+        if session.init is None and message.protocol_version is not None:  # 2026-07-28: the envelope on each
+            if not self._modern(session, message):
+                return
+            if method == "server/discover":
+                self._discover(session, message)
+                return
+        elif session.init is None and method != "ping":
+            reason = "initialize first, or send the 2026-07-28 envelope"
             self._reply(session, message.id, error=_error(INVALID_REQUEST, "Invalid Request", {"reason": reason}))
+            return
+        if method == "ping":
+            self._reply(session, message.id, result={})
         elif method in LISTS:
             self._fan_out(session, message, params.get("cursor"))
         elif method in BROADCAST:
             level = params.get("level")
             session.log_level = level if isinstance(level, str) else session.log_level
             self._fan_out(session, message, None)
-        elif target is not None:
-            self._route(session, message, params, target[0], target[1])
+        elif method in ROUTES:
+            self._route(session, message, params, ROUTES[method])
         elif method == "completion/complete":
             ref = params.get("ref")
-            key = "uri" if isinstance(ref, dict) and ref.get("type") == "ref/resource" else "name"
-            what = "resource" if key == "uri" else "prompt"
-            self._route(session, message, ref if isinstance(ref, dict) else {}, key, what)
+            resource = isinstance(ref, dict) and ref.get("type") == "ref/resource"
+            route = COMPLETE_RESOURCE if resource else COMPLETE_PROMPT
+            self._route(session, message, ref if isinstance(ref, dict) else {}, route)
         else:
             self._reply(session, message.id, error=_error(METHOD_NOT_FOUND, "Method not found", method))
 
     def _initialize(self, session: _Session, message: Message) -> None:
         params = dict(message.params or {})
-        requested = params.get("protocolVersion")
-        version = requested if isinstance(requested, str) and requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE
+        version = negotiate(params.get("protocolVersion"))
         params["protocolVersion"] = version
         session.init = params
-        capabilities: dict[str, Any] = {key: dict(value) for key, value in BASE_CAPABILITIES.items()}
+        session.era, session.probing = Era.HANDSHAKE, False
+        declared = params.get("capabilities")
+        session.capabilities = declared if isinstance(declared, dict) else {}
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": self._capabilities(session, BASE_CAPABILITIES),
+            "serverInfo": self.server_info,
+            "instructions": _instructions(session),
+        }
+        self._reply(session, message.id, result=result)
+
+    def _modern(self, session: _Session, message: Message) -> bool:
+        """A 2026-07-28 request's envelope checked as a server checks it (False: answered with the error). The
+        session's legs check it again: each gets the request with its envelope, in a session of its own era."""
+        version, problem = modern_envelope(message.params)
+        if problem is not None:
+            self._reply(session, message.id, error=_error(INVALID_PARAMS, problem))
+            return False
+        if version not in MODERN_VERSIONS:
+            data = {"supported": list(MODERN_VERSIONS), "requested": version}
+            self._reply(session, message.id, error=_error(UNSUPPORTED_VERSION, "Unsupported protocol version", data))
+            return False
+        if session.era is None:
+            session.era, session.probing = Era.MODERN, message.method == "server/discover"
+        elif message.method != "server/discover":
+            session.probing = False
+        meta = message.meta or {}
+        declared = meta.get(CLIENT_CAPABILITIES_META_KEY)
+        session.capabilities = declared if isinstance(declared, dict) else {}
+        return True
+
+    def _discover(self, session: _Session, message: Message) -> None:
+        result: dict[str, Any] = {
+            "supportedVersions": list(MODERN_VERSIONS),
+            "capabilities": self._capabilities(session, MODERN_CAPABILITIES),
+            "serverInfo": self.server_info,
+            "instructions": _instructions(session),
+        }
+        self._reply(session, message.id, result=result, cacheable=True)
+
+    def _capabilities(self, session: _Session, base: dict[str, Any]) -> dict[str, Any]:
+        capabilities: dict[str, Any] = {key: dict(value) for key, value in base.items()}
         tasks: dict[str, Any] = {}
         for leg in session.legs.values():
             if leg.ready:
@@ -269,44 +386,40 @@ class Aggregate:
                 tasks.update(_task_capabilities(leg.router.upstream.capabilities.get("tasks")))
         if tasks:
             capabilities["tasks"] = tasks
-        result: dict[str, Any] = {
-            "protocolVersion": version,
-            "capabilities": capabilities,
-            "serverInfo": {"name": self.name, "version": _VERSION},
-        }
-        # The servers' own instructions are not repeated here: a leg's chain judges its initialize result per
-        # session (the policy may redact it), and this answer passes no leg's chain.
-        servers = ", ".join(f"{leg.prefix} ({leg.name})" for leg in session.legs.values())
-        result["instructions"] = (
-            f"One gateway in front of: {servers or 'no server'}. Tools and prompts are named PREFIX__NAME, "
-            "resources PREFIX+URI."
-        )
-        self._reply(session, message.id, result=result)
+        return capabilities
 
-    def _route(self, session: _Session, message: Message, params: dict[str, Any], key: str, what: str) -> None:
+    def _route(self, session: _Session, message: Message, params: dict[str, Any], route: _Route) -> None:
+        key, separator, rewrite, what = route
         target = params.get(key)
         leg = None
-        if isinstance(target, str):  # a prefix holds no separator: the first one ends it (names.py)
-            prefix, separator, own = target.partition(URI_SEPARATOR if key == "uri" else SEPARATOR)
-            if separator:
+        if target.__class__ is str:  # a prefix holds no separator: the first one ends it (names.py)
+            prefix, found, own = target.partition(separator)
+            if found:
                 leg = session.legs.get(prefix)
         if leg is None:
             self._reply(session, message.id, error=_unknown(what, target))
             return
         params[key] = own  # the message's own params (or its ref): the leg serialises them once
-        method = message.method
-        if method in SUBSCRIPTIONS:
-            held = session.subscribed.setdefault(leg.name, set())
-            if method == "resources/subscribe":
-                held.add(own)
-            else:
-                held.discard(own)
-        rewrite = REWRITES.get(method)  # type: ignore[arg-type]
-        if rewrite is None and method == "tools/call" and "task" in params:
-            rewrite = "task"
-        assert message.id is not None
-        session.routed[message.id] = (leg, rewrite)
-        self._send(session, leg, message)
+        if rewrite == "task?":  # a task-augmented call's reply holds a task id
+            rewrite = "task" if "task" in params else None
+        elif rewrite == "+":
+            rewrite = self._subscription(session, message, leg, own)
+        session.routed[message.id] = (leg, rewrite)  # type: ignore[index]
+        runner = leg.runner
+        if runner is not None and not runner.finished and session.opened.get(leg.name) == leg.generation:
+            self._touched.add(leg)
+            runner.perform(runner.router.receive_downstream_message(session.leg_id, message))
+        else:
+            self._send(session, leg, message)
+
+    @staticmethod
+    def _subscription(session: _Session, message: Message, leg: Leg, own: str) -> None:
+        """The subscriptions a session holds, by leg (renewed on the leg's new process)."""
+        held = session.subscribed.setdefault(leg.name, set())
+        if message.method == "resources/subscribe":
+            held.add(own)
+        else:
+            held.discard(own)
 
     def _fan_out(self, session: _Session, message: Message, cursor: Any) -> None:
         legs = list(session.legs.values())
@@ -376,7 +489,7 @@ class Aggregate:
         if self._live(session, leg):
             assert leg.router is not None
             self._touched.add(leg)
-            leg.perform(leg.router.receive_downstream_message(HUB_SESSION + session.id, message))
+            leg.perform(leg.router.receive_downstream_message(session.leg_id, message))
 
     def _send(self, session: _Session, leg: Leg, message: Message, fan: _FanOut | None = None) -> None:
         """A request to a leg: now when its router runs (it waits there while the server's handshake runs, and
@@ -387,12 +500,12 @@ class Aggregate:
             if session.opened.get(leg.name) != leg.generation:
                 self._open_in(session, leg)
             self._touched.add(leg)
-            runner.perform(runner.router.receive_downstream_message(HUB_SESSION + session.id, message))
+            runner.perform(runner.router.receive_downstream_message(session.leg_id, message))
             return
         if leg.state == "down" or self.tasks is None:
             self._failed(session, leg, message, fan, leg.unavailable_reason())
             return
-        leg.ensure_started((session.init or {}).get("capabilities") or {})
+        leg.ensure_started(session.capabilities)
         wait = self.list_timeout if leg.incarnations == 0 else START_WAIT_S
 
         async def later() -> None:
@@ -415,9 +528,11 @@ class Aggregate:
             return
         router = leg.router
         assert router is not None
-        sid = HUB_SESSION + session.id
+        sid = session.leg_id
         router.open_session(sid, context=session.context, principal=session.principal)
         session.opened[leg.name] = leg.generation
+        if session.era is Era.MODERN:  # no handshake: each request carries its envelope to the leg's session
+            return
         params = session.init or {"protocolVersion": LATEST_HANDSHAKE, "capabilities": {}}
         params = {**params, "clientInfo": params.get("clientInfo") or {"name": "mcp-interceptors-hub", "version": "1"}}
         init = dumps_exact({"jsonrpc": "2.0", "id": INIT_ID, "method": "initialize", "params": params})
@@ -453,7 +568,11 @@ class Aggregate:
                 if route is not None:
                     if route[1] is not None or data.find(b'"error":{', 0, 512) >= 0:
                         data = _reply_out(leg, data, route[1])
-                    self.deliver(SendDownstream(session.id, data, related, True))
+                    send = self._send_bytes
+                    if send is not None:  # one client: no session to name
+                        send(data)
+                    else:
+                        self.deliver(SendDownstream(session.id, data, related, True))
                     return
             self._from_leg(session, leg, action)
         except Exception as exc:  # a defect: logged; the leg and the other sessions go on
@@ -548,7 +667,7 @@ class Aggregate:
             result_out["nextCursor"] = _encode_cursor(cursors)
         if unavailable:
             result_out["_meta"] = {UNAVAILABLE_META: unavailable}
-        self._reply(session, fan.request_id, result=result_out)
+        self._reply(session, fan.request_id, result=result_out, cacheable=True)
 
     def _new_generation(self, leg: Leg) -> None:
         """A leg came back as a new process and router: its sessions are reopened on use; clients re-list."""
@@ -557,10 +676,22 @@ class Aggregate:
                 for data in LIST_CHANGED:
                     self.deliver(SendDownstream(session.id, data))
 
-    def _reply(self, session: _Session, request_id: RequestId | None, *, result: Any = None, error: Any = None) -> None:
+    def _reply(
+        self,
+        session: _Session,
+        request_id: RequestId | None,
+        *,
+        result: Any = None,
+        error: Any = None,
+        cacheable: bool = False,
+    ) -> None:
+        """An answer of the aggregate's own; a 2026-07-28 session's result gets the era's stamp (the gateway's
+        server info; a routed result keeps its server's)."""
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
         if error is not None:
             body["error"] = error
+        elif session.era is Era.MODERN:
+            body["result"] = downstream_result(result, Era.MODERN, self.server_info, cacheable)
         else:
             body["result"] = result
         self.deliver(SendDownstream(session.id, dumps_exact(body), request_id, True))
@@ -602,6 +733,16 @@ def _copy(message: Message, cursor: Any) -> Message:
         params.pop("cursor", None)
     body["params"] = params
     return replace(message, body=body)
+
+
+def _instructions(session: _Session) -> str:
+    """The servers' own instructions are not repeated: a leg's chain judges its initialize result per session
+    (the policy may redact it), and this answer passes no leg's chain."""
+    servers = ", ".join(f"{leg.prefix} ({leg.name})" for leg in session.legs.values())
+    return (
+        f"One gateway in front of: {servers or 'no server'}. Tools and prompts are named PREFIX__NAME, "
+        "resources PREFIX+URI."
+    )
 
 
 def _roles(context: Any) -> list[str]:

@@ -31,6 +31,8 @@ from .legs import Leg
 logger = logging.getLogger("interceptors.gateway")
 
 SERVERS_PATH: Final = "/servers/"
+OPENING: Final = frozenset({"initialize", "server/discover"})
+"""A client's first request in either era: the first one waits for the eager servers (`upstream_for`)."""
 
 
 class Hub:
@@ -92,7 +94,7 @@ class Hub:
             async with anyio.create_task_group() as tasks:
                 self._start(tasks)
                 downstream = await StdioDownstream.open()
-                aggregate.deliver = lambda action: downstream.send(action.data)
+                aggregate.serve_one(downstream.send)
                 context = InvocationContext(principal=principal, session_id="stdio")
                 aggregate.open_session("stdio", context=context, principal=principal.id)
 
@@ -105,7 +107,7 @@ class Hub:
                         )
                         continue
                     message = parse(line)
-                    if message.kind is Kind.REQUEST and message.method == "initialize":
+                    if message.kind is Kind.REQUEST and message.method in OPENING:
                         await aggregate.upstream_for({})
                     try:
                         aggregate.receive_downstream_message("stdio", message)
