@@ -72,6 +72,27 @@ async def stats(client: Client, server: str) -> dict[str, Any]:
 
 
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+async def check_both_servers(client: Client) -> None:
+    """Both servers' tools and resources through the aggregate, by prefixed name; calls routed back; a server's
+    error names it; a name of no server is an unknown tool (the same in either era)."""
+    tools = names(await client.list_tools())
+    assert {"alpha__echo", "beta__echo", "alpha__progress"} <= tools
+    assert all(name.startswith(("alpha__", "beta__")) for name in tools)
+    echoed = await client.call_tool("beta__echo", {"text": "hi b"})
+    assert text_of(echoed) == "hi b" and echoed.result_type == "complete"
+    assert text_of(await client.call_tool("alpha__echo", {"text": "hi a"})) == "hi a"
+    with pytest.raises(MCPError) as failed:  # the server's error, naming the server
+        await client.call_tool("beta__fail", {"text": "boom"})
+    assert "server 'beta'" in failed.value.error.message and failed.value.error.data["server"] == "beta"
+    with pytest.raises(MCPError) as unknown:
+        await client.call_tool("gamma__echo", {})
+    assert (unknown.value.error.code, unknown.value.error.message) == (INVALID_PARAMS, "Unknown tool: gamma__echo")
+    uris = [str(r.uri) for r in (await client.list_resources()).resources]
+    assert uris == [f"alpha+{GREETING_URI}", f"beta+{GREETING_URI}"]
+    note = await client.read_resource("beta+memo://notes/ideas")
+    assert [c.text for c in note.contents if isinstance(c, types.TextResourceContents)] == ["note ideas"]
+
+
 async def test_the_aggregate_merges_namespaced_catalogs_and_routes_every_feature_back(tmp_path: Path) -> None:
     path = write_file(tmp_path, {"alpha": {"command": UPSTREAM}, "beta": {"command": UPSTREAM}})
     recorder = Recorder()
@@ -86,28 +107,11 @@ async def test_the_aggregate_merges_namespaced_catalogs_and_routes_every_feature
             instructions = client.instructions or ""
             assert "alpha__" not in instructions and "SECRET-MARKER" not in instructions  # no server's own text
             assert "alpha (alpha)" in instructions
-            tools = names(await client.list_tools())
-            assert {"alpha__echo", "beta__echo", "alpha__progress", "beta__add_tool"} <= tools
-            assert all(name.startswith(("alpha__", "beta__")) for name in tools)
-            assert text_of(await client.call_tool("alpha__echo", {"text": "hi a"})) == "hi a"
-            assert text_of(await client.call_tool("beta__echo", {"text": "hi b"})) == "hi b"
-            with pytest.raises(MCPError) as failed:  # the server's error, naming the server
-                await client.call_tool("beta__fail", {"text": "boom"})
-            assert "server 'beta'" in failed.value.error.message and failed.value.error.data["server"] == "beta"
-            with pytest.raises(MCPError) as unknown:
-                await client.call_tool("gamma__echo", {})
-            assert (unknown.value.error.code, unknown.value.error.message) == (
-                INVALID_PARAMS,
-                "Unknown tool: gamma__echo",
-            )
-
-            # resources and templates under a per-server URI prefix; prompts and completions by prefixed name
-            uris = [str(r.uri) for r in (await client.list_resources()).resources]
-            assert uris == [f"alpha+{GREETING_URI}", f"beta+{GREETING_URI}"]
+            assert "beta__add_tool" in names(await client.list_tools())
+            await check_both_servers(client)
+            # templates under the same per-server URI prefix; prompts and completions by prefixed name
             templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
             assert templates == ["alpha+memo://notes/{name}", "beta+memo://notes/{name}"]
-            note = await client.read_resource("beta+memo://notes/ideas")
-            assert [c.text for c in note.contents if isinstance(c, types.TextResourceContents)] == ["note ideas"]
             assert [p.name for p in (await client.list_prompts()).prompts] == ["alpha__greet", "beta__greet"]
             prompt = await client.get_prompt("beta__greet", {"name": "Ada"})
             assert isinstance(prompt.messages[0].content, types.TextContent)

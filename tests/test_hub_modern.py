@@ -25,9 +25,8 @@ from interceptors import INVALID_PARAMS
 from interceptors.protocol.messages import INVALID_REQUEST
 from tests.conftest import ROOT
 from tests.processes import listening_url, stop
-from tests.servers.upstream_server import GREETING_URI
 from tests.test_gateway import STEP_S, TEST_S, text_of
-from tests.test_hub_gateway import UPSTREAM, hub_argv, names, write_file
+from tests.test_hub_gateway import UPSTREAM, check_both_servers, hub_argv, names, write_file
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -58,26 +57,7 @@ async def test_a_2026_07_28_client_discovers_lists_and_calls_through_the_aggrega
             assert client.protocol_version == MODERN  # discovery answered: no fallback to initialize
             assert client.server_info is not None and client.server_info.name == "mcp-interceptors-gateway"
             assert "alpha (alpha)" in (client.instructions or "")
-            tools = names(await client.list_tools())
-            assert {"alpha__echo", "beta__echo", "alpha__progress"} <= tools
-            assert all(name.startswith(("alpha__", "beta__")) for name in tools)
-            echoed = await client.call_tool("beta__echo", {"text": "hi b"})
-            assert text_of(echoed) == "hi b" and echoed.result_type == "complete"
-            assert text_of(await client.call_tool("alpha__echo", {"text": "hi a"})) == "hi a"
-            with pytest.raises(MCPError) as failed:  # the server's error, naming the server
-                await client.call_tool("beta__fail", {"text": "boom"})
-            assert "server 'beta'" in failed.value.error.message and failed.value.error.data["server"] == "beta"
-            with pytest.raises(MCPError) as unknown:
-                await client.call_tool("gamma__echo", {})
-            assert (unknown.value.error.code, unknown.value.error.message) == (
-                INVALID_PARAMS,
-                "Unknown tool: gamma__echo",
-            )
-
-            uris = [str(r.uri) for r in (await client.list_resources()).resources]
-            assert uris == [f"alpha+{GREETING_URI}", f"beta+{GREETING_URI}"]
-            note = await client.read_resource("beta+memo://notes/ideas")
-            assert [c.text for c in note.contents if isinstance(c, types.TextResourceContents)] == ["note ideas"]
+            await check_both_servers(client)
             assert [p.name for p in (await client.list_prompts()).prompts] == ["alpha__greet", "beta__greet"]
             prompt = await client.get_prompt("beta__greet", {"name": "Ada"})
             assert isinstance(prompt.messages[0].content, types.TextContent)
