@@ -15,7 +15,6 @@ from .result import (
     ValidationSummary,
     abort_to_error,
 )
-from .stdio_pipe import StdioPipe, open_stdio_pipe
 
 __all__ = [
     "AbortInfo",
@@ -38,10 +37,8 @@ __all__ = [
     "SessionConnection",
     "Slots",
     "Status",
-    "StdioPipe",
     "ValidationSummary",
     "abort_to_error",
     "compile_plan",
-    "open_stdio_pipe",
     "strip_envelope",
 ]
