@@ -244,12 +244,7 @@ class InterceptorHost:
         entry = compiled.entry
         invocation = _invocation(entry.info.name, invoke.event, invoke.phase, encoded, invoke.config, invoke.context)
         started = time.perf_counter()
-        try:
-            raw = entry.handler(invocation)
-        except InterceptorRpcError:
-            raise
-        except Exception as exc:
-            raise _handler_failure(entry.name, exc) from None
+        raw = _call_sync(entry, entry.name, invocation)
         return _result_of(entry, raw, invoke.phase, invocation.payload, started).to_wire()
 
     def runs_inline(self, name: str) -> bool:
@@ -342,12 +337,7 @@ class InterceptorHost:
         entry = compiled.entry
         invocation = _invocation(name, event, phase, encoded, config, context)
         started = time.perf_counter()
-        try:
-            raw = entry.handler(invocation)
-        except InterceptorRpcError:
-            raise
-        except Exception as exc:
-            raise _handler_failure(name, exc) from None
+        raw = _call_sync(entry, name, invocation)
         return _answer(entry, raw, phase, invocation.payload, encoded, started)
 
     async def _run(
@@ -408,6 +398,17 @@ def _invocation(
     if config is not None:
         config = loads(dumps(config))
     return Invocation(name, event, phase, loads(encoded), config, context)
+
+
+def _call_sync(entry: RegisteredInterceptor, name: str, invocation: Invocation) -> Any:
+    """A sync handler's raw answer, on the caller's task: a requester's error as it is, any other exception
+    -32603 naming its type (`_handler_failure`)."""
+    try:
+        return entry.handler(invocation)
+    except InterceptorRpcError:
+        raise
+    except Exception as exc:
+        raise _handler_failure(name, exc) from None
 
 
 def _handler_failure(name: str, exc: Exception) -> InterceptorRpcError:

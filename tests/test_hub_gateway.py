@@ -72,6 +72,16 @@ async def stats(client: Client, server: str) -> dict[str, Any]:
 
 
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def write_tokens(tmp_path: Path) -> Path:
+    """A tokens file (mode 600): `fay-token` has role `files`, `ada-token` role `admin`."""
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text(
+        "tokens:\n  - {id: fay, token: fay-token, roles: [files]}\n  - {id: ada, token: ada-token, roles: [admin]}\n"
+    )
+    os.chmod(tokens, 0o600)
+    return tokens
+
+
 async def check_both_servers(client: Client) -> None:
     """Both servers' tools and resources through the aggregate, by prefixed name; calls routed back; a server's
     error names it; a name of no server is an unknown tool (the same in either era)."""
@@ -305,11 +315,7 @@ async def test_http_serves_the_aggregate_per_principal_each_server_alone_and_hea
         "lazy": {"command": UPSTREAM, "start": "on-first-use"},
     }
     path = write_file(tmp_path, servers, policy="standard")  # (its chain counts the requests in /metrics)
-    tokens = tmp_path / "tokens.yaml"
-    tokens.write_text(
-        "tokens:\n  - {id: fay, token: fay-token, roles: [files]}\n  - {id: ada, token: ada-token, roles: [admin]}\n"
-    )
-    os.chmod(tokens, 0o600)
+    tokens = write_tokens(tmp_path)
     process = subprocess.Popen(
         hub_argv(path, "--listen", "127.0.0.1:0", "--tokens", str(tokens)), cwd=ROOT, stderr=subprocess.PIPE
     )

@@ -9,7 +9,6 @@ views; each result stamped (`resultType`, the server-info `_meta`).
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from interceptors.protocol.messages import INVALID_REQUEST
 from tests.conftest import ROOT
 from tests.processes import listening_url, stop
 from tests.test_gateway import STEP_S, TEST_S, text_of
-from tests.test_hub_gateway import UPSTREAM, check_both_servers, hub_argv, names, write_file
+from tests.test_hub_gateway import UPSTREAM, check_both_servers, hub_argv, names, write_file, write_tokens
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -78,11 +77,7 @@ async def test_a_2026_07_28_client_over_http_sees_its_roles_view_each_request_on
         "mem": {"command": UPSTREAM, "roles": ["admin"]},
     }
     path = write_file(tmp_path, servers)
-    tokens = tmp_path / "tokens.yaml"
-    tokens.write_text(
-        "tokens:\n  - {id: fay, token: fay-token, roles: [files]}\n  - {id: ada, token: ada-token, roles: [admin]}\n"
-    )
-    os.chmod(tokens, 0o600)
+    tokens = write_tokens(tmp_path)
     process = subprocess.Popen(
         hub_argv(path, "--listen", "127.0.0.1:0", "--tokens", str(tokens)), cwd=ROOT, stderr=subprocess.PIPE
     )
