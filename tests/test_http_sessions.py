@@ -4,6 +4,7 @@ rule is general (a session answers only to the principal that opened it; quotas 
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Hashable
 from typing import Any
 
@@ -23,9 +24,20 @@ from integrations.gateway.http_sessions import (
 )
 from integrations.gateway.replay import EXPIRED, UNKNOWN, Unresolved, event_id
 from integrations.gateway.router import SendDownstream
+from tests.conftest import ROOT
 
 ALICE: Hashable = ("user", "alice")
 BOB: Hashable = ("user", "bob")
+
+
+def test_the_book_is_pure_no_io_no_event_loop_no_clock_no_sdk() -> None:
+    tree = ast.parse((ROOT / "integrations/gateway/http_sessions.py").read_text())
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    roots = {name.split(".")[0] for name in imported}
+    assert not roots & {"asyncio", "anyio", "socket", "time", "mcp", "uvicorn", "h11", "starlette", "logging"}
+    assert roots <= {"__future__", "enum", "itertools", "secrets", "collections", "dataclasses", "typing",
+                     "interceptors", "replay", "router"}  # fmt: skip
 
 
 def _book(**settings_: Any) -> SessionBook:

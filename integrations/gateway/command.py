@@ -219,14 +219,8 @@ async def _serve_http(
     """`--listen`: Streamable HTTP clients, each session bound to its bearer token's principal (`--tokens`)."""
     from interceptors.policy import principal_for_stdio
 
-    from .downstream_http import (
-        DEFAULT_IDLE_TIMEOUT_S,
-        DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
-        HttpRunner,
-        HttpSettings,
-        ListenError,
-        listening_socket,
-    )
+    from .downstream_http import HttpRunner, ListenError, listening_socket
+    from .http_sessions import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_SESSIONS_PER_PRINCIPAL, HttpSettings
 
     assert options.listen is not None
     try:

@@ -2,8 +2,8 @@
 
 Why a module of its own: the ASGI front (`http_front.py`) frames and admits, and keeps what it knows about
 sessions in the session book (`http_sessions.py`); what is here only binds, accepts and runs. The names
-other modules import from the HTTP edge are all found here (the front's included), so importers need not
-know how it is split.
+of the front that tests import from here before that split (`HttpFront`, `HttpSettings`, the Accept, Host and
+body readers) are re-exported; new code imports them from their own modules.
 
 Every accepted connection has TCP_NODELAY: a reply is a few small writes, and Nagle's algorithm with the
 peer's delayed ACK would hold each one back ~40 ms. A connection must send a request's head within
@@ -40,8 +40,6 @@ from .http_front import _Exchange as _Exchange
 from .http_front import _loopback_name as _loopback_name
 from .http_front import _read_body as _read_body
 from .http_front import param_header_rejection as param_header_rejection
-from .http_sessions import DEFAULT_IDLE_TIMEOUT_S as DEFAULT_IDLE_TIMEOUT_S
-from .http_sessions import DEFAULT_MAX_SESSIONS_PER_PRINCIPAL as DEFAULT_MAX_SESSIONS_PER_PRINCIPAL
 from .http_sessions import HEADER_TIMEOUT_S
 from .http_sessions import HttpSettings as HttpSettings
 from .router import Router, SendDownstream

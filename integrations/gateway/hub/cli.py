@@ -50,7 +50,8 @@ def hub_proxy(args: argparse.Namespace, proxy: Any) -> int:
 
 def _aggregate(args: argparse.Namespace, gateway: Any) -> int:
     from ..cli import _UsageError, parse_listen, read_tokens_file
-    from ..downstream_http import HttpSettings, ListenError, listening_socket
+    from ..downstream_http import ListenError, listening_socket
+    from ..http_sessions import HttpSettings
     from .legs import HubSettings
     from .serve import Hub, announce
 

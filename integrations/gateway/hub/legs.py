@@ -330,7 +330,7 @@ class Leg:
             delay = min(delay * 2, MAX_BACKOFF_S)
 
     def _front(self, router: Router, runner: LegRunner, upstream: Any, catalog: Any) -> Any:
-        from ..downstream_http import HttpFront
+        from ..http_front import HttpFront
 
         settings = self.settings
         return HttpFront(

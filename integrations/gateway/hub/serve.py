@@ -127,7 +127,8 @@ class Hub:
 
     # HTTP ------------------------------------------------------------------------------------------
     async def run_http(self, sock: socket.socket, on_listening: Any = None) -> int:
-        from ..downstream_http import HttpFront, HttpServer
+        from ..downstream_http import HttpServer
+        from ..http_front import HttpFront
 
         settings = self.settings
         aggregate = self.aggregate
