@@ -14,8 +14,14 @@ from hypothesis import strategies as st
 
 from integrations.gateway.http_sessions import (
     CLOSED,
+    DROPPED,
+    EARLY,
     GONE,
+    KEPT,
     MAX_EARLY_REQUESTS,
+    REFUSED_DETACHED,
+    REFUSED_NO_STREAM,
+    SENT,
     Delivery,
     HttpSession,
     HttpSettings,
@@ -178,25 +184,25 @@ NOTIFICATION: dict[str, Any] = {}
 @pytest.mark.parametrize(
     ("setup", "message", "outcome"),
     [
-        ("request streaming", PROGRESS, Delivery.SENT),
-        ("request streaming", REPLY, Delivery.SENT),
-        ("request streaming", CALL_REQUEST, Delivery.SENT),
-        ("request json only", PROGRESS, Delivery.SENT),  # queued; the front skips what precedes the reply
-        ("request json only", CALL_REQUEST, Delivery.REFUSED_NO_STREAM),  # JSON cannot carry it, nor a GET here
-        ("request detached", PROGRESS, Delivery.KEPT),
-        ("request detached", REPLY, Delivery.KEPT),
-        ("request detached", CALL_REQUEST, Delivery.REFUSED_DETACHED),  # no one would answer it in time
-        ("none", REPLY, Delivery.DROPPED),  # its client went away: a reply has no other stream
-        ("GET streaming", NOTIFICATION, Delivery.SENT),
-        ("GET streaming", LONE_REQUEST, Delivery.SENT),
-        ("GET streaming", PROGRESS, Delivery.SENT),  # its request is gone: the GET stream carries it
-        ("GET detached", NOTIFICATION, Delivery.KEPT),
-        ("GET detached", LONE_REQUEST, Delivery.REFUSED_NO_STREAM),  # a GET came once: requests wait no more
-        ("none", LONE_REQUEST, Delivery.EARLY),
-        ("early full", LONE_REQUEST, Delivery.REFUSED_NO_STREAM),
-        ("GET closed", LONE_REQUEST, Delivery.REFUSED_NO_STREAM),
-        ("none", NOTIFICATION, Delivery.DROPPED),
-        ("none", CALL_REQUEST, Delivery.REFUSED_NO_STREAM),  # its call's request is not in flight
+        ("request streaming", PROGRESS, SENT),
+        ("request streaming", REPLY, SENT),
+        ("request streaming", CALL_REQUEST, SENT),
+        ("request json only", PROGRESS, SENT),  # queued; the front skips what precedes the reply
+        ("request json only", CALL_REQUEST, REFUSED_NO_STREAM),  # JSON cannot carry it, nor a GET here
+        ("request detached", PROGRESS, KEPT),
+        ("request detached", REPLY, KEPT),
+        ("request detached", CALL_REQUEST, REFUSED_DETACHED),  # no one would answer it in time
+        ("none", REPLY, DROPPED),  # its client went away: a reply has no other stream
+        ("GET streaming", NOTIFICATION, SENT),
+        ("GET streaming", LONE_REQUEST, SENT),
+        ("GET streaming", PROGRESS, SENT),  # its request is gone: the GET stream carries it
+        ("GET detached", NOTIFICATION, KEPT),
+        ("GET detached", LONE_REQUEST, REFUSED_NO_STREAM),  # a GET came once: requests wait no more
+        ("none", LONE_REQUEST, EARLY),
+        ("early full", LONE_REQUEST, REFUSED_NO_STREAM),
+        ("GET closed", LONE_REQUEST, REFUSED_NO_STREAM),
+        ("none", NOTIFICATION, DROPPED),
+        ("none", CALL_REQUEST, REFUSED_NO_STREAM),  # its call's request is not in flight
     ],
 )
 def test_a_message_goes_to_its_request_stream_else_the_get_stream_else_waits_or_is_refused(
@@ -207,7 +213,7 @@ def test_a_message_goes_to_its_request_stream_else_the_get_stream_else_waits_or_
 
 
 def test_a_message_for_an_unknown_session_is_dropped() -> None:
-    assert _book().deliver(SendDownstream("nobody", b"{}", None), 0.0) is Delivery.DROPPED
+    assert _book().deliver(SendDownstream("nobody", b"{}", None), 0.0) is DROPPED
 
 
 def test_requests_waiting_for_the_first_get_stream_are_its_first_events() -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, Final
 
@@ -51,8 +52,9 @@ from interceptors.protocol.messages import (
 from .http_sessions import (
     BODY_TIMEOUT_S,
     CLOSED,
+    DROPPED,
     GONE,
-    Delivery,
+    REFUSED_DETACHED,
     HttpSession,
     HttpSettings,
     SessionBook,
@@ -175,23 +177,19 @@ class HttpFront:
     def settings(self, settings: HttpSettings) -> None:
         self.book.settings = settings
 
-    @property
-    def sessions(self) -> dict[str, HttpSession]:
-        return self.book.sessions
-
     # Delivery (called by the runner, synchronously, in the router's order) -------------------------
     def deliver(self, action: SendDownstream) -> None:
         outcome = self.book.deliver(action, _now())
-        if outcome is Delivery.REFUSED_DETACHED or outcome is Delivery.REFUSED_NO_STREAM:
+        if outcome.refused:
             assert action.outgoing is not None
-            if outcome is Delivery.REFUSED_DETACHED:
+            if outcome is REFUSED_DETACHED:
                 logger.info("session %s: a request to its client while its stream is detached; refused upstream",
                             action.session[:8])  # fmt: skip
             else:
                 logger.info("session %s has no stream for a request to its client; refused upstream",
                             action.session[:8])  # fmt: skip
             self.perform(self.router.undeliverable(action.session, action.outgoing))
-        elif outcome is Delivery.DROPPED and not action.final and action.session in self.book.sessions:
+        elif outcome is DROPPED and not action.final and action.session in self.book.sessions:
             logger.debug("dropped a message for session %s: no GET stream is open", action.session[:8])
 
     # Sessions ----------------------------------------------------------------------------------
@@ -232,9 +230,11 @@ class HttpFront:
             self.close(session_id)
 
     def _resumable(self, session: HttpSession, exchange: Stream, head: Event | None) -> Event | None:
+        """The book's `make_resumable` (a stream going to SSE), by its old name."""
         return self.book.make_resumable(session, exchange, head)
 
     def _settle(self, session: HttpSession, exchange: Stream, generation: int) -> None:
+        """The book's `settle` now (a connection of `exchange` ended), by its old name."""
         self.book.settle(session, exchange, generation, _now())
 
     # ASGI --------------------------------------------------------------------------------------
@@ -376,8 +376,9 @@ class HttpFront:
             await self.drain()
             await self._respond(exchange, has_json, has_sse, extra, None, receive, send, session, version)
         finally:
-            self._settle(session, exchange, 0)
-            session.last_seen = _now()
+            now = _now()
+            self.book.settle(session, exchange, 0, now)
+            session.last_seen = now
 
     async def _post_modern(
         self,
@@ -491,7 +492,7 @@ class HttpFront:
                 exchange.done = True
                 return
             if session is not None:  # numbered before any await: nothing that comes meanwhile goes unnumbered
-                head = self._resumable(session, exchange, item if isinstance(item, tuple) else None)
+                head = self.book.make_resumable(session, exchange, item if isinstance(item, tuple) else None)
                 if head is not None:
                     item = head
             await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *extra]})
@@ -535,8 +536,9 @@ class HttpFront:
             await _pump(stream, 0, await stream.get(0, SSE_PING_S), send)
         finally:
             watcher.cancel()
-            self._settle(session, stream, 0)
-            session.last_seen = _now()
+            now = _now()
+            self.book.settle(session, stream, 0, now)
+            session.last_seen = now
 
     async def _resume(
         self, session: HttpSession, last_event_id: str, extra: list[tuple[bytes, bytes]], receive: Any, send: Any
@@ -559,8 +561,9 @@ class HttpFront:
             await _pump(exchange, generation, await exchange.get(generation, SSE_PING_S), send)
         finally:
             watcher.cancel()
-            self._settle(session, exchange, generation)
-            session.last_seen = _now()
+            now = _now()
+            self.book.settle(session, exchange, generation, now)
+            session.last_seen = now
 
     async def _delete(self, headers: dict[str, str], owner: Hashable, send: Any) -> None:
         if "mcp-session-id" not in headers:
@@ -576,8 +579,9 @@ class HttpFront:
 
 
 # Helpers ------------------------------------------------------------------------------------------
-def _now() -> float:
-    return asyncio.get_running_loop().time()
+_now: Final = time.monotonic
+"""The times the front gives the session book (monotonic; compared only with each other; a few calls per request,
+so not the loop's `time()`, which first looks the loop up)."""
 
 
 def _headers(scope: dict[str, Any]) -> dict[str, str]:

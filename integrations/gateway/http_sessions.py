@@ -19,7 +19,6 @@ clock (every time is passed in), like the replay buffer (`replay.py`) they use.
 
 from __future__ import annotations
 
-import enum
 import itertools
 import secrets
 from collections import deque
@@ -193,15 +192,32 @@ class HttpSession:
         return standalone is not None and standalone.attached
 
 
-class Delivery(enum.Enum):
-    """Where a message for a session went (`SessionBook.deliver`); the front acts on the two refusals."""
+class Delivery:
+    """Where a message for a session went (`SessionBook.deliver`): one of the constants below. Plain instances,
+    not an `Enum`: the front compares them on every message, and an enum member costs a lookup each time."""
 
-    SENT = "onto a stream a connection is writing"
-    KEPT = "into a detached stream's replay buffer, for its client to resume"
-    EARLY = "held for the session's first GET stream"
-    REFUSED_DETACHED = "a request to the client while its call's stream is detached: the upstream is answered"
-    REFUSED_NO_STREAM = "a request to the client that no stream can carry: the upstream is answered"
-    DROPPED = "nowhere: no session, or no stream for it"
+    __slots__ = ("name", "reason", "refused")
+
+    def __init__(self, name: str, reason: str, *, refused: bool = False) -> None:
+        self.name = name
+        self.reason = reason
+        self.refused = refused
+        """A request to the client that nothing carries: the front has the router answer the upstream."""
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+SENT: Final = Delivery("SENT", "onto a stream a connection is writing")
+KEPT: Final = Delivery("KEPT", "into a detached stream's replay buffer, for its client to resume")
+EARLY: Final = Delivery("EARLY", "held for the session's first GET stream")
+REFUSED_DETACHED: Final = Delivery(
+    "REFUSED_DETACHED", "a request to the client while its call's stream is detached", refused=True
+)
+REFUSED_NO_STREAM: Final = Delivery(
+    "REFUSED_NO_STREAM", "a request to the client that no stream can carry", refused=True
+)
+DROPPED: Final = Delivery("DROPPED", "nowhere: no session, or no stream for it")
 
 
 class SessionBook:
@@ -367,7 +383,7 @@ class SessionBook:
         stream (a reply has no other stream), else the requests waiting for the first GET."""
         session = self.sessions.get(action.session)
         if session is None:
-            return Delivery.DROPPED
+            return DROPPED
         if action.related is not None:
             stream = session.exchanges.get(action.related)
             if stream is not None and (stream.streams or action.outgoing is None):
@@ -378,9 +394,9 @@ class SessionBook:
                         del session.exchanges[action.related]
                         self._retain(session, stream, now)
                     return outcome
-                return Delivery.REFUSED_DETACHED
+                return REFUSED_DETACHED
         if action.final:
-            return Delivery.DROPPED  # its client went away: a reply has no other stream to go to
+            return DROPPED  # its client went away: a reply has no other stream to go to
         standalone = session.standalone
         if standalone is not None and (standalone.attached or action.outgoing is None):
             outcome = _placed(standalone)
@@ -393,16 +409,16 @@ class SessionBook:
             and len(session.early) < MAX_EARLY_REQUESTS
         ):
             session.early.append(action.data)  # its client opens the GET stream right after its handshake
-            return Delivery.EARLY
+            return EARLY
         if action.outgoing is not None:
-            return Delivery.REFUSED_NO_STREAM
-        return Delivery.DROPPED
+            return REFUSED_NO_STREAM
+        return DROPPED
 
 
 def _placed(stream: Stream) -> Delivery:
     if stream.attached:
-        return Delivery.SENT
-    return Delivery.KEPT if stream.replay is not None else Delivery.DROPPED
+        return SENT
+    return KEPT if stream.replay is not None else DROPPED
 
 
 def _uncount(counts: dict[Hashable, int], owner: Hashable) -> None:
