@@ -414,3 +414,37 @@ def test_no_principal_ever_reaches_a_session_it_did_not_open_and_quotas_return_t
     for session_id in list(live):
         book.close(session_id)
     assert not book.sessions and not book._owned  # nothing counted for a principal with nothing open
+
+
+stream_steps = st.lists(
+    st.tuples(st.sampled_from(["request", "drop", "progress", "reply", "expire"]), st.integers(1, 4)),
+    max_size=60,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(stream_steps, st.integers(0, 3))
+def test_detached_streams_stay_bounded_and_a_replied_one_never_holds_its_id(
+    steps: list[tuple[str, int]], bound: int
+) -> None:
+    book = _book(max_detached_per_session=bound, resume_window_s=5.0)
+    session = book.open(ALICE, 0.0, modern=False)
+    for now, (operation, request_id) in enumerate(steps):
+        stream = session.exchanges.get(request_id)
+        if operation == "request" and stream is None:
+            stream = Stream(request_id)
+            assert book.add_request(session, stream)
+            book.make_resumable(session, stream, None)
+        elif operation == "drop" and stream is not None:
+            book.settle(session, stream, stream.generation, float(now))
+        elif operation in ("progress", "reply"):
+            book.deliver(SendDownstream(session.id, b"x", request_id, final=operation == "reply"), float(now))
+            if operation == "reply" and stream is not None and stream.attached:  # its connection writes it, ends
+                stream.done = True
+                book.settle(session, stream, stream.generation, float(now))
+        elif operation == "expire":
+            book.expire_detached(float(now))
+        replied = [s for s in session.resumable.values() if s.finished and not s.attached]
+        assert len(replied) <= bound
+        assert all(not s.finished for s in session.exchanges.values())  # a reply written or kept frees its id
+        assert all(s.replay is not None and s.replay.token == token for token, s in session.resumable.items())
