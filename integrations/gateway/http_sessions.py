@@ -167,6 +167,9 @@ class Stream:
 
 @dataclass(slots=True)
 class HttpSession:
+    """A handshake session (named by its client, owned by the principal that opened it) or a 2026-07-28
+    exchange (`modern`: one request, closed with its reply), with its streams."""
+
     id: str
     owner: Hashable
     modern: bool
