@@ -17,7 +17,8 @@ from typing import Any
 import anyio
 import pytest
 
-from integrations.gateway.downstream_http import _TIMEOUT, HttpServer, _read_body, listening_socket
+from integrations.gateway.downstream_http import HttpServer, listening_socket
+from integrations.gateway.http_front import _TIMEOUT, _read_body
 
 pytestmark = pytest.mark.anyio
 

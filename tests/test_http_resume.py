@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from integrations.gateway.downstream_http import param_header_rejection
+from integrations.gateway.http_front import param_header_rejection
 from integrations.gateway.replay import EXPIRED, UNKNOWN, ReplayBuffer, event_id, new_token, parse_event_id
 from interceptors.protocol.messages import parse
 from tests.servers.header_server import ROUTE_SCHEMA
@@ -410,7 +410,8 @@ async def test_a_2026_07_28_call_whose_mcp_param_headers_disagree_with_its_argum
 # The front's stream lifecycle, in process (the real router behind it, no socket) ----------------------
 @pytest.mark.anyio
 async def test_a_detached_stream_keeps_its_reply_for_the_window_then_is_forgotten_and_the_cap_holds() -> None:
-    from integrations.gateway.downstream_http import HttpFront, HttpSettings, _Exchange
+    from integrations.gateway.http_front import HttpFront, _Exchange
+    from integrations.gateway.http_sessions import HttpSettings
     from integrations.gateway.router import SendDownstream
     from tests.router_helpers import ready_router
 

@@ -609,7 +609,7 @@ async def test_the_gateway_exits_1_when_the_upstream_dies_and_answers_the_call_i
     ],
 )
 def test_only_loopback_hosts_and_origins_are_accepted(value: str, with_scheme: bool, local: bool) -> None:
-    from integrations.gateway.downstream_http import _loopback_name
+    from integrations.gateway.http_front import _loopback_name
 
     assert _loopback_name(value, with_scheme=with_scheme) is local
 
@@ -633,7 +633,7 @@ def test_only_loopback_hosts_and_origins_are_accepted(value: str, with_scheme: b
     ],
 )
 def test_accept_headers_choose_the_reply_framing(accept: str, json_ok: bool, sse_ok: bool) -> None:
-    from integrations.gateway.downstream_http import _accepts
+    from integrations.gateway.http_front import _accepts
 
     assert _accepts(accept) == (json_ok, sse_ok)
 

@@ -1,9 +1,7 @@
 """Streamable HTTP clients served: the listening socket, uvicorn, and the runner's lifecycle around the front.
 
 Why a module of its own: the ASGI front (`http_front.py`) frames and admits, and keeps what it knows about
-sessions in the session book (`http_sessions.py`); what is here only binds, accepts and runs. The names
-of the front that tests import from here before that split (`HttpFront`, `HttpSettings`, the Accept, Host and
-body readers) are re-exported; new code imports them from their own modules.
+sessions in the session book (`http_sessions.py`); what is here only binds, accepts and runs.
 
 Every accepted connection has TCP_NODELAY: a reply is a few small writes, and Nagle's algorithm with the
 peer's delayed ACK would hold each one back ~40 ms. A connection must send a request's head within
@@ -32,16 +30,8 @@ from interceptors.errors import InterceptorsError
 
 from .catalog import Catalog
 from .chain_adapter import ChainAdapter
-from .http_front import _TIMEOUT as _TIMEOUT
-from .http_front import MCP_PATH
-from .http_front import HttpFront as HttpFront
-from .http_front import _accepts as _accepts
-from .http_front import _Exchange as _Exchange
-from .http_front import _loopback_name as _loopback_name
-from .http_front import _read_body as _read_body
-from .http_front import param_header_rejection as param_header_rejection
-from .http_sessions import HEADER_TIMEOUT_S
-from .http_sessions import HttpSettings as HttpSettings
+from .http_front import MCP_PATH, HttpFront
+from .http_sessions import HEADER_TIMEOUT_S, HttpSettings
 from .router import Router, SendDownstream
 from .runner import NoDownstream, Runner, UpstreamShell
 
