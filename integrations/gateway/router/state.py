@@ -246,6 +246,8 @@ class Router:
         self._task_methods = frozenset(table.names(lambda row: row.names_task))
         self._cacheable = frozenset(table.names(lambda row: row.cacheable))
         self._channel_of: dict[str, Channel] = table.mapping(lambda row: row.channel)
+        self._read_results = frozenset(self.RESULT_HANDLERS) | frozenset(self.CHECKED_RESULT_HANDLERS)
+        """The methods whose result the router reads before its response chain (one lookup for the rest)."""
         self.upstream = Upstream()
         self.sessions: dict[SessionId, Session] = {}
         self.pending: dict[int, Pending] = {}  # by upstream id (or by call number before it has one)
@@ -790,7 +792,8 @@ class Router:
 
     def _send_upstream(self, key: int, pending: Pending, params: dict[str, Any] | None) -> list[Action]:
         session = self.sessions[pending.session]
-        upstream_id = self._new_id()
+        self._next_id += 1  # `_new_id`, inline on the path every forwarded request takes
+        upstream_id = self._next_id
         del self.pending[key]
         self.pending[upstream_id] = pending
         self._by_client[(pending.session, pending.client_id)] = upstream_id
@@ -952,20 +955,20 @@ class Router:
             self._tasks.remember(
                 task["taskId"], pending.session, session.principal, modern=modern, method=pending.method
             )
-        subscribed = None
-        before = self.RESULT_HANDLERS.get(pending.method)
+        method = pending.method
+        special = method in self._read_results
+        before = self.RESULT_HANDLERS.get(method) if special else None
         if before is not None:
             result = before(self, session, pending, result)
-            subscribed = _subscribed(pending)
         check = self.config.check_result
         if check is not None:
-            problem = check(pending.method, result, self.upstream.version)
+            problem = check(method, result, self.upstream.version)
             if problem is not None:
                 return self._final_error(pending, _error(INTERNAL_ERROR, INVALID_RESULT_MESSAGE, problem))
-        after = self.CHECKED_RESULT_HANDLERS.get(pending.method)
+        after = self.CHECKED_RESULT_HANDLERS.get(method) if special else None
         if after is not None:
             result = after(self, session, pending, result)
-        then = AnswerClient(pending, subscribed)
+        then = AnswerClient(pending, _subscribed(pending) if special else None)
         if response_event(pending.method) is None:
             return self._resume_answer(then, ChainPassed(result))
         channel = result_channel(pending.method)
