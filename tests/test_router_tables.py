@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from integrations.gateway.router import ChainPassed, Router, RunChain, SendDownstream, SendUpstream
+from integrations.gateway.router import ChainPassed, Dropped, Router, RunChain, SendDownstream, SendUpstream
 from integrations.gateway.router.continuations import (
     AnswerClient,
     AnswerClientError,
@@ -99,3 +99,21 @@ def test_a_new_server_request_is_one_row() -> None:
     assert sent["method"] == "widgets/pick" and sent["params"] == {"n": 1}
     (answered,) = settle(router, router.receive_downstream("a", line(id=sent["id"], result={"picked": 2})))
     assert body(answered) == {"jsonrpc": "2.0", "id": 5, "result": {"picked": 2}}
+
+
+def test_a_subscribe_whose_result_the_spec_check_refuses_leaves_no_update_waiting() -> None:
+    """Updates wait for a subscribe's chain only once its result passed the check: a refused one has no chain."""
+
+    def check(method: str, result: dict[str, Any], version: str | None) -> dict[str, Any] | None:
+        return {"reason": "refused"} if method == "resources/subscribe" else None
+
+    router = ready_router(RouterConfig(check_result=check))
+    handshake_session(router, "a")
+    (sent,) = settle(router, router.receive_downstream("a", line(id=1, method="resources/subscribe",
+                                                                  params={"uri": "file:///r"})))  # fmt: skip
+    (refused,) = downstream(settle(router, router.receive_upstream(line(id=body(sent)["id"], result={}))), "a")
+    assert refused["error"]["code"] == -32603
+    update = line(method="notifications/resources/updated", params={"uri": "file:///r"})
+    (dropped,) = router.receive_upstream(update)
+    assert isinstance(dropped, Dropped)  # nobody holds it, nobody waits for it
+    assert router.subscriptions.take("a", "file:///r") == []

@@ -1429,8 +1429,11 @@ Router.LOCAL_HANDLERS = {
     LISTEN_METHOD: Router._listen,
 }
 Router.SEND_HANDLERS = {"resources/subscribe": Router._subscribe, "resources/unsubscribe": Router._unsubscribe}
-Router.RESULT_HANDLERS = {"tasks/list": Router._visible_tasks, "resources/subscribe": Router._subscribe_answered}
-Router.CHECKED_RESULT_HANDLERS = {"tools/list": Router._with_local_tools}
+Router.RESULT_HANDLERS = {"tasks/list": Router._visible_tasks}
+Router.CHECKED_RESULT_HANDLERS = {
+    "tools/list": Router._with_local_tools,
+    "resources/subscribe": Router._subscribe_answered,
+}
 Router.CLIENT_NOTIFICATIONS = {
     "notifications/initialized": Router._client_initialized,
     "notifications/cancelled": Router._client_cancelled,
