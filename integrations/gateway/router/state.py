@@ -5,10 +5,11 @@ order. Nothing here waits, reads a clock or touches a socket, so the whole proto
 tables of messages in and actions out (doc/ROUTER.md).
 
 Transitions are looked up, never laddered: a request each hop answers itself in `Router.LOCAL_HANDLERS`, a
-forwarded request's way upstream in `SEND_HANDLERS`, its result's special handling in `RESULT_HANDLERS`, a
-notification in `CLIENT_NOTIFICATIONS` / `UPSTREAM_NOTIFICATIONS` (by method, then by the channel the method
-table gives it), an upstream request in `UPSTREAM_REQUESTS`, and a chain's answer in `RESUME` by the type of
-the continuation record (`continuations.py`) its ticket waits with. The records it keeps: `model.py`; output
+forwarded request's way upstream in `SEND_HANDLERS`, its result's special handling in `RESULT_HANDLERS` and
+`CHECKED_RESULT_HANDLERS`, a client notification in `CLIENT_NOTIFICATIONS`, an upstream notification or request
+in `UPSTREAM_NOTIFICATIONS` / `UPSTREAM_REQUESTS` by method, else by the channel the method table gives it
+(`..._CHANNELS`), and a chain's answer in `RESUME` by the type of the continuation record (`continuations.py`)
+its ticket waits with. The records it keeps: `model.py`; output
 streams: `slots.Streams`; task owners: `tasks.TaskBook`; resource subscriptions: `subscriptions.Subscriptions`.
 """
 
