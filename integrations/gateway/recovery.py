@@ -215,7 +215,7 @@ class Renewal:
     def renewed(self) -> list[Action]:
         router = self.router
         actions: list[Action] = []
-        uris = sorted({uri for session in router.sessions.values() for uri in session.subscriptions})
+        uris = sorted(router.subscriptions.uris())
         for uri in uris:
             actions += router.upstream_request("resources/subscribe", {"uri": uri}, _logged("resources/subscribe"))
         for method, walking in self._walking.items():

@@ -157,16 +157,7 @@ def from_side_payload(channel: Channel, source: dict[str, Any], payload: Any) ->
         else:
             raise MalformedPayload("structuredContent is not an object")
     meta = payload.get("_meta")
-    extra = _extra_params(source, text_key, data_key)
-    if extra:
-        new_extra = meta.get(PARAMS_META_KEY) if isinstance(meta, dict) else None
-        if not isinstance(new_extra, dict):
-            raise MalformedPayload("the message's other members are not an object")
-        for key in extra:
-            if key in new_extra:
-                out[key] = new_extra[key]
-            else:
-                out.pop(key, None)  # dropped by a mutator
+    _restore_extra(out, _extra_params(source, text_key, data_key), meta)
     if isinstance(meta, dict):
         kept = {key: value for key, value in meta.items() if key not in _OUR_META_KEYS}
         if kept or "_meta" in source:
@@ -177,6 +168,20 @@ def from_side_payload(channel: Channel, source: dict[str, Any], payload: Any) ->
                 raise MalformedPayload("the logger name is not a string")
             out["logger"] = logger
     return out
+
+
+def _restore_extra(out: dict[str, Any], extra: dict[str, Any], meta: Any) -> None:
+    """The message's other text members back from `_meta[PARAMS_META_KEY]` as the chain left them."""
+    if not extra:
+        return
+    new_extra = meta.get(PARAMS_META_KEY) if isinstance(meta, dict) else None
+    if not isinstance(new_extra, dict):
+        raise MalformedPayload("the message's other members are not an object")
+    for key in extra:
+        if key in new_extra:
+            out[key] = new_extra[key]
+        else:
+            out.pop(key, None)  # dropped by a mutator
 
 
 def _text_of(payload: dict[str, Any]) -> str | None:

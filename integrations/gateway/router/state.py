@@ -2,23 +2,22 @@
 
 Sans-IO (the h11 idea): the shell hands in bytes and chain outcomes, and gets back `Action`s to perform in
 order. Nothing here waits, reads a clock or touches a socket, so the whole protocol is testable with
-tables of messages in and actions out. State lives in four places only:
+tables of messages in and actions out (doc/ROUTER.md).
 
-- sessions (`Session`): era, version, capabilities, log level, subscriptions, their server->client requests;
-- the upstream (`Upstream`): handshake phase and era, what it declared;
-- requests in flight (`Pending`), keyed by a router-allocated upstream id, so ids never collide across
-  sessions and every reply goes back with the client's own id;
-- output streams: per request (and one per session for what belongs to no request), each a FIFO of slots
-  released in order, so a progress or log line passes its chain before any later reply of that request.
+Transitions are looked up, never laddered: a request each hop answers itself in `Router.LOCAL_HANDLERS`, a
+forwarded request's way upstream in `SEND_HANDLERS`, its result's special handling in `RESULT_HANDLERS` and
+`CHECKED_RESULT_HANDLERS`, a client notification in `CLIENT_NOTIFICATIONS`, an upstream notification or request
+in `UPSTREAM_NOTIFICATIONS` / `UPSTREAM_REQUESTS` by method, else by the channel the method table gives it
+(`..._CHANNELS`), and a chain's answer in `RESUME` by the type of the continuation record (`continuations.py`)
+its ticket waits with. The records it keeps: `model.py`; output
+streams: `slots.Streams`; task owners: `tasks.TaskBook`; resource subscriptions: `subscriptions.Subscriptions`.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any, ClassVar, Final, Protocol
+from typing import Any, ClassVar, Final
 
 from interceptors import Direction, Phase
 from interceptors.codec import dumps_exact
@@ -77,7 +76,6 @@ from .channels import (
     Channel,
     MalformedPayload,
     from_side_payload,
-    notification_channel,
     params_from_request_payload,
     request_event,
     request_payload,
@@ -85,6 +83,32 @@ from .channels import (
     result_channel,
     side_payload,
 )
+from .continuations import (
+    AnswerClient,
+    AnswerClientError,
+    AnswerFromRouter,
+    AnswerUpstream,
+    AnswerUpstreamError,
+    Continuation,
+    DeliverNotification,
+    ForwardRequest,
+    RelayToClient,
+)
+from .model import HoldBack, Outgoing, Pending, Session, Upstream, UpstreamPhase
+from .slots import StreamKey, Streams
+from .subscriptions import Subscriptions, honor
+from .tasks import MAX_TASK_PRINCIPALS, MAX_TASKS_PER_SESSION, TaskBook
+
+__all__ = [
+    "DEFAULT_MISSING",
+    "MAX_TASKS_PER_SESSION",
+    "MAX_TASK_PRINCIPALS",
+    "MissingAnswer",
+    "Router",
+    "RouterConfig",
+    "UpstreamPhase",
+    "with_local_tools",
+]
 
 UPSTREAM_CLOSED_MESSAGE: Final = "upstream server closed the connection"
 RELAYED_CAPABILITIES: Final = frozenset(SERVER_REQUESTS.values())
@@ -98,6 +122,8 @@ TIMEOUT_REASON: Final = "upstream timeout"
 BLOCKED_MESSAGE: Final = "blocked by interceptor"
 INVALID_RESULT_MESSAGE: Final = "the upstream server returned an invalid result"
 INVALID_MUTATION_MESSAGE: Final = "interceptor chain failed"
+_NOT_YET_READY: Final = frozenset({UpstreamPhase.IDLE, UpstreamPhase.DISCOVERING, UpstreamPhase.INITIALIZING})
+"""Upstream phases in which a client's request or notification waits in the backlog."""
 
 HasWork = Callable[[str, Phase, Direction], bool]
 ResultCheck = Callable[[str, dict[str, Any], str | None], dict[str, Any] | None]
@@ -127,13 +153,10 @@ DEFAULT_MISSING: Final = {
 }
 """What SDK servers answer; the catalog replaces an entry once it has seen its upstream answer one."""
 
-MAX_TASKS_PER_SESSION: Final = 1024
-MAX_TASK_PRINCIPALS: Final = 4096
-"""2026-07-28 tasks outlive their exchange, remembered per principal; this many principals at most."""
-"""Tasks a session's requests created that the router remembers (for ownership); the oldest is forgotten."""
 _STREAMED: Final = {Channel.PROGRESS: "message", Channel.LOG: "data"}
 """The streaming channels a secret can be cut across, and the member that carries their text."""
 LISTEN_METHOD: Final = "subscriptions/listen"
+SUBSCRIBE_METHOD: Final = "resources/subscribe"
 LISTEN_ACK: Final = "notifications/subscriptions/acknowledged"
 SUBSCRIPTION_ID_META_KEY: Final = "io.modelcontextprotocol/subscriptionId"
 
@@ -170,120 +193,20 @@ class RouterConfig:
     context (`_meta[STREAM_META_KEY]`): text never moves between messages. None: off (no policy)."""
 
 
-class HoldBack(Protocol):
-    """Decides when each message of a stream goes on and with which context (`StreamHoldBack`); never its text."""
-
-    def push(self, message: Any, text: str) -> list[Any]: ...
-    def flush(self) -> list[Any]: ...
-
-
-class UpstreamPhase(StrEnum):
-    IDLE = "idle"
-    DISCOVERING = "discovering"
-    INITIALIZING = "initializing"
-    READY = "ready"
-    CLOSED = "closed"
-
-
-@dataclass(slots=True)
-class Upstream:
-    phase: UpstreamPhase = UpstreamPhase.IDLE
-    era: Era = Era.HANDSHAKE
-    version: str | None = None
-    capabilities: dict[str, Any] = field(default_factory=dict)
-    server_info: dict[str, Any] = field(default_factory=dict)
-    instructions: str | None = None
-    log_level: str | None = None
-    restarting: bool = False
-    """Closed, and the shell is starting a new one (`--restart-upstream`): requests meanwhile are told so."""
-
-
-@dataclass(frozen=True, slots=True)
-class Listen:
-    """One `subscriptions/listen` stream: what the client asked for that the router honors."""
-
-    kinds: frozenset[str]  # "tools", "prompts", "resources": their list_changed
-    uris: frozenset[str]  # resources/updated for these
-
-
-@dataclass(slots=True)
-class Session:
-    id: SessionId
-    context: Any
-    principal: Hashable
-    era: Era | None = None
-    version: str | None = None
-    capabilities: dict[str, Any] = field(default_factory=dict)
-    initialized: bool = False
-    probing: bool = False
-    """Modern only by `server/discover` so far: a client whose probe timed out may still fall back to
-    `initialize` (the 2026-07-28 era's own rule), and then the session is a handshake one."""
-    log_level: str | None = None
-    subscriptions: set[str] = field(default_factory=set)
-    task_ids: deque[str] = field(default_factory=deque)
-    """The tasks its requests created, oldest first (bounded: `MAX_TASKS_PER_SESSION`)."""
-    listens: dict[RequestId, Listen] = field(default_factory=dict)
-    """Open `subscriptions/listen` streams (2026-07-28), by the listen request's id."""
-    held_back: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    """Updates of a resource whose subscribe's response chain is still running, released if it passes."""
-    next_outgoing: int = 0
-
-
-@dataclass(slots=True)
-class TaskOwner:
-    """Who may see a task the upstream created: its session; at 2026-07-28 (each exchange its own session,
-    none standing) any later exchange of the same principal, for as long as the task is remembered."""
-
-    session: SessionId | None  # None: its 2026-07-28 exchange is over
-    principal: Hashable
-    modern: bool
-    method: str  # the request that created it (its per-tool rules follow it)
-
-
-@dataclass(slots=True)
-class Pending:
-    """One downstream request, from its request chain to its final reply (the `state` rides every pass)."""
-
-    session: SessionId
-    client_id: RequestId
-    method: str
-    era: Era
-    state: RequestState
-    params: dict[str, Any] | None
-    upstream_id: int | None = None
-    client_token: RequestId | None = None
-    upstream_token: int | None = None
-    log_level: str | None = None
-    cancelled: bool = False
-    answered: bool = False  # the upstream replied (its response chain may still be running)
-    progress_seen: int = 0  # progress notifications the upstream sent for it (the shell's clock may reset)
-    streams: dict[Channel, tuple[HoldBack, dict[str, Any]]] = field(default_factory=dict)
-    """Per streaming channel: its hold-back and the last message's params (the shape of a final flush)."""
-
-
-@dataclass(slots=True)
-class Outgoing:
-    """A request the upstream sent the client, relayed to `session` as `down_id`."""
-
-    session: SessionId
-    down_id: str
-    upstream_id: RequestId
-    method: str
-    related: RequestId | None
-
-
-@dataclass(slots=True)
-class _Slot:
-    data: bytes | None = None  # None: its chain is still running
-    done: bool = False
-    final: bool = False  # the reply that ends its request
-    outgoing: RequestId | None = None  # the id of the request to the client it holds
-
-
-StreamKey = tuple[SessionId, RequestId | None]
-Continuation = Callable[[ChainOutcome], list[Action]]
-LocalHandler = Callable[["Router", "Session", Message], list[Action]]
+LocalHandler = Callable[["Router", Session, Message], list[Action]]
 """How the router answers a request it answers itself (a table row with `local=True`)."""
+SendHandler = Callable[["Router", int, Pending, "dict[str, Any] | None"], list[Action]]
+"""How a forwarded request goes upstream once its request chain passed: (router, key, pending, params)."""
+ResultHandler = Callable[["Router", Session, Pending, "dict[str, Any]"], "dict[str, Any]"]
+"""What the router does with a forwarded request's result before its response chain (the result it runs)."""
+NotificationHandler = Callable[["Router", Session, str, "dict[str, Any]"], list[Action]]
+"""A client's notification: (router, session, method, params)."""
+UpstreamNotificationHandler = Callable[["Router", str, "dict[str, Any]", "int | None"], list[Action]]
+"""An upstream notification: (router, method, params, related request)."""
+UpstreamRequestHandler = Callable[["Router", Message, "int | None"], list[Action]]
+"""An upstream request: (router, message, related request)."""
+Transition = Callable[["Router", Any, ChainOutcome], list[Action]]
+"""A chain answered: (router, the continuation record its ticket waited with, the outcome)."""
 
 
 class Router:
@@ -291,6 +214,25 @@ class Router:
 
     LOCAL_HANDLERS: ClassVar[Mapping[str, LocalHandler]] = {}
     """The requests each hop answers itself, by method: set below the class; a subclass may add one."""
+    SEND_HANDLERS: ClassVar[Mapping[str, SendHandler]] = {}
+    """A forwarded request whose way upstream depends on the router's state (shared subscriptions), by method;
+    any other goes as it is (`_send_upstream`)."""
+    RESULT_HANDLERS: ClassVar[Mapping[str, ResultHandler]] = {}
+    """A forwarded request's result the router reads before its response chain, by method."""
+    CHECKED_RESULT_HANDLERS: ClassVar[Mapping[str, ResultHandler]] = {}
+    """Likewise, after the spec check (what the router adds of its own is not the upstream's to be checked)."""
+    CLIENT_NOTIFICATIONS: ClassVar[Mapping[str, NotificationHandler]] = {}
+    """The client notifications the router acts on, by method; any other is dropped."""
+    UPSTREAM_NOTIFICATIONS: ClassVar[Mapping[str, UpstreamNotificationHandler]] = {}
+    """The upstream notifications the router acts on by method; others by their channel (below), or dropped."""
+    UPSTREAM_NOTIFICATION_CHANNELS: ClassVar[Mapping[Channel | None, UpstreamNotificationHandler]] = {}
+    """The upstream notifications the router relays, by the side channel the method table gives them."""
+    UPSTREAM_REQUESTS: ClassVar[Mapping[str, UpstreamRequestHandler]] = {}
+    """The upstream requests the router answers itself, by method; others by their channel (below), or -32601."""
+    UPSTREAM_REQUEST_CHANNELS: ClassVar[Mapping[Channel | None, UpstreamRequestHandler]] = {}
+    """The upstream requests the router relays to a client (`Channel.SERVER_REQUEST`), by channel."""
+    RESUME: ClassVar[Mapping[type, Transition]] = {}
+    """What a chain's answer does, by the type of the continuation record its ticket waited with."""
 
     def __init__(self, config: RouterConfig | None = None) -> None:
         self.config = config or RouterConfig()
@@ -304,6 +246,9 @@ class Router:
         self._target_keys = table.mapping(lambda row: row.target)
         self._task_methods = frozenset(table.names(lambda row: row.names_task))
         self._cacheable = frozenset(table.names(lambda row: row.cacheable))
+        self._channel_of: dict[str, Channel] = table.mapping(lambda row: row.channel)
+        self._read_results = frozenset(self.RESULT_HANDLERS) | frozenset(self.CHECKED_RESULT_HANDLERS)
+        """The methods whose result the router reads before its response chain (one lookup for the rest)."""
         self.upstream = Upstream()
         self.sessions: dict[SessionId, Session] = {}
         self.pending: dict[int, Pending] = {}  # by upstream id (or by call number before it has one)
@@ -311,11 +256,10 @@ class Router:
         self._by_token: dict[int, int] = {}  # upstream progress token -> call
         self._outgoing: dict[tuple[SessionId, str], Outgoing] = {}
         self._internal: dict[int, Callable[[Message], list[Action]]] = {}
-        self._tasks: dict[str, TaskOwner] = {}
-        self._modern_tasks: dict[Hashable, deque[str]] = {}  # per principal, oldest first (bounded)
-        self._holders: dict[str, set[SessionId]] = {}
+        self._tasks = TaskBook()
+        self.subscriptions = Subscriptions()
         self._tickets: dict[int, tuple[SessionId, Continuation]] = {}
-        self._streams: dict[StreamKey, deque[_Slot]] = {}
+        self._streams = Streams()
         self._backlog: list[tuple[SessionId, Message]] = []
         self._held_requests: list[Message] = []
         """Upstream requests to the client (roots, sampling, elicitation) sent while no client could take them
@@ -350,15 +294,19 @@ class Router:
             self.config.upstream_era is None and self.config.prefer_handshake
         ):
             return self._send_initialize()
+        return self._send_discover()
+
+    def _send_discover(self) -> list[Action]:
         self.upstream.phase = UpstreamPhase.DISCOVERING
         envelope = self._upstream_envelope(None)
         return [self._internal_request("server/discover", {"_meta": envelope}, self._on_discover)]
 
     def _internal_request(
-        self, method: str, params: dict[str, Any] | None, then: Callable[[Message], list[Action]]
+        self, method: str, params: dict[str, Any] | None, then: Callable[[Message], list[Action]] | None = None
     ) -> SendUpstream:
+        """A request of the router's own; its reply goes to `then` (None: the reply is not read)."""
         upstream_id = self._new_id()
-        self._internal[upstream_id] = then
+        self._internal[upstream_id] = then or _unread
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": upstream_id, "method": method}
         if params is not None:
             body["params"] = params
@@ -409,9 +357,7 @@ class Router:
     def _on_initialize(self, message: Message) -> list[Action]:
         if message.kind is not Kind.RESPONSE:
             if self.config.upstream_era is None and self.config.prefer_handshake:
-                self.upstream.phase = UpstreamPhase.DISCOVERING
-                envelope = self._upstream_envelope(None)
-                return [self._internal_request("server/discover", {"_meta": envelope}, self._on_discover)]
+                return self._send_discover()
             return self.upstream_closed("the upstream refused the handshake")
         result = message.result
         self.upstream.era = Era.HANDSHAKE
@@ -449,9 +395,6 @@ class Router:
         self.upstream.phase = UpstreamPhase.CLOSED
         self.upstream.restarting = restarting
         self._tasks.clear()
-        self._modern_tasks.clear()
-        for session in self.sessions.values():
-            session.task_ids.clear()
         self._outgoing.clear()
         self._held_requests.clear()  # their upstream is gone: nobody waits for the answers
         actions: list[Action] = []
@@ -522,17 +465,10 @@ class Router:
             if outgoing.session == session_id:
                 del self._outgoing[out_key]
                 actions.append(_upstream_error(outgoing.upstream_id, _error(INTERNAL_ERROR, "the client went away")))
-        for uri in list(session.subscriptions):
-            actions += self._release_subscription(session, uri)
-        for task_id in session.task_ids:
-            owner = self._tasks.get(task_id)
-            if owner is not None and owner.session == session_id:
-                if owner.modern:
-                    owner.session = None  # a later exchange of its principal may still ask for it
-                else:
-                    del self._tasks[task_id]
-        for stream in [key for key in self._streams if key[0] == session_id]:
-            del self._streams[stream]
+        for uri in self.subscriptions.session_closed(session_id):
+            actions += self._release_subscription(session_id, uri)
+        self._tasks.session_closed(session_id)
+        self._streams.drop_session(session_id)
         self._backlog = [(sid, message) for sid, message in self._backlog if sid != session_id]
         if self._held_requests and self.sessions and not self._client_may_come():
             actions += self._release_held()  # the session in its handshake left: the others answer, or -32601
@@ -562,30 +498,39 @@ class Router:
         return self._downstream(session, message)
 
     def _downstream(self, session: Session, message: Message) -> list[Action]:
-        if message.kind is Kind.INVALID:
-            answered = message.id if message.method is None and isinstance(message.id, str) else None
-            if answered is not None and (session.id, answered) in self._outgoing:
-                # a malformed answer to a request of the upstream's: the upstream still gets an answer
-                outgoing = self._outgoing.pop((session.id, answered))
-                assert message.problem is not None
-                reason = {"reason": f"the client's answer was malformed: {_reason(message)}"}
-                return [_upstream_error(outgoing.upstream_id, _error(INTERNAL_ERROR, "Internal error", reason))]
-            if not message.answer_id_known:
-                return [Dropped(_reason(message), message.method)]
-            assert message.problem is not None
-            problem = message.problem
-            data = problem.data
-            if data.get("reason") == BATCH_REASON and session.version == "2025-03-26":
-                data = {**data, "reason": BATCH_REASON_2025_03_26}
-            return [self._reply_error(session.id, message.id, _error(problem.code, problem.message, data))]
-        if message.kind in (Kind.RESPONSE, Kind.ERROR):
+        kind = message.kind
+        if kind is Kind.INVALID:
+            return self._client_invalid(session, message)
+        if kind is Kind.RESPONSE or kind is Kind.ERROR:
             return self._client_answer(session, message)
-        if self.upstream.phase in (UpstreamPhase.IDLE, UpstreamPhase.DISCOVERING, UpstreamPhase.INITIALIZING):
+        if self.upstream.phase in _NOT_YET_READY:
             self._backlog.append((session.id, message))
             return []
-        if message.kind is Kind.NOTIFICATION:
-            return self._client_notification(session, message)
+        if kind is Kind.NOTIFICATION:
+            method = message.method
+            assert method is not None
+            handler = self.CLIENT_NOTIFICATIONS.get(method)
+            if handler is None:
+                return [Dropped("a client notification the upstream hop does not carry", method)]
+            return handler(self, session, method, message.params or {})
         return self._client_request(session, message)
+
+    def _client_invalid(self, session: Session, message: Message) -> list[Action]:
+        answered = message.id if message.method is None and isinstance(message.id, str) else None
+        if answered is not None and (session.id, answered) in self._outgoing:
+            # a malformed answer to a request of the upstream's: the upstream still gets an answer
+            outgoing = self._outgoing.pop((session.id, answered))
+            assert message.problem is not None
+            reason = {"reason": f"the client's answer was malformed: {_reason(message)}"}
+            return [_upstream_error(outgoing.upstream_id, _error(INTERNAL_ERROR, "Internal error", reason))]
+        if not message.answer_id_known:
+            return [Dropped(_reason(message), message.method)]
+        assert message.problem is not None
+        problem = message.problem
+        data = problem.data
+        if data.get("reason") == BATCH_REASON and session.version == "2025-03-26":
+            data = {**data, "reason": BATCH_REASON_2025_03_26}
+        return [self._reply_error(session.id, message.id, _error(problem.code, problem.message, data))]
 
     def _client_request(self, session: Session, message: Message) -> list[Action]:
         method, client_id = message.method, message.id
@@ -594,17 +539,8 @@ class Router:
             data = {"reason": "the upstream server is restarting", "retry": True} if self.upstream.restarting else None
             return [self._reply_error(session.id, client_id, _error(INTERNAL_ERROR, UPSTREAM_CLOSED_MESSAGE, data))]
         if (session.id, client_id) in self._by_client or client_id in session.listens:
-            return [
-                self._reply_error(
-                    session.id,
-                    client_id,
-                    _error(
-                        INVALID_REQUEST,
-                        "Invalid Request",
-                        {"reason": "this id is already in use by a request in flight"},
-                    ),
-                )
-            ]
+            reason = {"reason": "this id is already in use by a request in flight"}
+            return [self._reply_error(session.id, client_id, _error(INVALID_REQUEST, "Invalid Request", reason))]
         era = self._era_of(session, message)
         if isinstance(era, dict):
             return [self._reply_error(session.id, client_id, era)]
@@ -639,19 +575,24 @@ class Router:
             else:
                 return Era.HANDSHAKE
         if session.era is Era.MODERN:
-            if message.method != "server/discover":
-                session.probing = False
-            version, problem = modern_envelope(message.params)
-            if problem is not None:
-                return _error(INVALID_PARAMS, problem)
-            if version not in MODERN_VERSIONS:
-                return _error(
-                    -32022, "Unsupported protocol version", {"supported": list(MODERN_VERSIONS), "requested": version}
-                )
-            meta = message.meta or {}
-            session.version = version
-            session.capabilities = meta.get(CLIENT_CAPABILITIES_META_KEY) or {}
+            return self._modern_request(session, message)
         return session.era
+
+    def _modern_request(self, session: Session, message: Message) -> Era | dict[str, Any]:
+        """A 2026-07-28 request: its envelope checked, the session's version and capabilities its."""
+        if message.method != "server/discover":
+            session.probing = False
+        version, problem = modern_envelope(message.params)
+        if problem is not None:
+            return _error(INVALID_PARAMS, problem)
+        if version not in MODERN_VERSIONS:
+            return _error(
+                -32022, "Unsupported protocol version", {"supported": list(MODERN_VERSIONS), "requested": version}
+            )
+        meta = message.meta or {}
+        session.version = version
+        session.capabilities = meta.get(CLIENT_CAPABILITIES_META_KEY) or {}
+        return Era.MODERN
 
     def _mirrored_capabilities(self) -> dict[str, Any]:
         capabilities = dict(self.upstream.capabilities)
@@ -662,17 +603,13 @@ class Router:
                 capabilities[key] = value
         return capabilities
 
+    # Requests each hop answers itself (LOCAL_HANDLERS) ------------------------------------------
     def _answer_initialize(self, session: Session, message: Message) -> list[Action]:
         assert message.id is not None
         params = message.params or {}
         if session.initialized or session.version is not None:
-            return [
-                self._reply_error(
-                    session.id,
-                    message.id,
-                    _error(INVALID_REQUEST, "Invalid Request", {"reason": "initialize was already sent"}),
-                )
-            ]
+            reason = {"reason": "initialize was already sent"}
+            return [self._reply_error(session.id, message.id, _error(INVALID_REQUEST, "Invalid Request", reason))]
         session.version = negotiate(params.get("protocolVersion"))
         capabilities = params.get("capabilities")
         session.capabilities = capabilities if isinstance(capabilities, dict) else {}
@@ -696,23 +633,28 @@ class Router:
             result["instructions"] = self.upstream.instructions
         return self._lone_reply(session, message.id, "server/discover", result)
 
+    def _answer_ping(self, session: Session, message: Message) -> list[Action]:
+        assert message.id is not None
+        return [self._reply(session, message.id, {})]
+
     def _lone_reply(self, session: Session, client_id: RequestId, method: str, result: dict[str, Any]) -> list[Action]:
         """A reply the router makes itself, after the response chain of its channel (initialize, discover)."""
         key: StreamKey = (session.id, client_id)
-        slot = self._open_slot(key)
-
-        def then(outcome: ChainOutcome) -> list[Action]:
-            if isinstance(outcome, ChainBlocked):
-                slot.data = self._encode_error(client_id, _error(INTERNAL_ERROR, BLOCKED_MESSAGE))
-            else:
-                era = session.era or Era.HANDSHAKE
-                shaped = downstream_result(outcome.payload, era, self.upstream.server_info, method in self._cacheable)
-                slot.data = self._encode_result(client_id, shaped)
-            slot.done = slot.final = True
-            return self._flush(key, final=True)
-
+        then = AnswerFromRouter(session, client_id, method, self._streams.open(key), key)
         event = response_event(method) or method
         return self._chain(event, Phase.RESPONSE, Direction.SENDING, Channel.INITIALIZE, result, session, None, then)
+
+    def _resume_from_router(self, then: AnswerFromRouter, outcome: ChainOutcome) -> list[Action]:
+        slot, client_id = then.slot, then.client_id
+        if isinstance(outcome, ChainBlocked):
+            slot.data = self._encode_error(client_id, _error(INTERNAL_ERROR, BLOCKED_MESSAGE))
+        else:
+            era = then.session.era or Era.HANDSHAKE
+            cacheable = then.method in self._cacheable
+            shaped = downstream_result(outcome.payload, era, self.upstream.server_info, cacheable)
+            slot.data = self._encode_result(client_id, shaped)
+        slot.done = slot.final = True
+        return self._streams.flush(then.key)
 
     def _listen(self, session: Session, message: Message) -> list[Action]:
         """`subscriptions/listen` (2026-07-28): the router serves the stream itself — acknowledged first with
@@ -725,30 +667,16 @@ class Router:
         if not isinstance(wanted, dict):
             reason = {"reason": "params.notifications must be an object"}
             return [self._reply_error(session.id, message.id, _error(INVALID_PARAMS, "Invalid params", reason))]
-        offered = self.upstream.capabilities
-        honored: dict[str, Any] = {}
-        kinds: set[str] = set()
-        for kind in ("tools", "prompts", "resources"):
-            if wanted.get(f"{kind}ListChanged") is True and isinstance(offered.get(kind), dict):
-                honored[f"{kind}ListChanged"] = True
-                kinds.add(kind)
-        uris = wanted.get("resourceSubscriptions")
-        resources = offered.get("resources")
-        can_subscribe = isinstance(resources, dict) and resources.get("subscribe") is True
-        chosen = [u for u in uris if isinstance(u, str)] if isinstance(uris, list) and can_subscribe else []
-        if chosen:
-            honored["resourceSubscriptions"] = list(dict.fromkeys(chosen))
-        session.listens[message.id] = Listen(frozenset(kinds), frozenset(chosen))
+        honored, listen = honor(wanted, self.upstream.capabilities)
+        session.listens[message.id] = listen
         meta = {SUBSCRIPTION_ID_META_KEY: message.id}
         ack = {"method": LISTEN_ACK, "params": {"notifications": honored, "_meta": meta}}
         actions: list[Action] = [self._stamped(session, message.id, ack)]
-        for uri in dict.fromkeys(chosen):
-            if uri in session.subscriptions:
+        for uri in honored.get("resourceSubscriptions", ()):
+            if self.subscriptions.holds(session.id, uri):
                 continue
-            first = not self._holders.get(uri)
-            self._hold(session, uri)
-            if first:
-                actions.append(self._internal_request("resources/subscribe", {"uri": uri}, lambda _: []))
+            if self.subscriptions.hold(session.id, uri):
+                actions.append(self._internal_request("resources/subscribe", {"uri": uri}))
         return actions
 
     def _stamped(self, session: Session, listen_id: RequestId, body: dict[str, Any]) -> SendDownstream:
@@ -762,73 +690,39 @@ class Router:
         still = {uri for other in session.listens.values() for uri in other.uris}
         actions: list[Action] = []
         for uri in listen.uris - still:
-            actions += self._release_subscription(session, uri)
+            actions += self._release_subscription(session.id, uri)
         return actions
 
     def _set_level(self, session: Session, message: Message) -> list[Action]:
         assert message.id is not None
         if "logging" not in self.upstream.capabilities:
-            return [
-                self._reply_error(
-                    session.id, message.id, _error(METHOD_NOT_FOUND, "Method not found", "logging/setLevel")
-                )
-            ]
+            not_found = _error(METHOD_NOT_FOUND, "Method not found", "logging/setLevel")
+            return [self._reply_error(session.id, message.id, not_found)]
         level = (message.params or {}).get("level")
         if not isinstance(level, str):
-            return [
-                self._reply_error(
-                    session.id,
-                    message.id,
-                    _error(INVALID_PARAMS, "Invalid params", {"reason": "level must be a string"}),
-                )
-            ]
+            reason = {"reason": "level must be a string"}
+            return [self._reply_error(session.id, message.id, _error(INVALID_PARAMS, "Invalid params", reason))]
         session.log_level = level
         actions: list[Action] = [self._reply(session, message.id, {})]
         wanted = _most_verbose(s.log_level for s in self.sessions.values())
         if self.upstream.era is Era.HANDSHAKE and wanted != self.upstream.log_level and wanted is not None:
             self.upstream.log_level = wanted
-            actions.append(self._internal_request("logging/setLevel", {"level": wanted}, lambda _: []))
+            actions.append(self._internal_request("logging/setLevel", {"level": wanted}))
         return actions
 
+    # Tasks --------------------------------------------------------------------------------------
     def _owns_task(self, session: Session, params: dict[str, Any] | None) -> bool:
         return self._task_visible(session, (params or {}).get("taskId"))
 
     def _task_visible(self, session: Session, task_id: Any) -> bool:
-        owner = self._tasks.get(task_id) if isinstance(task_id, str) else None
-        if owner is None:
-            return False
-        if owner.session == session.id:
-            return True
-        return owner.modern and session.era is Era.MODERN and owner.principal == session.principal
-
-    def _remember_task(self, session: Session, pending: Pending, task_id: str) -> None:
-        """Bounded: a handshake session keeps its newest `MAX_TASKS_PER_SESSION`, a 2026-07-28 principal
-        as many across its exchanges (and at most `MAX_TASK_PRINCIPALS` principals); the oldest is forgotten,
-        as if it expired."""
-        modern = session.era is Era.MODERN
-        self._tasks[task_id] = TaskOwner(pending.session, session.principal, modern, pending.method)
-        session.task_ids.append(task_id)
-        if not modern:
-            while len(session.task_ids) > MAX_TASKS_PER_SESSION:
-                self._tasks.pop(session.task_ids.popleft(), None)
-            return
-        if len(session.task_ids) > MAX_TASKS_PER_SESSION:
-            session.task_ids.popleft()
-        ids = self._modern_tasks.pop(session.principal, None) or deque()
-        self._modern_tasks[session.principal] = ids  # the most recent principal last
-        ids.append(task_id)
-        while len(ids) > MAX_TASKS_PER_SESSION:
-            self._tasks.pop(ids.popleft(), None)
-        while len(self._modern_tasks) > MAX_TASK_PRINCIPALS:
-            oldest = next(iter(self._modern_tasks))
-            for forgotten in self._modern_tasks.pop(oldest):
-                self._tasks.pop(forgotten, None)
+        return self._tasks.visible(task_id, session.id, session.principal, modern=session.era is Era.MODERN)
 
     def _target(self, method: str, params: dict[str, Any] | None) -> str | None:
         key = self._target_keys.get(method)
         value = (params or {}).get(key) if key is not None else None
         return value if isinstance(value, str) else None
 
+    # Forwarded requests -------------------------------------------------------------------------
     def _forward_request(self, session: Session, message: Message, era: Era) -> list[Action]:
         method, client_id, params = message.method, message.id, message.params
         assert method is not None and client_id is not None
@@ -850,29 +744,37 @@ class Router:
         self.pending[key] = pending
         self._by_client[(session.id, client_id)] = key
         if request_event(method) is None:
-            return self._send_pending(key, pending, params)
-
-        def then(outcome: ChainOutcome) -> list[Action]:
-            if pending.cancelled:
-                return []
-            if isinstance(outcome, ChainBlocked):
-                return self._request_blocked(pending, outcome)
-            if outcome.learned:
-                pending.state.learned.update(outcome.learned)
-            try:
-                new_params = params_from_request_payload(method, outcome.payload) if outcome.modified else params
-            except MalformedPayload as exc:
-                return self._final_error(
-                    pending, _error(INTERNAL_ERROR, "interceptor chain failed", {"reason": str(exc)})
-                )
-            pending.params = new_params
-            current = self._by_client[(pending.session, pending.client_id)]
-            if method == "resources/unsubscribe":  # after its chain, like every request
-                return self._unsubscribe(session, pending, current)
-            return self._send_pending(current, pending, new_params)
-
+            return self._send(key, pending, params)
         payload = request_payload(method, params)
+        then = ForwardRequest(pending)
         return self._chain(method, Phase.REQUEST, Direction.RECEIVING, Channel.REQUEST, payload, session, pending, then)
+
+    def _resume_forward(self, then: ForwardRequest, outcome: ChainOutcome) -> list[Action]:
+        pending = then.pending
+        if pending.cancelled:
+            return []
+        if isinstance(outcome, ChainBlocked):
+            return self._request_blocked(pending, outcome)
+        if outcome.learned:
+            pending.state.learned.update(outcome.learned)
+        params = pending.params
+        try:
+            new_params = params_from_request_payload(pending.method, outcome.payload) if outcome.modified else params
+        except MalformedPayload as exc:
+            return self._final_error(pending, _error(INTERNAL_ERROR, "interceptor chain failed", {"reason": str(exc)}))
+        pending.params = new_params
+        key = self._by_client[(pending.session, pending.client_id)]
+        handler = self.SEND_HANDLERS.get(pending.method)
+        if handler is not None:
+            return handler(self, key, pending, new_params)
+        return self._send_upstream(key, pending, new_params)
+
+    def _send(self, key: int, pending: Pending, params: dict[str, Any] | None) -> list[Action]:
+        """The request goes upstream, through its method's send handler when it has one."""
+        handler = self.SEND_HANDLERS.get(pending.method)
+        if handler is not None:
+            return handler(self, key, pending, params)
+        return self._send_upstream(key, pending, params)
 
     def _request_blocked(self, pending: Pending, outcome: ChainBlocked) -> list[Action]:
         if outcome.substitute is not None:
@@ -889,14 +791,10 @@ class Router:
         data = {answer.data_key: target} if answer.data_key is not None else None
         return _error(answer.code, answer.message.replace("{target}", target), data)
 
-    def _send_pending(self, key: int, pending: Pending, params: dict[str, Any] | None) -> list[Action]:
+    def _send_upstream(self, key: int, pending: Pending, params: dict[str, Any] | None) -> list[Action]:
         session = self.sessions[pending.session]
-        if pending.method == "resources/subscribe":
-            uri = (params or {}).get("uri")
-            if isinstance(uri, str) and self._holders.get(uri):
-                self._hold(session, uri)
-                return self._final_result(pending, {})
-        upstream_id = self._new_id()
+        self._next_id += 1  # `_new_id`, inline on the path every forwarded request takes
+        upstream_id = self._next_id
         del self.pending[key]
         self.pending[upstream_id] = pending
         self._by_client[(pending.session, pending.client_id)] = upstream_id
@@ -917,84 +815,80 @@ class Router:
             return self._final_error(pending, _error(INTERNAL_ERROR, "interceptor chain failed", reason))
         return [SendUpstream(data, upstream_id)]
 
-    def _hold(self, session: Session, uri: str) -> None:
-        self._holders.setdefault(uri, set()).add(session.id)
-        session.subscriptions.add(uri)
+    # Subscriptions (SEND_HANDLERS) --------------------------------------------------------------
+    def _subscribe(self, key: int, pending: Pending, params: dict[str, Any] | None) -> list[Action]:
+        """A resource another session holds already is the client's at once (the upstream is asked once)."""
+        uri = (params or {}).get("uri")
+        if isinstance(uri, str) and self.subscriptions.held(uri):
+            self.subscriptions.hold(pending.session, uri)
+            return self._final_result(pending, {})
+        return self._send_upstream(key, pending, params)
 
-    def _unsubscribe(self, session: Session, pending: Pending, key: int) -> list[Action]:
-        uri = (pending.params or {}).get("uri")
-        holders = self._holders.get(uri, set()) if isinstance(uri, str) else set()
-        if isinstance(uri, str):
-            session.subscriptions.discard(uri)
-        holders.discard(session.id)
-        if holders:
+    def _unsubscribe(self, key: int, pending: Pending, params: dict[str, Any] | None) -> list[Action]:
+        """The upstream is told only when the last holder lets go."""
+        uri = (params or {}).get("uri")
+        self.subscriptions.release(pending.session, uri)
+        if self.subscriptions.held(uri):
             return self._final_result(pending, {})  # another session still wants updates
-        if isinstance(uri, str):
-            self._holders.pop(uri, None)
-        return self._send_pending(key, pending, pending.params)
+        return self._send_upstream(key, pending, params)
 
-    def _release_subscription(self, session: Session, uri: str) -> list[Action]:
-        session.subscriptions.discard(uri)
-        holders = self._holders.get(uri)
-        if holders is None:
+    def _release_subscription(self, session_id: SessionId, uri: str) -> list[Action]:
+        if self.subscriptions.release(session_id, uri) and self.upstream.phase is UpstreamPhase.READY:
+            return [self._internal_request("resources/unsubscribe", {"uri": uri})]
+        return []
+
+    # Client notifications (CLIENT_NOTIFICATIONS) ------------------------------------------------
+    def _client_initialized(self, session: Session, method: str, params: dict[str, Any]) -> list[Action]:
+        session.initialized = True
+        return self._release_held() if self._held_requests else []
+
+    def _client_cancelled(self, session: Session, method: str, params: dict[str, Any]) -> list[Action]:
+        request_id = params.get("requestId")
+        if isinstance(request_id, int | str) and request_id in session.listens:
+            return self._end_listen(session, request_id)  # the stream just ends (no result after a cancel)
+        key = self._by_client.get((session.id, request_id)) if isinstance(request_id, int | str) else None
+        if key is None:
+            return [Dropped("a cancellation for no request in flight", method)]
+        pending = self.pending[key]
+        pending.cancelled = True
+        self._forget(key, pending)
+        if pending.upstream_id is None:
             return []
-        holders.discard(session.id)
-        if holders or self.upstream.phase is not UpstreamPhase.READY:
-            return []
-        del self._holders[uri]
-        return [self._internal_request("resources/unsubscribe", {"uri": uri}, lambda _: [])]
+        return [_cancel_upstream(pending.upstream_id, params.get("reason"))]
 
-    def _client_notification(self, session: Session, message: Message) -> list[Action]:
-        method = message.method
-        params = message.params or {}
-        if method == "notifications/initialized":
-            session.initialized = True
-            return self._release_held() if self._held_requests else []
-        if method == "notifications/cancelled":
-            request_id = params.get("requestId")
-            if isinstance(request_id, int | str) and request_id in session.listens:
-                return self._end_listen(session, request_id)  # the stream just ends (no result after a cancel)
-            key = self._by_client.get((session.id, request_id)) if isinstance(request_id, int | str) else None
-            if key is None:
-                return [Dropped("a cancellation for no request in flight", method)]
-            pending = self.pending[key]
-            pending.cancelled = True
-            self._forget(key, pending)
-            if pending.upstream_id is None:
-                return []
-            return [_cancel_upstream(pending.upstream_id, params.get("reason"))]
-        if method == "notifications/roots/list_changed":
-            return [SendUpstream(dumps_exact({"jsonrpc": "2.0", "method": method}))]
-        return [Dropped("a client notification the upstream hop does not carry", method)]
+    def _client_roots_changed(self, session: Session, method: str, params: dict[str, Any]) -> list[Action]:
+        return [SendUpstream(dumps_exact({"jsonrpc": "2.0", "method": method}))]
 
+    # Client answers to upstream requests --------------------------------------------------------
     def _client_answer(self, session: Session, message: Message) -> list[Action]:
         """The client's reply to a request the upstream sent it: through the chain (receiving), then upstream."""
         down_id = message.id
         outgoing = self._outgoing.pop((session.id, down_id), None) if isinstance(down_id, str) else None
         if outgoing is None:
             return [Dropped("a reply to no request of ours")]
-        upstream_id = outgoing.upstream_id
+        upstream_id, method = outgoing.upstream_id, outgoing.method
         if message.kind is Kind.ERROR:
             error = message.error
-
-            def then_error(outcome: ChainOutcome) -> list[Action]:
-                return [_upstream_error(upstream_id, self._passed_error(error, outcome))]
-
             payload = side_payload(Channel.ERROR, error)
+            then_error = AnswerUpstreamError(upstream_id, error)
             return self._chain(
-                outgoing.method, Phase.RESPONSE, Direction.RECEIVING, Channel.ERROR, payload, session, None, then_error
+                method, Phase.RESPONSE, Direction.RECEIVING, Channel.ERROR, payload, session, None, then_error
             )
-
-        def then(outcome: ChainOutcome) -> list[Action]:
-            if isinstance(outcome, ChainBlocked):
-                return [_upstream_error(upstream_id, outcome.error or _error(INTERNAL_ERROR, BLOCKED_MESSAGE))]
-            body = {"jsonrpc": "2.0", "id": upstream_id, "result": outcome.payload}
-            return [SendUpstream(self._encode(body, upstream_id))]
-
+        then = AnswerUpstream(upstream_id)
         result = message.result
         return self._chain(
-            outgoing.method, Phase.RESPONSE, Direction.RECEIVING, Channel.CLIENT_RESULT, result, session, None, then
+            method, Phase.RESPONSE, Direction.RECEIVING, Channel.CLIENT_RESULT, result, session, None, then
         )
+
+    def _resume_answer_upstream(self, then: AnswerUpstream, outcome: ChainOutcome) -> list[Action]:
+        upstream_id = then.upstream_id
+        if isinstance(outcome, ChainBlocked):
+            return [_upstream_error(upstream_id, outcome.error or _error(INTERNAL_ERROR, BLOCKED_MESSAGE))]
+        body = {"jsonrpc": "2.0", "id": upstream_id, "result": outcome.payload}
+        return [SendUpstream(self._encode(body, upstream_id))]
+
+    def _resume_answer_upstream_error(self, then: AnswerUpstreamError, outcome: ChainOutcome) -> list[Action]:
+        return [_upstream_error(then.upstream_id, self._passed_error(then.error, outcome))]
 
     # Upstream -----------------------------------------------------------------------------------
     def receive_upstream(self, raw: bytes | str, *, related: int | None = None) -> list[Action]:
@@ -1003,9 +897,8 @@ class Router:
 
     def receive_upstream_message(self, message: Message, *, related: int | None = None) -> list[Action]:
         """`receive_upstream` of a message the shell already parsed."""
-        if message.kind is Kind.INVALID:
-            return self._upstream_invalid(message)
-        if message.kind in (Kind.RESPONSE, Kind.ERROR):
+        kind = message.kind
+        if kind is Kind.RESPONSE or kind is Kind.ERROR:
             assert message.id is not None
             internal = self._internal.pop(message.id, None) if isinstance(message.id, int) else None
             if internal is not None:
@@ -1014,9 +907,21 @@ class Router:
             if pending is None or pending.answered:
                 return [Dropped("a reply to no request in flight")]
             return self._upstream_reply(pending, message)
-        if message.kind is Kind.REQUEST:
-            return self._upstream_request(message, related)
-        return self._upstream_notification(message, related)
+        if kind is Kind.INVALID:
+            return self._upstream_invalid(message)
+        method = message.method
+        assert method is not None
+        channel = self._channel_of.get(method)
+        if kind is Kind.REQUEST:
+            request = self.UPSTREAM_REQUESTS.get(method) or self.UPSTREAM_REQUEST_CHANNELS.get(channel)
+            if request is None:
+                assert message.id is not None
+                return [_upstream_error(message.id, _error(METHOD_NOT_FOUND, "Method not found", method))]
+            return request(self, message, related)
+        notification = self.UPSTREAM_NOTIFICATIONS.get(method) or self.UPSTREAM_NOTIFICATION_CHANNELS.get(channel)
+        if notification is None:
+            return [Dropped("an upstream notification the router does not relay", method)]
+        return notification(self, method, message.params or {}, related)
 
     def _upstream_invalid(self, message: Message) -> list[Action]:
         assert message.problem is not None
@@ -1039,53 +944,78 @@ class Router:
             return self._flush_held(pending) + self._upstream_reply(pending, message)
         if message.kind is Kind.ERROR:
             error = message.error
-
-            def then_error(outcome: ChainOutcome) -> list[Action]:
-                return self._final_error(pending, self._passed_error(error, outcome))
-
             payload = side_payload(Channel.ERROR, error)
+            then_error = AnswerClientError(pending, error)
             return self._chain(
                 pending.method, Phase.RESPONSE, Direction.SENDING, Channel.ERROR, payload, session, pending, then_error
             )
         result = message.result
         task = result.get("task")
         if isinstance(task, dict) and isinstance(task.get("taskId"), str):
-            self._remember_task(session, pending, task["taskId"])
-        if pending.method == "tasks/list" and isinstance(result.get("tasks"), list):
-            result = {**result, "tasks": [t for t in result["tasks"] if self._task_visible(session, _task_id(t))]}
-        subscribed = (pending.params or {}).get("uri") if pending.method == "resources/subscribe" else None
-        if isinstance(subscribed, str):  # updates that come while its response chain runs wait for its outcome
-            session.held_back.setdefault(subscribed, [])
+            modern = session.era is Era.MODERN
+            self._tasks.remember(
+                task["taskId"], pending.session, session.principal, modern=modern, method=pending.method
+            )
+        method = pending.method
+        special = method in self._read_results
+        before = self.RESULT_HANDLERS.get(method) if special else None
+        if before is not None:
+            result = before(self, session, pending, result)
         check = self.config.check_result
         if check is not None:
-            problem = check(pending.method, result, self.upstream.version)
+            problem = check(method, result, self.upstream.version)
             if problem is not None:
                 return self._final_error(pending, _error(INTERNAL_ERROR, INVALID_RESULT_MESSAGE, problem))
-        if pending.method == "tools/list" and self._local_tools and not (pending.params or {}).get("cursor"):
-            result = with_local_tools(result, self.config.local_tools)
-        channel = result_channel(pending.method)
-
-        def then(outcome: ChainOutcome) -> list[Action]:
-            early = session.held_back.pop(subscribed, []) if isinstance(subscribed, str) else []
-            if isinstance(outcome, ChainBlocked):
-                if isinstance(subscribed, str) and not self._holders.get(subscribed):
-                    # the client never learns of the subscription: release it upstream, and no update follows
-                    release = self._internal_request("resources/unsubscribe", {"uri": subscribed}, lambda _: [])
-                    return [release, *self._request_blocked(pending, outcome)]
-                return self._request_blocked(pending, outcome)
-            if not isinstance(subscribed, str):
-                return self._final_result(pending, outcome.payload, check=outcome.modified)
-            self._hold(session, subscribed)  # held only once the client is told it holds it
-            actions = self._final_result(pending, outcome.payload, check=outcome.modified)
-            for update in early:
-                actions += self._side(
-                    Channel.RESOURCE_UPDATED, "notifications/resources/updated", update, session, None
-                )
-            return actions
-
+        after = self.CHECKED_RESULT_HANDLERS.get(method) if special else None
+        if after is not None:
+            result = after(self, session, pending, result)
+        then = AnswerClient(pending, _subscribed(pending) if special else None)
         if response_event(pending.method) is None:
-            return then(ChainPassed(result))
+            return self._resume_answer(then, ChainPassed(result))
+        channel = result_channel(pending.method)
         return self._chain(pending.method, Phase.RESPONSE, Direction.SENDING, channel, result, session, pending, then)
+
+    def _visible_tasks(self, session: Session, pending: Pending, result: dict[str, Any]) -> dict[str, Any]:
+        """`tasks/list`: only the tasks this session may reach."""
+        if not isinstance(result.get("tasks"), list):
+            return result
+        return {**result, "tasks": [t for t in result["tasks"] if self._task_visible(session, _task_id(t))]}
+
+    def _subscribe_answered(self, session: Session, pending: Pending, result: dict[str, Any]) -> dict[str, Any]:
+        """`resources/subscribe`: updates that come while its response chain runs wait for its outcome."""
+        subscribed = _subscribed(pending)
+        if subscribed is not None:
+            self.subscriptions.wait(session.id, subscribed)
+        return result
+
+    def _with_local_tools(self, session: Session, pending: Pending, result: dict[str, Any]) -> dict[str, Any]:
+        """`tools/list`: the shell's own tools join the first page, before its chain (the policy may hide them)."""
+        if self._local_tools and not (pending.params or {}).get("cursor"):
+            return with_local_tools(result, self.config.local_tools)
+        return result
+
+    def _resume_answer(self, then: AnswerClient, outcome: ChainOutcome) -> list[Action]:
+        pending, subscribed = then.pending, then.subscribed
+        if subscribed is None:
+            if isinstance(outcome, ChainBlocked):
+                return self._request_blocked(pending, outcome)
+            return self._final_result(pending, outcome.payload, check=outcome.modified)
+        session = self.sessions[pending.session]
+        early = self.subscriptions.take(session.id, subscribed)
+        if isinstance(outcome, ChainBlocked):
+            if not self.subscriptions.held(subscribed):
+                # the client never learns of the subscription: release it upstream, and no update follows
+                release = self._internal_request("resources/unsubscribe", {"uri": subscribed})
+                return [release, *self._request_blocked(pending, outcome)]
+            return self._request_blocked(pending, outcome)
+        self.subscriptions.hold(session.id, subscribed)  # held only once the client is told it holds it
+        actions = self._final_result(pending, outcome.payload, check=outcome.modified)
+        for update in early:
+            actions += self._side(Channel.RESOURCE_UPDATED, "notifications/resources/updated", update, session, None)
+        return actions
+
+    def _resume_answer_error(self, then: AnswerClientError, outcome: ChainOutcome) -> list[Action]:
+        return self._final_error(then.pending, self._passed_error(then.error, outcome))
 
     def _passed_error(self, error: dict[str, Any], outcome: ChainOutcome) -> dict[str, Any]:
         """An error after its chain: the upstream's code always; message and data as the chain left them."""
@@ -1099,12 +1029,17 @@ class Router:
         back.pop("_meta", None)
         return back
 
+    # Upstream requests (UPSTREAM_REQUESTS) ------------------------------------------------------
+    def _upstream_ping(self, message: Message, related: int | None) -> list[Action]:
+        return [SendUpstream(dumps_exact({"jsonrpc": "2.0", "id": message.id, "result": {}}))]
+
     def _upstream_request(self, message: Message, related: int | None) -> list[Action]:
+        """A request of the upstream's to the client (sampling, elicitation, roots): to the session it belongs
+        to, through its chain (request phase, sending), as a request id of the router's own."""
         method, upstream_id = message.method, message.id
         assert method is not None and upstream_id is not None
-        if method == "ping":
-            return [SendUpstream(dumps_exact({"jsonrpc": "2.0", "id": upstream_id, "result": {}}))]
-        capability = SERVER_REQUESTS.get(method)
+        row = self.config.methods.get(method)
+        capability = row.capability if row is not None else None
         if capability is None:
             return [_upstream_error(upstream_id, _error(METHOD_NOT_FOUND, "Method not found", method))]
         owner = self._owner(related, lambda s: s.era is Era.HANDSHAKE and capability in s.capabilities)
@@ -1114,14 +1049,8 @@ class Router:
                 self._held_requests.append(message)  # before or during the client's handshake: it waits
                 return []
         if owner is None:
-            return [
-                _upstream_error(
-                    upstream_id,
-                    _error(
-                        METHOD_NOT_FOUND, "Method not found", {"reason": f"no client in flight declared {capability}"}
-                    ),
-                )
-            ]
+            reason = {"reason": f"no client in flight declared {capability}"}
+            return [_upstream_error(upstream_id, _error(METHOD_NOT_FOUND, "Method not found", reason))]
         session, pending = owner
         session.next_outgoing += 1
         down_id = f"gateway-{session.next_outgoing}"
@@ -1129,36 +1058,40 @@ class Router:
         self._outgoing[(session.id, down_id)] = outgoing
         params = message.params
         key: StreamKey = (session.id, outgoing.related)
-        slot = self._open_slot(key)
-
-        def then(outcome: ChainOutcome) -> list[Action]:
-            slot.done = True
-            if isinstance(outcome, ChainBlocked):
-                self._outgoing.pop((session.id, down_id), None)
-                return [
-                    _upstream_error(upstream_id, outcome.error or _error(INTERNAL_ERROR, BLOCKED_MESSAGE)),
-                    *self._flush(key),
-                ]
-            try:
-                new_params = params_from_request_payload(method, outcome.payload) if outcome.modified else params
-            except MalformedPayload:
-                self._outgoing.pop((session.id, down_id), None)
-                return [_upstream_error(upstream_id, _error(INTERNAL_ERROR, BLOCKED_MESSAGE)), *self._flush(key)]
-            body: dict[str, Any] = {"jsonrpc": "2.0", "id": down_id, "method": method}
-            if new_params is not None:
-                body["params"] = new_params
-            try:
-                slot.data = dumps_exact(body)
-            except (TypeError, ValueError, UnicodeEncodeError):  # a mutator's value with no JSON form
-                self._outgoing.pop((session.id, down_id), None)
-                return [_upstream_error(upstream_id, _error(INTERNAL_ERROR, BLOCKED_MESSAGE)), *self._flush(key)]
-            slot.outgoing = down_id
-            return self._flush(key)
-
+        then = RelayToClient(key, self._streams.open(key), session.id, down_id, upstream_id, method, params)
         payload = request_payload(method, params)
         return self._chain(
             method, Phase.REQUEST, Direction.SENDING, Channel.SERVER_REQUEST, payload, session, pending, then
         )
+
+    def _resume_relay(self, then: RelayToClient, outcome: ChainOutcome) -> list[Action]:
+        then.slot.done = True
+        data = self._relayed_request(then, outcome)
+        if data is None:
+            self._outgoing.pop((then.session, then.down_id), None)
+            error = outcome.error if isinstance(outcome, ChainBlocked) else None
+            return [_upstream_error(then.upstream_id, error or _error(INTERNAL_ERROR, BLOCKED_MESSAGE)),
+                    *self._streams.flush(then.key)]  # fmt: skip
+        then.slot.data = data
+        then.slot.outgoing = then.down_id
+        return self._streams.flush(then.key)
+
+    @staticmethod
+    def _relayed_request(then: RelayToClient, outcome: ChainOutcome) -> bytes | None:
+        """The request to the client as its chain left it; None when blocked or when it has no message form."""
+        if isinstance(outcome, ChainBlocked):
+            return None
+        try:
+            params = params_from_request_payload(then.method, outcome.payload) if outcome.modified else then.params
+        except MalformedPayload:
+            return None
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": then.down_id, "method": then.method}
+        if params is not None:
+            body["params"] = params
+        try:
+            return dumps_exact(body)
+        except (TypeError, ValueError, UnicodeEncodeError):  # a mutator's value with no JSON form
+            return None
 
     def _owner(self, related: int | None, eligible: Callable[[Session], bool]) -> tuple[Session, Pending | None] | None:
         """The one session (and request) an upstream message without a request id of its own belongs to.
@@ -1207,104 +1140,101 @@ class Router:
         principals = {session.principal for session in self.sessions.values()}
         return len(principals) <= 1
 
-    def _upstream_notification(self, message: Message, related: int | None) -> list[Action]:
-        method = message.method
-        assert method is not None
-        params = message.params or {}
-        if method == "notifications/cancelled":
-            request_id = params.get("requestId")
-            for out_key, outgoing in list(self._outgoing.items()):
-                if outgoing.upstream_id == request_id:
-                    del self._outgoing[out_key]
-                    # only the id: the upstream's free-text `reason` has no stage to check it, so it is not relayed
-                    cancel = {"jsonrpc": "2.0", "method": method, "params": {"requestId": outgoing.down_id}}
-                    # on the request's own stream, so it never overtakes the request whose chain still runs
-                    stream: StreamKey = (outgoing.session, outgoing.related)
-                    self._open_slot(stream, dumps_exact(cancel))
-                    return self._flush(stream)
-            return [Dropped("a cancellation for no relayed request", method)]
-        channel = notification_channel(method)
-        if channel is None:
-            return [Dropped("an upstream notification the router does not relay", method)]
-        if channel is Channel.LIST_CHANGED:
-            kind = LIST_CHANGED[method]
-            relay: list[Action] = [CatalogChanged(kind)]
-            handshake = [s for s in self.sessions.values() if s.era is Era.HANDSHAKE and s.version]
-            meta = params.get("_meta")
-            if isinstance(meta, dict) and meta:
-                # its `_meta` is the upstream's to fill: it passes each session's chain, like any side message
-                for session in handshake:
-                    relay += self._side(channel, method, {"_meta": meta}, session, None, event=f"{kind}/list")
-            else:
-                # nothing but the kind, which the gateway states itself (no other member is relayed)
-                changed = dumps_exact({"jsonrpc": "2.0", "method": method})
-                relay += [SendDownstream(s.id, changed) for s in handshake]
-            for session in self.sessions.values():
-                for listen_id, listen in session.listens.items():
-                    if kind in listen.kinds:
-                        frame = {"method": method, "params": {"_meta": {SUBSCRIPTION_ID_META_KEY: listen_id}}}
-                        relay.append(self._stamped(session, listen_id, frame))
-            return relay
-        if channel is Channel.PROGRESS:
-            token = params.get("progressToken")
-            call = self._by_token.get(token) if isinstance(token, int) else None
-            pending = self.pending.get(call) if call is not None else None
-            if pending is None or pending.client_token is None:
-                return [Dropped("progress for no request in flight", method)]
-            pending.progress_seen += 1
-            return self._side(
-                channel,
-                method,
-                {**params, "progressToken": pending.client_token},
-                self.sessions[pending.session],
-                pending,
-            )
-        if channel is Channel.TASK_STATUS:
-            task_id = params.get("taskId")
-            owner = self._tasks.get(task_id) if isinstance(task_id, str) else None
-            if owner is None or owner.session is None or owner.session not in self.sessions:
-                return [Dropped("a task status for no known task", method)]
-            return self._side(channel, method, params, self.sessions[owner.session], None, event=owner.method)
-        if channel is Channel.RESOURCE_UPDATED:
-            uri = params.get("uri")
-            holders = self._holders.get(uri, set()) if isinstance(uri, str) else set()
-            actions: list[Action] = []
-            for session_id in sorted(holders):
-                holder = self.sessions[session_id]
-                if holder.era is Era.MODERN:  # a 2026-07-28 session holds it through its listen streams
-                    for listen_id, listen in holder.listens.items():
-                        if uri in listen.uris:
-                            stamped = {**params, "_meta": {**(params.get("_meta") or {}),
-                                                          SUBSCRIPTION_ID_META_KEY: listen_id}}  # fmt: skip
-                            actions += self._side(channel, method, stamped, holder, None, stream=listen_id)
-                    continue
-                actions += self._side(channel, method, params, holder, None)
-            waiting = [s for s in self.sessions.values() if isinstance(uri, str) and uri in s.held_back]
-            for waiter in waiting:
-                if waiter.id not in holders and isinstance(uri, str):
-                    waiter.held_back[uri].append(params)  # its subscribe's response chain is still deciding
-            if actions or waiting:
-                return actions
-            return [Dropped("an update for a resource no session holds", method)]
-        return self._log(method, params, related)
+    # Upstream notifications (UPSTREAM_NOTIFICATIONS, UPSTREAM_NOTIFICATION_CHANNELS) -------------
+    def _upstream_cancelled(self, method: str, params: dict[str, Any], related: int | None) -> list[Action]:
+        """The upstream gave up a request it sent a client: the client is told, by the id it knows."""
+        request_id = params.get("requestId")
+        for out_key, outgoing in list(self._outgoing.items()):
+            if outgoing.upstream_id == request_id:
+                del self._outgoing[out_key]
+                # only the id: the upstream's free-text `reason` has no stage to check it, so it is not relayed
+                cancel = {"jsonrpc": "2.0", "method": method, "params": {"requestId": outgoing.down_id}}
+                # on the request's own stream, so it never overtakes the request whose chain still runs
+                stream: StreamKey = (outgoing.session, outgoing.related)
+                self._streams.open(stream, dumps_exact(cancel))
+                return self._streams.flush(stream)
+        return [Dropped("a cancellation for no relayed request", method)]
+
+    def _list_changed(self, method: str, params: dict[str, Any], related: int | None) -> list[Action]:
+        """A list changed: the catalog re-learns it, every handshake session and every listen that asked is told."""
+        kind = LIST_CHANGED[method]
+        relay: list[Action] = [CatalogChanged(kind)]
+        handshake = [s for s in self.sessions.values() if s.era is Era.HANDSHAKE and s.version]
+        meta = params.get("_meta")
+        if isinstance(meta, dict) and meta:
+            # its `_meta` is the upstream's to fill: it passes each session's chain, like any side message
+            for session in handshake:
+                relay += self._side(Channel.LIST_CHANGED, method, {"_meta": meta}, session, None, event=f"{kind}/list")
+        else:
+            # nothing but the kind, which the gateway states itself (no other member is relayed)
+            changed = dumps_exact({"jsonrpc": "2.0", "method": method})
+            relay += [SendDownstream(s.id, changed) for s in handshake]
+        for session in self.sessions.values():
+            for listen_id, listen in session.listens.items():
+                if kind in listen.kinds:
+                    frame = {"method": method, "params": {"_meta": {SUBSCRIPTION_ID_META_KEY: listen_id}}}
+                    relay.append(self._stamped(session, listen_id, frame))
+        return relay
+
+    def _progress(self, method: str, params: dict[str, Any], related: int | None) -> list[Action]:
+        """Progress goes to the one request whose token it names, with the client's own token."""
+        token = params.get("progressToken")
+        call = self._by_token.get(token) if isinstance(token, int) else None
+        pending = self.pending.get(call) if call is not None else None
+        if pending is None or pending.client_token is None:
+            return [Dropped("progress for no request in flight", method)]
+        pending.progress_seen += 1
+        relayed = {**params, "progressToken": pending.client_token}
+        return self._side(Channel.PROGRESS, method, relayed, self.sessions[pending.session], pending)
+
+    def _task_status(self, method: str, params: dict[str, Any], related: int | None) -> list[Action]:
+        """A task's status goes to the session that created it, under the event of the request that did."""
+        owner = self._tasks.owner(params.get("taskId"))
+        if owner is None or owner.session is None or owner.session not in self.sessions:
+            return [Dropped("a task status for no known task", method)]
+        session = self.sessions[owner.session]
+        return self._side(Channel.TASK_STATUS, method, params, session, None, event=owner.method)
+
+    def _resource_updated(self, method: str, params: dict[str, Any], related: int | None) -> list[Action]:
+        """An update goes to every session holding the resource (a 2026-07-28 one on each listen holding it); one
+        whose subscribe is still in its chain gets it if that passes."""
+        uri = params.get("uri")
+        holders = self.subscriptions.holders(uri)
+        actions: list[Action] = []
+        for session_id in holders:
+            holder = self.sessions[session_id]
+            if holder.era is not Era.MODERN:
+                actions += self._side(Channel.RESOURCE_UPDATED, method, params, holder, None)
+                continue
+            for listen_id, listen in holder.listens.items():  # a 2026-07-28 session holds it through its listens
+                if uri in listen.uris:
+                    stamped = {**params, "_meta": {**(params.get("_meta") or {}), SUBSCRIPTION_ID_META_KEY: listen_id}}
+                    actions += self._side(Channel.RESOURCE_UPDATED, method, stamped, holder, None, stream=listen_id)
+        waiting = self.subscriptions.defer(uri, params, holders)
+        if actions or waiting:
+            return actions
+        return [Dropped("an update for a resource no session holds", method)]
 
     def _log(self, method: str, params: dict[str, Any], related: int | None) -> list[Action]:
+        """A log goes to the request it belongs to, at the level that request (or its session) asked for; one
+        outside any request to every handshake session that asked for logging, with one principal open."""
         level = params.get("level")
         in_flight = any(p.upstream_id is not None and not p.cancelled for p in self.pending.values())
-        if related is not None or in_flight:
-            owner = self._owner(related, lambda s: True)
-            if owner is None:
-                return [
-                    Dropped(
-                        "a log the upstream did not tie to a request, with several principals, has no owner", method
-                    )
-                ]
-            session, pending = owner
-            assert pending is not None
-            wanted = pending.log_level if pending.era is Era.MODERN else session.log_level
-            if (pending.era is Era.MODERN and wanted is None) or not level_at_least(level, wanted):
-                return [Dropped("a log below the level its request asked for", method)]
-            return self._side(Channel.LOG, method, params, session, pending)
+        if related is None and not in_flight:
+            return self._log_outside_requests(method, params, level)
+        owner = self._owner(related, lambda s: True)
+        if owner is None:
+            return [
+                Dropped("a log the upstream did not tie to a request, with several principals, has no owner", method)
+            ]
+        session, pending = owner
+        assert pending is not None
+        wanted = pending.log_level if pending.era is Era.MODERN else session.log_level
+        if (pending.era is Era.MODERN and wanted is None) or not level_at_least(level, wanted):
+            return [Dropped("a log below the level its request asked for", method)]
+        return self._side(Channel.LOG, method, params, session, pending)
+
+    def _log_outside_requests(self, method: str, params: dict[str, Any], level: Any) -> list[Action]:
         if not self._one_principal():
             return [Dropped("a log outside any request with sessions of several principals has no owner", method)]
         actions: list[Action] = []
@@ -1317,6 +1247,7 @@ class Router:
                 actions += self._side(Channel.LOG, method, params, session, None)
         return actions or [Dropped("a log outside any request, and no session asked for logging", method)]
 
+    # Side messages ------------------------------------------------------------------------------
     def _side(
         self,
         channel: Channel,
@@ -1340,27 +1271,28 @@ class Router:
             return actions
         related = pending.client_id if pending is not None else stream
         key: StreamKey = (session.id, related)
-        slot = self._open_slot(key)
-
-        def then(outcome: ChainOutcome) -> list[Action]:
-            slot.done = True
-            if isinstance(outcome, ChainPassed) and not (pending is not None and pending.cancelled):
-                try:
-                    back = from_side_payload(channel, params, outcome.payload)
-                except MalformedPayload:
-                    back = None
-                if back is not None:
-                    try:
-                        slot.data = dumps_exact({"jsonrpc": "2.0", "method": method, "params": back})
-                    except (TypeError, ValueError, UnicodeEncodeError):  # a mutator's value with no JSON form
-                        slot.data = None  # dropped, like a blocked notification
-            return self._flush(key, related=related)
-
+        then = DeliverNotification(key, self._streams.open(key), channel, method, params, pending)
         chain_event = pending.method if pending is not None else (event or CARRIER_EVENTS[channel])
         payload = side_payload(channel, params)
         if context is not None:
             payload["_meta"][STREAM_META_KEY] = context
         return self._chain(chain_event, Phase.RESPONSE, Direction.SENDING, channel, payload, session, pending, then)
+
+    def _resume_deliver(self, then: DeliverNotification, outcome: ChainOutcome) -> list[Action]:
+        slot = then.slot
+        slot.done = True
+        pending = then.pending
+        if isinstance(outcome, ChainPassed) and not (pending is not None and pending.cancelled):
+            try:
+                back = from_side_payload(then.channel, then.params, outcome.payload)
+            except MalformedPayload:
+                back = None
+            if back is not None:
+                try:
+                    slot.data = dumps_exact({"jsonrpc": "2.0", "method": then.method, "params": back})
+                except (TypeError, ValueError, UnicodeEncodeError):  # a mutator's value with no JSON form
+                    slot.data = None  # dropped, like a blocked notification
+        return self._streams.flush(then.key)
 
     def _held_back(self, pending: Pending, channel: Channel, params: dict[str, Any]) -> list[Any]:
         """The messages of the channel to send now (`Release`s: each whole, as the upstream sent it, with its
@@ -1397,8 +1329,10 @@ class Router:
         pending: Pending | None,
         then: Continuation,
     ) -> list[Action]:
+        """Run the chain for the event (a `RunChain` the shell performs), `then` waiting under its ticket; when
+        no plan has work for it, `then` at once with the payload unchanged."""
         if not self.config.has_work(event, phase, direction):
-            return then(ChainPassed(payload))
+            return self.RESUME[type(then)](self, then, ChainPassed(payload))
         self._next_ticket += 1
         ticket = self._next_ticket
         self._tickets[ticket] = (session.id, then)
@@ -1413,7 +1347,11 @@ class Router:
         session_id, then = waiting
         if session_id not in self.sessions:  # the client left while its chain ran: close_session did the rest
             return [Dropped("a chain outcome for a session that closed")]
-        return then(outcome)
+        return self.RESUME[type(then)](self, then, outcome)
+
+    def waiting(self) -> dict[int, Continuation]:
+        """The chain runs the router waits for, by ticket, and what each will do when it answers."""
+        return {ticket: then for ticket, (_, then) in self._tickets.items()}
 
     def reply_local(
         self, session_id: SessionId, request_id: RequestId, *, result: Any = None, error: dict[str, Any] | None = None
@@ -1430,14 +1368,8 @@ class Router:
     def _final_result(self, pending: Pending, result: Any, *, check: bool = False) -> list[Action]:
         """The reply to a request; `check`: a mutator changed it, so it is checked at the client's version."""
         if not isinstance(result, dict):
-            return self._final_error(
-                pending,
-                _error(
-                    INTERNAL_ERROR,
-                    "interceptor chain failed",
-                    {"reason": "a response mutator produced a result that is not an object"},
-                ),
-            )
+            reason = {"reason": "a response mutator produced a result that is not an object"}
+            return self._final_error(pending, _error(INTERNAL_ERROR, "interceptor chain failed", reason))
         shaped = downstream_result(result, pending.era, self.upstream.server_info, pending.method in self._cacheable)
         checker = self.config.check_result
         session = self.sessions.get(pending.session)
@@ -1457,33 +1389,14 @@ class Router:
             return []  # cancelled, or its session left
         self._forget(key, pending)
         stream: StreamKey = (pending.session, pending.client_id)
-        self._open_slot(stream, data).final = True
-        return self._flush(stream, final=True)
+        self._streams.open(stream, data).final = True
+        return self._streams.flush(stream)
 
     def _forget(self, key: int, pending: Pending) -> None:
         self.pending.pop(key, None)
         self._by_client.pop((pending.session, pending.client_id), None)
         if pending.upstream_token is not None:
             self._by_token.pop(pending.upstream_token, None)
-
-    def _open_slot(self, key: StreamKey, data: bytes | None = None) -> _Slot:
-        slot = _Slot(data, data is not None)
-        self._streams.setdefault(key, deque()).append(slot)
-        return slot
-
-    def _flush(self, key: StreamKey, *, final: bool = False, related: RequestId | None = None) -> list[Action]:
-        """Release the ready slots at the head of a stream, in order; a stream with nothing left is removed."""
-        stream = self._streams.get(key)
-        if stream is None:
-            return []
-        out: list[Action] = []
-        while stream and stream[0].done:
-            slot = stream.popleft()
-            if slot.data is not None:
-                out.append(SendDownstream(key[0], slot.data, key[1], slot.final, slot.outgoing))
-        if not stream:
-            del self._streams[key]
-        return out
 
     def _reply(self, session: Session, client_id: RequestId, result: dict[str, Any]) -> SendDownstream:
         shaped = downstream_result(result, session.era or Era.HANDSHAKE, self.upstream.server_info)
@@ -1508,17 +1421,44 @@ class Router:
             return dumps_exact({"jsonrpc": "2.0", "id": request_id, "error": error})
 
 
-def _answer_ping(router: Router, session: Session, message: Message) -> list[Action]:
-    assert message.id is not None
-    return [router._reply(session, message.id, {})]
-
-
+# The tables ---------------------------------------------------------------------------------------
 Router.LOCAL_HANDLERS = {
     "initialize": Router._answer_initialize,
     "server/discover": Router._answer_discover,
-    "ping": _answer_ping,
+    "ping": Router._answer_ping,
     "logging/setLevel": Router._set_level,
     LISTEN_METHOD: Router._listen,
+}
+Router.SEND_HANDLERS = {"resources/subscribe": Router._subscribe, "resources/unsubscribe": Router._unsubscribe}
+Router.RESULT_HANDLERS = {"tasks/list": Router._visible_tasks}
+Router.CHECKED_RESULT_HANDLERS = {
+    "tools/list": Router._with_local_tools,
+    "resources/subscribe": Router._subscribe_answered,
+}
+Router.CLIENT_NOTIFICATIONS = {
+    "notifications/initialized": Router._client_initialized,
+    "notifications/cancelled": Router._client_cancelled,
+    "notifications/roots/list_changed": Router._client_roots_changed,
+}
+Router.UPSTREAM_NOTIFICATIONS = {"notifications/cancelled": Router._upstream_cancelled}
+Router.UPSTREAM_NOTIFICATION_CHANNELS = {
+    Channel.LIST_CHANGED: Router._list_changed,
+    Channel.PROGRESS: Router._progress,
+    Channel.TASK_STATUS: Router._task_status,
+    Channel.RESOURCE_UPDATED: Router._resource_updated,
+    Channel.LOG: Router._log,
+}
+Router.UPSTREAM_REQUESTS = {"ping": Router._upstream_ping}
+Router.UPSTREAM_REQUEST_CHANNELS = {Channel.SERVER_REQUEST: Router._upstream_request}
+Router.RESUME = {
+    ForwardRequest: Router._resume_forward,
+    AnswerClient: Router._resume_answer,
+    AnswerClientError: Router._resume_answer_error,
+    AnswerFromRouter: Router._resume_from_router,
+    DeliverNotification: Router._resume_deliver,
+    RelayToClient: Router._resume_relay,
+    AnswerUpstream: Router._resume_answer_upstream,
+    AnswerUpstreamError: Router._resume_answer_upstream_error,
 }
 
 
@@ -1529,6 +1469,19 @@ def with_local_tools(result: dict[str, Any], tools: tuple[dict[str, Any], ...]) 
     listed = listed if isinstance(listed, list) else []
     kept = [tool for tool in listed if not (isinstance(tool, dict) and tool.get("name") in names)]
     return {**result, "tools": [*kept, *tools]}
+
+
+def _unread(message: Message) -> list[Action]:
+    """The continuation of an internal request whose reply nothing reads (subscribe, unsubscribe, setLevel)."""
+    return []
+
+
+def _subscribed(pending: Pending) -> str | None:
+    """The URI a `resources/subscribe` in flight asks for (None: not a subscribe, or no URI)."""
+    if pending.method != SUBSCRIBE_METHOD:
+        return None
+    uri = (pending.params or {}).get("uri")
+    return uri if isinstance(uri, str) else None
 
 
 def _upstream_error(upstream_id: RequestId, error: dict[str, Any]) -> SendUpstream:
