@@ -64,6 +64,7 @@ def _anthropic(body: str) -> str:
         ('<Trust Identity="' + _freenet("USK", insert=False) + '/WebOfTrust/2" Value="100"/>', "public_id"),
         ("fetch " + _freenet("SSK", insert=False) + "/site-3/index.html", "public_id"),
         ('// "url": "ftp://files.example/", "key": "q7Xk2mVp9Lw4' + '@mail.example.com"', "email_value"),
+        (_anthropic("abc123xyz-456def789ghij-klmnopqrstuvwx-" + _rand(B62, 54)), "documentation_value"),
     ],
 )
 def test_signal_spares_and_reports_its_reason(text: str, reason: str) -> None:

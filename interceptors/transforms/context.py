@@ -31,7 +31,7 @@ from typing import Any
 from .assignments import ASSIGNMENT_NAMES
 from .catalog import BUILTIN_BY_NAME, TLDS
 from .detectors import Finding
-from .docvalues import ciphertext, documentation_value
+from .docvalues import ciphertext, documentation_value, sequence_runs
 from .tokenspec import bech32_valid
 from .verify import CHECKED, verdict
 
@@ -158,6 +158,9 @@ _ANNOTATION_AFTER = re.compile(r"[ \t]{0,2}(?:[,|)\]\[=]|\r?\n|$)")
 _HEX_LITERAL = re.compile(r"0[xX][0-9a-fA-F]{2,64}")
 # Where the value of a labelled assignment is really the next line's key (`password=\njdbc.url=`).
 _NEXT_KEY = re.compile(r"[A-Za-z_][\w.-]{0,80}[:=]")
+# A verified token still gets one shape test: a run of this many consecutive characters (`klmnopqrstuvwx`).
+_VERIFIED_RUN = 12
+_SHAPE_LIMIT = 160  # as in `docvalues`: longer runs are blobs, not documentation values
 # Detectors whose format has runs of its own (X bearer tokens start with 21 `A`; base64 of a binary structure has
 # `AAAA`): only the marker and mask tests of `documentation_value` apply to them.
 _OWN_RUNS = frozenset(
@@ -491,6 +494,10 @@ def _documentation_value(text: str, finding: Finding, facts: _TextFacts) -> bool
     shape = ordinary and not verified
     labelled = detector.name in LABELLED
     if documentation_value(value, after, strict=not labelled, shape=shape):
+        return True
+    if verified and len(value) <= _SHAPE_LIMIT and sequence_runs(value)[0] >= _VERIFIED_RUN:
+        # a check (a length, a suffix, even a CRC32) says nothing of how the body was written: a run of 12
+        # consecutive characters (`klmnopqrstuvwx`) has probability about 1e-18 in a random token
         return True
     # a labelled value written like a vendor token (`SONAR_TOKEN=sqp_abcdef…`) is judged as one too
     return (
