@@ -83,6 +83,8 @@ _FREENET_KEY = re.compile(r"(CHK|SSK|USK)@[A-Za-z0-9~-]{43},[A-Za-z0-9~-]{43},([
 _FREENET_ALPHABET = str.maketrans("~-", "+/")
 # A line of uuencoded data: every character from space to backquote (`begin 644 name` is followed by such lines).
 _UU_LINE = re.compile(r"[!-`][ -`]{20,}")
+_LOWER = re.compile(r"[a-z]")
+_UU_MAX = 86  # the longest line: a count character, 63 bytes in 84 characters, a checksum character
 # An e-mail address as a labelled value: an account's name (`"key": "someone@host.com"`), not its secret.
 _EMAIL_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@(?:[A-Za-z0-9-]{1,63}\.){1,8}(?:" + TLDS + r")")
 _ULID = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
@@ -374,7 +376,7 @@ def _public_id(text: str, finding: Finding, facts: _TextFacts) -> bool:
     return (
         (_PUBLIC_ID.fullmatch(value) is not None and "_secret_" not in value)
         or _CONTENT_ID.fullmatch(value) is not None
-        or ("@" in text and _inside_freenet_request(text, finding.start, finding.end))
+        or _inside_freenet_request(text, finding.start, finding.end)
     )
 
 
@@ -457,9 +459,19 @@ def uuencoded_line(line: str) -> bool:
 
 
 def _uuencoded(text: str, finding: Finding, facts: _TextFacts) -> bool:
-    start = text.rfind("\n", 0, finding.start) + 1
-    end = text.find("\n", finding.end)
-    return uuencoded_line(text[start : len(text) if end < 0 else end])
+    if finding.end - finding.start > _UU_MAX or _LOWER.search(finding.value):
+        return False  # (most findings: a uuencoded line has no lower-case letter)
+    # a uuencoded line is at most 86 characters: look for its ends that far only
+    low = max(0, finding.start - _UU_MAX)
+    start = text.rfind("\n", low, finding.start) + 1
+    if not start and low:
+        return False
+    end = text.find("\n", finding.end, finding.end + _UU_MAX)
+    if end < 0:
+        if len(text) > finding.end + _UU_MAX:
+            return False
+        end = len(text)
+    return uuencoded_line(text[start:end])
 
 
 def _email_value(text: str, finding: Finding, facts: _TextFacts) -> bool:
