@@ -35,6 +35,8 @@ _TLDS = (
     "com|net|org|io|dev|app|cloud|ai|co|us|uk|de|fr|nl|eu|jp|cn|in|au|ca|ch|se|info|biz|edu|gov|mil|"
     "internal|local|localdomain|lan|corp|intra|home|test|example|invalid|site|tech|xyz"
 )
+TLDS = _TLDS
+"""The top-level domains host names and e-mail values are recognised under (an alternation, for regexes)."""
 
 
 def _validate_account(value: str, entity: str) -> str | None:

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .assignments import ASSIGNMENT_NAMES
-from .catalog import BUILTIN_BY_NAME
+from .catalog import BUILTIN_BY_NAME, TLDS
 from .detectors import Finding
-from .docvalues import ciphertext, documentation_value
+from .docvalues import ciphertext, documentation_value, sequence_runs
 from .tokenspec import bech32_valid
 from .verify import CHECKED, verdict
 
@@ -77,6 +77,16 @@ _WORD = re.compile(r"[a-z]{0,20}[aeiou][a-z]{1,20}")
 _PATH_PIECES = re.compile(r"[/_-]")
 # Content addresses: IPFS CIDs (v1 base32 `bafy…`/`bafk…`, v0 `Qm…`).
 _CONTENT_ID = re.compile(r"baf[a-z][a-z2-7]{40,120}|Qm[1-9A-HJ-NP-Za-km-z]{44}")
+# Freenet keys: `CHK@`, `SSK@` or `USK@`, a routing key and a crypto key (43 characters of Freenet's base64 each),
+# and a 7-character extra field.
+_FREENET_KEY = re.compile(r"(CHK|SSK|USK)@[A-Za-z0-9~-]{43},[A-Za-z0-9~-]{43},([A-Za-z0-9~-]{7})(?![A-Za-z0-9~-])")
+_FREENET_ALPHABET = str.maketrans("~-", "+/")
+# A line of uuencoded data: every character from space to backquote (`begin 644 name` is followed by such lines).
+_UU_LINE = re.compile(r"[!-`][ -`]{20,}")
+_LOWER = re.compile(r"[a-z]")
+_UU_MAX = 86  # the longest line: a count character, 63 bytes in 84 characters, a checksum character
+# An e-mail address as a labelled value: an account's name (`"key": "someone@host.com"`), not its secret.
+_EMAIL_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@(?:[A-Za-z0-9-]{1,63}\.){1,8}(?:" + TLDS + r")")
 _ULID = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}")
 _PLACEHOLDER = re.compile(
     r"(?i)(?:your|enter|insert|replace)[-_ ]?[a-z_-]{0,40}|my[-_]?(?:password|passwd|secret|token|api[-_]?key|key)"
@@ -150,6 +160,9 @@ _ANNOTATION_AFTER = re.compile(r"[ \t]{0,2}(?:[,|)\]\[=]|\r?\n|$)")
 _HEX_LITERAL = re.compile(r"0[xX][0-9a-fA-F]{2,64}")
 # Where the value of a labelled assignment is really the next line's key (`password=\njdbc.url=`).
 _NEXT_KEY = re.compile(r"[A-Za-z_][\w.-]{0,80}[:=]")
+# A verified token still gets one shape test: a run of this many consecutive characters (`klmnopqrstuvwx`).
+_VERIFIED_RUN = 12
+_SHAPE_LIMIT = 160  # as in `docvalues`: longer runs are blobs, not documentation values
 # Detectors whose format has runs of its own (X bearer tokens start with 21 `A`; base64 of a binary structure has
 # `AAAA`): only the marker and mask tests of `documentation_value` apply to them.
 _OWN_RUNS = frozenset(
@@ -223,6 +236,9 @@ SIGNALS: tuple[Signal, ...] = (
            " (`<entry key=\"a.b\" value=\"…\"/>`, `<add key=\"ApiKey\" value=\"…\"/>`)"),
     Signal("binary_base64", ENTROPY,
            "base64 of a binary file (image, audio, font, archive, PDF), by its magic bytes or a MIME content type"),
+    Signal("uuencoded", GENERIC, "inside a line of uuencoded data (`M` and 60 characters from space to backquote)"),
+    Signal("email_value", LABELLED - {"url_credentials"},
+           "a labelled value that is an e-mail address (`\"key\": \"someone@host.com\"`): an account, not a secret"),
     Signal("path_segment", frozenset({"high_entropy_secret"}), "a segment of a path (`/nix/store/<hash>-name`)"),
     Signal("empty_key_block", frozenset({"private_key"}),
            "a private-key block with nothing in it, or a word (`-----BEGIN PRIVATE KEY-----\\nanything\\n-----END…`)"),
@@ -357,9 +373,36 @@ def _digest(text: str, finding: Finding, facts: _TextFacts) -> bool:
 
 def _public_id(text: str, finding: Finding, facts: _TextFacts) -> bool:
     value = finding.value
-    return (_PUBLIC_ID.fullmatch(value) is not None and "_secret_" not in value) or (
-        _CONTENT_ID.fullmatch(value) is not None
+    return (
+        (_PUBLIC_ID.fullmatch(value) is not None and "_secret_" not in value)
+        or _CONTENT_ID.fullmatch(value) is not None
+        or _inside_freenet_request(text, finding.start, finding.end)
     )
+
+
+def freenet_request_key(key: str) -> bool:
+    """Whether a Freenet key (`CHK@…`, `SSK@…`, `USK@…`, as a whole) is one a node publishes for others to fetch:
+    a content hash key, or a signed subspace key whose extra field (Freenet's base64, `~` and `-` for `+` and
+    `/`) says "request" (its second byte 0: `AQACAAE`); an insert URI (`AQECAAE`) holds the private key."""
+    found = _FREENET_KEY.fullmatch(key)
+    if found is None:
+        return False
+    if found.group(1) == "CHK":
+        return True
+    try:
+        extra = base64.b64decode(found.group(2).translate(_FREENET_ALPHABET) + "=", validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return len(extra) >= 2 and extra[1] == 0
+
+
+def _inside_freenet_request(text: str, start: int, end: int) -> bool:
+    """Whether `start:end` lies inside a Freenet request key (the key begins at most 100 characters before)."""
+    at = text.rfind("@", max(0, start - 100), start + 1)
+    if at < 3:
+        return False
+    found = _FREENET_KEY.match(text, at - 3)
+    return found is not None and found.end() >= end and freenet_request_key(found.group(0))
 
 
 def _request_id(text: str, finding: Finding, facts: _TextFacts) -> bool:
@@ -397,6 +440,44 @@ def _binary_base64(text: str, finding: Finding, facts: _TextFacts) -> bool:
     return _inside(facts.binary(), finding.start, finding.end)
 
 
+def uuencoded_line(line: str) -> bool:
+    """Whether a line is a line of uuencoded data: its first character gives the count of bytes it encodes (`M`:
+    45), the rest is that many bytes in groups of four characters, every character between space and backquote
+    (no lower-case letter), it encodes 15 bytes or more, and a quarter of it or more is signs of 8 kinds or more
+    (as encoded bytes are: a third of uuencode's characters are signs)."""
+    line = line.rstrip("\r")
+    if len(line) < 21 or not _UU_LINE.fullmatch(line):
+        return False
+    count = (ord(line[0]) - 32) & 63
+    size = 1 + 4 * ((count + 2) // 3)
+    if count < 15 or len(line) not in (size, size + 1):  # some encoders add a checksum character
+        return False
+    # Encoded bytes spread over the 64 characters, 28 of them signs; an upper-case config line
+    # (`MYSQL_DATABASE_USER=CRED;MYSQL_DATABASE_PASSWORD=…`, 61 characters) has a few `_=;` only.
+    signs = [c for c in line[1:] if not c.isalnum()]
+    return 4 * len(signs) >= len(line) - 1 and len(set(signs)) >= 8
+
+
+def _uuencoded(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    if finding.end - finding.start > _UU_MAX or _LOWER.search(finding.value):
+        return False  # (most findings: a uuencoded line has no lower-case letter)
+    # a uuencoded line is at most 86 characters: look for its ends that far only
+    low = max(0, finding.start - _UU_MAX)
+    start = text.rfind("\n", low, finding.start) + 1
+    if not start and low:
+        return False
+    end = text.find("\n", finding.end, finding.end + _UU_MAX)
+    if end < 0:
+        if len(text) > finding.end + _UU_MAX:
+            return False
+        end = len(text)
+    return uuencoded_line(text[start:end])
+
+
+def _email_value(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return "@" in finding.value and _EMAIL_VALUE.fullmatch(finding.value.strip("\"'`")) is not None
+
+
 def _path_segment(text: str, finding: Finding, facts: _TextFacts) -> bool:
     value = finding.value
     if _RECORD_PATH.match(text, finding.end):
@@ -420,14 +501,15 @@ def _documentation_value(text: str, finding: Finding, facts: _TextFacts) -> bool
     encoded = "\\" in value or "%" in value or "&#" in value  # an escaped run repeats `\x`, `%2`
     after = text[finding.end : finding.end + 12]
     # the entropy fallback gets the vendor formats' thresholds (a random run trips them about 1e-5 of the time)
-    shape = (
-        not encoded
-        and detector.name not in _OWN_RUNS
-        and detector.entity != "private_key"
-        and verdict(detector.name, value) != "verified"
-    )
+    ordinary = not encoded and detector.name not in _OWN_RUNS and detector.entity != "private_key"
+    verified = ordinary and verdict(detector.name, value) == "verified"
+    shape = ordinary and not verified
     labelled = detector.name in LABELLED
     if documentation_value(value, after, strict=not labelled, shape=shape):
+        return True
+    if verified and len(value) <= _SHAPE_LIMIT and sequence_runs(value)[0] >= _VERIFIED_RUN:
+        # a check (a length, a suffix, even a CRC32) says nothing of how the body was written: a run of 12
+        # consecutive characters (`klmnopqrstuvwx`) has probability about 1e-18 in a random token
         return True
     # a labelled value written like a vendor token (`SONAR_TOKEN=sqp_abcdef…`) is judged as one too
     return (
@@ -506,6 +588,8 @@ _CHECKS: dict[str, Callable[[str, Finding, _TextFacts], bool]] = {
     "code_identifier": _code_identifier,
     "entry_name": _entry_name,
     "binary_base64": _binary_base64,
+    "uuencoded": _uuencoded,
+    "email_value": _email_value,
     "path_segment": _path_segment,
     "ciphertext": _ciphertext,
     "anti_forgery_token": _anti_forgery,
