@@ -16,6 +16,8 @@ from typing import Any
 import orjson
 
 from ..errors import InterceptorsError
+from .argvalues import ENTITY as ARGUMENT_ENTITY
+from .argvalues import MAX_DEPTH, holds_secret, scrubbed
 from .base import Options, Transform, TransformContext, count
 from .entities import CATEGORIES, fold_for_hints
 from .keyrules import BUILTIN_KEY_RULES, BUILTIN_KEY_RULES_BY_NAME
@@ -111,7 +113,9 @@ def _unwrap_json_strings(value: Any, depth: int = 0) -> Any:
 class SecretGuard(Transform):
     type = "guard_secrets"
     direction = "input"
-    OPTIONS = ("action", "categories", "custom_detectors", "decode", "disabled_detectors", "min_confidence")
+    OPTIONS = (
+        "action", "argument_values", "categories", "custom_detectors", "decode", "disabled_detectors", "min_confidence"
+    )  # fmt: skip
 
     def __init__(
         self, options: Mapping[str, Any], path: str = "guard_secrets", transform_id: str | None = None
@@ -124,6 +128,9 @@ class SecretGuard(Transform):
             raise ValueError(f"{path}.categories: must be a non-empty list of {', '.join(CATEGORIES)}")
         self.categories = categories
         self.decode = opts.flag("decode", True)
+        self.argument_values = opts.flag("argument_values", True)
+        """The guard's own rules for argument values (`argvalues`): a whole value that is one random token, a
+        labelled value in a line. Only asked when the detectors found nothing."""
         rules = guarded_key_rules(categories)
         options = {
             "strategies": {category: "redact" for category in categories},
@@ -175,6 +182,9 @@ class SecretGuard(Transform):
             unwrapped = _unwrap_json_strings(value)
             if unwrapped is not value:  # JSON text of JSON text: judged as the object it spells
                 return self.findings(unwrapped, ctx)
+        depth = 0 if self.decode else MAX_DEPTH
+        if not found and self.argument_values and holds_secret(value, depth=depth):
+            return scrubbed(value, depth=depth), {ARGUMENT_ENTITY: 1}
         return (value, {}) if not found else (new, found)
 
     def locate(self, value: Any, base: str = "", ctx: TransformContext | None = None) -> str:
