@@ -63,14 +63,14 @@ MAX_LINE = 200
 """A one-line value this short is read token by token (longer text is a document: the detectors' call)."""
 _LABEL = re.compile(
     r"(?i)(?<![A-Za-z0-9+/])(?P<label>[A-Za-z0-9_.-]{0,24}?(?<![A-Za-z0-9])|[A-Za-z0-9.-]{0,24}?_)"
-    r"(?:pass(?:w(?:or)?d|wrd|word|phrase)?|pas?s?wo?r?d|ps?wr?d|psword|pw|secret|token|api[_-]?key|key|auth|"
-    r"authorization|credentials?|nonce|salt|identified[ \t]+by)"
+    r"(?:pa?s{0,2}wo?r?d|pa?ss(?:phrase)?|pw|secret|token|api[_-]?key|key|auth|authorization|credentials?|"
+    r"nonce|salt|session|identified[ \t]+by)"
     r"(?P<tail>[A-Za-z0-9_.-]{0,24}?)\)?[ \t]{0,3}[\"']?[ \t]{0,3}(?::=|:{1,3}=?|=>|!?==?=?|[ \t])[ \t]{0,3}[\"'(]?"
     r"(?P<value>[^\s\"'`<>;,(){}\[\]]{8,256})(?![^\s\"'`<>;,(){}\[\]])"
 )
 _NOT_A_SECRET_LABEL = re.compile(
-    r"(?i)public|publish|csrf|xsrf|authenticity|schema|store|file|vault|select|mesh|name|path|url|type|size|len|mask|hash|format|algo|dir|"
-    r"prefix|id$|_id|length|count|word_?list|pattern|regex"
+    r"(?i)public|publish|csrf|xsrf|authenticity|schema|store|file|vault|select|mesh|name|path|url|type|size|len|mask|"
+    r"hash|format|algo|dir|prefix|id$|_id|length|count|word_?list|pattern|regex|timeout|expir|ttl"
 )
 _NOT_SECRET_BEFORE = re.compile(
     r"(?i)public|publish|csrf|xsrf|authenticity|anti.?forgery|(?:id|Id|ID|sha\d*|hash|digest|checksum|image/\w+)"
@@ -144,7 +144,7 @@ def short_line_secret(text: str) -> bool:
 
 def credential_like(value: str, before: str = "") -> bool:
     """Whether a labelled value could be a credential: not code, a template, a placeholder or a word."""
-    text = value.rstrip(".,;:!?")
+    text = value.rstrip(".,;:!?\\")
     if len(text) < 8 or is_placeholder(text) or is_template(text) or ciphertext(text, before):
         return False
     if _CODE.search(text) or _DOTTED.fullmatch(text) or _IDENTIFIER.fullmatch(text) or _GUID.fullmatch(text):
