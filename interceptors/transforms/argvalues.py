@@ -65,8 +65,9 @@ _LABEL = re.compile(
     r"(?i)(?<![A-Za-z0-9+/])(?P<label>[A-Za-z0-9_.-]{0,24}?(?<![A-Za-z0-9])|[A-Za-z0-9.-]{0,24}?_)"
     r"(?:pa?s{0,2}wo?r?d|pa?ss(?:phrase)?|pw|secret|token|api[_-]?key|key|auth|authorization|credentials?|"
     r"nonce|salt|session|identified[ \t]+by)"
-    r"(?P<tail>[A-Za-z0-9_.-]{0,24}?)\)?[ \t]{0,3}[\"']?[ \t]{0,3}(?::=|:{1,3}=?|=>|!?==?=?|[ \t])[ \t]{0,3}[\"'(]?"
-    r"(?P<value>[^\s\"'`<>;,(){}\[\]]{8,256})(?![^\s\"'`<>;,(){}\[\]])"
+    r"(?P<tail>[A-Za-z0-9_.-]{0,24}?)\)?(?P<gap>(?:[ \t]{1,2}for[ \t]{1,2}[A-Za-z]{1,16}|,[A-Za-z]{1,12})?)"
+    r"[ \t]{0,3}[\"']?[ \t]{0,3}(?::=|:{1,3}=?|=>|!?==?=?|[ \t])[ \t]{0,3}[\"'(]?"
+    r"(?P<value>[^\s\"'`<>;,(){}\[\]]{8,1024})(?![^\s\"'`<>;,(){}\[\]])"
 )
 _NOT_A_SECRET_LABEL = re.compile(
     r"(?i)public|publish|csrf|xsrf|authenticity|schema|store|file|vault|select|mesh|name|path|url|type|size|len|mask|"
@@ -79,7 +80,20 @@ _NOT_SECRET_BEFORE = re.compile(
 """A label right before a token that names it public, per-request, an id, a digest or an image."""
 _CODE = re.compile(r"[(){}\[\]$<>\\`]|^(?:self|this|os|process|env|config|settings|args|kwargs|params|options)\.")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_]*[0-9]?")
-_WORDISH = re.compile(r"[A-Z]?[a-z]{4,}|[A-Z]{5,}")
+_LETTER_RUN = re.compile(r"[A-Z]?[a-z]{4,}|[A-Z]{5,}")
+_FIVE_CONSONANTS = re.compile(r"[b-df-hj-np-tv-xz]{5}", re.IGNORECASE)
+_VENDOR_PREFIX = re.compile(r"[A-Za-z]{2,10}[0-9]{0,2}[_-]")
+
+
+def _wordy(text: str) -> int:
+    """How many characters of `text` are in pronounceable letter runs (a quarter to two thirds vowels, no five
+    consonants in a row): words and names have many, random letters few."""
+    size = 0
+    for run in _LETTER_RUN.findall(text):
+        vowels = sum(c in "aeiouyAEIOUY" for c in run)
+        if 0.25 <= vowels / len(run) <= 0.67 and not _FIVE_CONSONANTS.search(run):
+            size += len(run)
+    return size
 
 
 def _classes(text: str) -> tuple[bool, bool, bool]:
@@ -112,8 +126,7 @@ def _random(token: str) -> bool:
         return True
     if not 16 <= len(token) < 24 or not all(_classes(token)):
         return False
-    wordy = sum(len(w) for w in _WORDISH.findall(token))
-    return 3 * wordy < len(token) and shannon_entropy(token) >= 3.5
+    return 3 * _wordy(token) < len(token) and shannon_entropy(token) >= 3.5
 
 
 def bare_secret(text: str) -> bool:
@@ -124,7 +137,12 @@ def bare_secret(text: str) -> bool:
     # An id and a secret joined (`<app id>|<secret>`, `<key id>.<secret>`): the longest part decides.
     parts = [part for part in _TOKEN_PARTS.split(token) if part]
     core = max(parts, key=len) if parts else ""
-    return len(core) >= 16 and _random(core)
+    if len(core) >= 16 and _random(core):
+        return True
+    # A vendor's prefix (`glpat-`, `sk_live_`) is words, not randomness: the rest decides.
+    prefix = _VENDOR_PREFIX.match(core)
+    rest = core[prefix.end() :].lstrip("_-") if prefix is not None else ""
+    return len(rest) >= 16 and _random(rest)
 
 
 def short_line_secret(text: str) -> bool:
@@ -156,8 +174,7 @@ def credential_like(value: str, before: str = "") -> bool:
     if documentation_value(text, strict=False) or documentation_value(text) or decoded_binary(text, strict_magic=True):
         return False
     lower, upper, digit = _classes(text)
-    wordy = sum(len(w) for w in _WORDISH.findall(text))
-    if 2 * wordy > len(text):
+    if 2 * _wordy(text) > len(text):
         return False
     if lower and upper and digit:
         return True
