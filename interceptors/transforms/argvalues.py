@@ -45,7 +45,7 @@ MAX_TEXT = 1 << 16
 
 OPAQUE_KEY = re.compile(
     r"(?:^|_)(?:ids?|uuid|guid|hash|hashes|digest|checksum|sha\d*|md5|etag|cursor|page|offset|next|commit|rev|"
-    r"revision|version|path|paths|file|files|filename|url|uri|href|link|name|ref|slug|sig|signature_id|"
+    r"revision|version|path|paths|file|files|filename|url|uri|href|link|ref|slug|signature_id|"
     r"nonce_id|request|trace|span|handle)$"
 )
 """Member names (normalised: `fileId` → `file_id`) whose values are opaque by design: the bare rule skips them."""

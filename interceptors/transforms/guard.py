@@ -171,8 +171,11 @@ class SecretGuard(Transform):
             raw = normalize_for_matching(raw.replace("\\\\", "\\"))[0]
         return self._redactor if self._sibling_hint.search(fold_for_hints(raw)) else self._plain
 
-    def findings(self, value: Any, ctx: TransformContext | None = None) -> tuple[Any, dict[str, int]]:
-        """The scrubbed value and `{entity: count}` of what was found (an empty dict: the same object back)."""
+    def findings(
+        self, value: Any, ctx: TransformContext | None = None, key: str | None = None
+    ) -> tuple[Any, dict[str, int]]:
+        """The scrubbed value and `{entity: count}` of what was found (an empty dict: the same object back). `key`:
+        the name `value` was given under, when it is a bare member (a completion argument's value)."""
         probe = TransformContext(direction="input")
         if ctx is not None:
             probe.kind, probe.principal, probe.pseudonymizer = ctx.kind, ctx.principal, ctx.pseudonymizer
@@ -181,10 +184,10 @@ class SecretGuard(Transform):
         if not found and self.decode:
             unwrapped = _unwrap_json_strings(value)
             if unwrapped is not value:  # JSON text of JSON text: judged as the object it spells
-                return self.findings(unwrapped, ctx)
+                return self.findings(unwrapped, ctx, key)
         depth = 0 if self.decode else MAX_DEPTH
-        if not found and self.argument_values and holds_secret(value, depth=depth):
-            return scrubbed(value, depth=depth), {ARGUMENT_ENTITY: 1}
+        if not found and self.argument_values and holds_secret(value, key, depth=depth):
+            return scrubbed(value, key, depth=depth), {ARGUMENT_ENTITY: 1}
         return (value, {}) if not found else (new, found)
 
     def locate(self, value: Any, base: str = "", ctx: TransformContext | None = None) -> str:
