@@ -321,9 +321,9 @@ class TransformStages:
                 views = [(base, value)]
             # A completion argument's value is judged as a member under the argument's name.
             named = _member(params, ("argument", "name")) if path == ("argument", "value") else None
-            key = named if isinstance(named, str) else None
+            member = named if isinstance(named, str) else None
             for at, view in views:
-                refused = _first_refusal(guards, view, ctx, subject, at, key)
+                refused = _first_refusal(guards, view, ctx, subject, at, member)
                 if refused is not None:
                     return refused
         return Verdict.allow()
