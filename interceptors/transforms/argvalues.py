@@ -25,6 +25,7 @@ found nothing: it only adds refusals.
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -40,6 +41,8 @@ ENTITY = "secret_value"
 
 MAX_DEPTH = 4
 """Decoded and nested views are followed this many layers deep."""
+MIN_TEXT = 8
+"""Nothing these rules report fits in fewer characters (and a decoded view is shorter than its encoding)."""
 MAX_TEXT = 1 << 16
 """A text longer than this is left to the detectors (a document, not a value)."""
 
@@ -62,7 +65,7 @@ _SPLIT = re.compile(r"[\s\"'`,;=(){}\[\]<>]+")
 MAX_LINE = 200
 """A one-line value this short is read token by token (longer text is a document: the detectors' call)."""
 _LABEL = re.compile(
-    r"(?i)(?<![A-Za-z0-9+/])(?P<label>[A-Za-z0-9_.-]{0,24}?(?<![A-Za-z0-9])|[A-Za-z0-9.-]{0,24}?_)"
+    r"(?i)(?:(?<![A-Za-z0-9+/])|(?<=[_.-]))"  # a label word starts a name or follows `_`, `.`, `-` in one
     r"(?:pa?s{0,2}wo?r?d|pa?ss(?:phrase)?|pw|secret|token|api[_-]?key|key|auth|authorization|credentials?|"
     r"nonce|salt|session|identified[ \t]+by)"
     r"(?P<tail>[A-Za-z0-9_.-]{0,24}?)\)?(?P<gap>(?:[ \t]{1,2}for[ \t]{1,2}[A-Za-z]{1,16}|,[A-Za-z]{1,12})?)"
@@ -181,11 +184,38 @@ def credential_like(value: str, before: str = "") -> bool:
     return len(text) >= 12 and (lower or upper) and digit and shannon_entropy(text) >= 3.3
 
 
+_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-")
+
+
+def _name_before(text: str, end: int) -> tuple[str, str]:
+    """The part of a name that ends at `end` (at most 24 characters of `[A-Za-z0-9_.-]`), and the character
+    before the name (empty at the start)."""
+    start = end
+    while start > 0 and end - start < 24 and text[start - 1] in _NAME_CHARS:
+        start -= 1
+    return text[start:end], text[start - 1 : start]
+
+
+_LABEL_WORD = re.compile(r"p(?:a?s{0,2}wo?r?d|a?ss|w)|secret|token|key|auth|credential|nonce|salt|session|identified")
+"""Where `_LABEL` can start, in lower-cased text: found first, because a case-blind scan is several times slower."""
+
+
+def _labels(text: str) -> Iterator[re.Match[str]]:
+    low = text.lower()
+    if len(low) != len(text):  # a character whose lower case is longer: positions would not line up
+        yield from _LABEL.finditer(text)
+        return
+    for hit in _LABEL_WORD.finditer(low):
+        match = _LABEL.match(text, hit.start())
+        if match is not None:
+            yield match
+
+
 def labelled_secret(text: str) -> bool:
     """Whether a line of `text` holds a credential's label and then a value that could be one."""
-    for match in _LABEL.finditer(text):
-        label = match.group("label") + match.group("tail")
-        if _NOT_A_SECRET_LABEL.search(label):
+    for match in _labels(text):
+        prefix, before = _name_before(text, match.start())
+        if before in ("+", "/") or _NOT_A_SECRET_LABEL.search(prefix + match.group("tail")):
             continue
         if credential_like(match.group("value"), text[max(0, match.start() - 24) : match.start("value")]):
             return True
@@ -211,7 +241,7 @@ def _decoded(text: str) -> Iterator[Any]:
 
 
 def _text_holds(text: str, key: str | None, depth: int) -> bool:
-    if len(text) > MAX_TEXT:
+    if not MIN_TEXT <= len(text) <= MAX_TEXT:
         return False
     last = depth >= MAX_DEPTH  # (or not decoding: then base64 of text is not read either, even by `looks_random`)
     bare = key is not None and not opaque_key(key) and not (last and decode_base64(text.strip()) is not None)
