@@ -93,6 +93,8 @@ def test_a_name_that_says_id_or_digest_keeps_a_bare_token(seed: int, key: str) -
         'gi_reo_gi_credential = "K2u6mFw8wJOsAf"',
         "ALTER USER username IDENTIFIED BY SqLpa5sW0rD;",
         "nonce = 'bsfcvir57nt40rydvtbhs8lzbgljmet5'",
+        "--super-secret_token 1ace4d19-fa7e-b4e2-c3f0-9129474bcd81",  # a GUID, but the label says secret
+        "GET https://example.com/api/v2/token/OTI2NjA3NjU1NTI2Oh2DOnASdOHoIhEGyqIuYrdkYaQZ",  # a `/token/` segment
     ],
 )
 def test_a_labelled_value_in_a_line_is_refused(line: str) -> None:
@@ -129,6 +131,15 @@ def test_short_lines_and_documents() -> None:
     assert not holds_secret({"query": f"csrf-token={token}"})  # a per-request token by its label
     assert not holds_secret({"query": f'"credentialId": "{token}"'})  # an id by its label
     assert not bare_secret(f"...{token}...")  # an elided excerpt
+
+
+def test_base32_seeds_and_vendor_prefixes() -> None:
+    assert bare_secret("JERZOR2XLQYTUQG7YBZYHLK3KSLRYTWB")  # an OTP seed
+    assert not bare_secret("AKIAQWADE5R42RDZ4JEM")  # an AWS key's id half names a key
+    assert not bare_secret("ABCDEFGHIJKLMNOPQRSTUVWX")  # no digits: a run of letters
+    assert bare_secret("glpat-8d5ri2n9g85LAnC9YW85.01.cgpAsnEmP")  # a prefix set apart, mixed case: no host name
+    assert not bare_secret("build-7f3a9.ci.internal.example.com")
+    assert not labelled_secret("see https://example.com/docs/token/overview")  # a word after `/token/`
 
 
 def test_base64_of_an_image_is_not_a_secret() -> None:

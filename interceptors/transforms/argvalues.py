@@ -61,15 +61,18 @@ _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:[.:]{1,2}[A-Za-z_$][\w$]*)+(?:\(\))?")
 _BARE = re.compile(r"[A-Za-z0-9+/_.|:~-]+={0,2}")
 """A bare token: the entropy fallback's alphabet, and the separators of an id joined to a secret."""
 _TOKEN_PARTS = re.compile(r"[.|:~]")
+_BASE32 = re.compile(r"[A-Z2-7]{16,128}={0,6}")
+_KEY_ID = re.compile(r"(?:AKIA|ASIA|AIDA|AROA|AGPA|ANPA|ANVA|APKA|ABIA|ACCA)[A-Z2-7]{12,16}")
+"""An AWS key's id half: it names a key (the guard passes it, see `guard.KEY_IDS`)."""
 _SPLIT = re.compile(r"[\s\"'`,;=(){}\[\]<>]+")
 MAX_LINE = 200
 """A one-line value this short is read token by token (longer text is a document: the detectors' call)."""
 _LABEL = re.compile(
-    r"(?i)(?:(?<![A-Za-z0-9+/])|(?<=[_.-]))"  # a label word starts a name or follows `_`, `.`, `-` in one
+    r"(?i)(?:(?<![A-Za-z0-9+])|(?<=[_.-]))"  # a label word starts a name or follows `_`, `.`, `-` in one
     r"(?:pa?s{0,2}wo?r?d|pa?ss(?:phrase)?|pw|secret|token|api[_-]?key|key|auth|authorization|credentials?|"
     r"nonce|salt|session|identified[ \t]+by)"
     r"(?P<tail>[A-Za-z0-9_.-]{0,24}?)\)?(?P<gap>(?:[ \t]{1,2}for[ \t]{1,2}[A-Za-z]{1,16}|,[A-Za-z]{1,12})?)"
-    r"[ \t]{0,3}[\"']?[ \t]{0,3}(?::=|:{1,3}=?|=>|!?==?=?|[ \t])[ \t]{0,3}[\"'(]?"
+    r"[ \t]{0,3}[\"']?[ \t]{0,3}(?P<sep>:=|:{1,3}=?|=>|!?==?=?|[ \t]|/)[ \t]{0,3}[\"'(]?"
     r"(?P<value>[^\s\"'`<>;,(){}\[\]]{8,1024})(?![^\s\"'`<>;,(){}\[\]])"
 )
 _NOT_A_SECRET_LABEL = re.compile(
@@ -99,6 +102,11 @@ def _wordy(text: str) -> int:
     return size
 
 
+def _host(text: str) -> bool:
+    """A host name as people write one: dotted labels in one letter case (`api.example.com`)."""
+    return (text.islower() or text.isupper()) and _HOST.fullmatch(text) is not None
+
+
 def _classes(text: str) -> tuple[bool, bool, bool]:
     return (any(c.islower() for c in text), any(c.isupper() for c in text), any(c.isdigit() for c in text))
 
@@ -115,7 +123,7 @@ def _not_secret_shape(token: str) -> bool:
         return True
     if _GUID.fullmatch(token) or _HEX_OR_DIGITS.fullmatch(token) or "://" in token or token.startswith(("/", "./")):
         return True
-    if _EMAIL.fullmatch(token) or _HOST.fullmatch(token) or _DOTTED.fullmatch(token):
+    if _EMAIL.fullmatch(token) or _host(token) or _DOTTED.fullmatch(token):
         return True
     if token.startswith(("...", "…")) or token.endswith(("...", "…")):
         return True  # an excerpt, elided
@@ -127,6 +135,10 @@ def _random(token: str) -> bool:
     word-like runs and 3.5 bits per character."""
     if looks_random(token):
         return True
+    if _BASE32.fullmatch(token) and not _KEY_ID.fullmatch(token):
+        # An OTP seed or a base32 key: upper case and 2-7 only, digits spread through it, no words.
+        digits = sum(c.isdigit() for c in token)
+        return digits >= 2 and 3 * _wordy(token) <= 2 * len(token) and shannon_entropy(token) >= 3.5
     if not 16 <= len(token) < 24 or not all(_classes(token)):
         return False
     return 3 * _wordy(token) < len(token) and shannon_entropy(token) >= 3.5
@@ -170,7 +182,7 @@ def credential_like(value: str, before: str = "") -> bool:
         return False
     if _CODE.search(text) or _DOTTED.fullmatch(text) or _IDENTIFIER.fullmatch(text) or _GUID.fullmatch(text):
         return False
-    if "://" in text or text.startswith(("/", "./", "~")) or _EMAIL.fullmatch(text) or _HOST.fullmatch(text):
+    if "://" in text or text.startswith(("/", "./", "~")) or _EMAIL.fullmatch(text) or _host(text):
         return False
     if "/" in text and not looks_random(text):
         return False  # `master/iPp0@GRq`: a user and a password (or a path), judged as a pair elsewhere
@@ -184,6 +196,7 @@ def credential_like(value: str, before: str = "") -> bool:
     return len(text) >= 12 and (lower or upper) and digit and shannon_entropy(text) >= 3.3
 
 
+_SECRET_WORD = re.compile(r"(?i)secret|passw|token|api[_-]?key|credential")
 _NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-")
 
 
@@ -215,8 +228,12 @@ def labelled_secret(text: str) -> bool:
     """Whether a line of `text` holds a credential's label and then a value that could be one."""
     for match in _labels(text):
         prefix, before = _name_before(text, match.start())
-        if before in ("+", "/") or _NOT_A_SECRET_LABEL.search(prefix + match.group("tail")):
-            continue
+        if (before == "+" or (before == "/") != (match.group("sep") == "/")) or _NOT_A_SECRET_LABEL.search(
+            prefix + match.group("tail")
+        ):
+            continue  # `/` only around a URL's path segment (`/token/<value>`), never inside base64
+        if _GUID.fullmatch(match.group("value")) and _SECRET_WORD.search(match.group(0)[: match.start("value")]):
+            return True  # a GUID is an id, unless the label says secret (`--secret-token <GUID>`)
         if credential_like(match.group("value"), text[max(0, match.start() - 24) : match.start("value")]):
             return True
     return False
