@@ -116,6 +116,9 @@ def test_a_labelled_value_in_a_line_is_refused(line: str) -> None:
         "password: changeme",
         "the token expires in 3600 seconds",
         "api_key=example-key-for-docs",
+        "minisat-master-keying:x64-uwp=fail",  # `keying`: the label word goes on as another word
+        "fn::secret: ops_eyJzaWduSW5B..[Redacted]",  # an elided excerpt
+        "id/pw/port:master/IhqSb1Gg/xxxx",  # a user and a password written as a pair (documentation)
     ],
 )
 def test_code_templates_and_prose_after_a_label_pass(line: str) -> None:

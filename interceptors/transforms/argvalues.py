@@ -61,6 +61,8 @@ _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:[.:]{1,2}[A-Za-z_$][\w$]*)+(?:\(\))?")
 _BARE = re.compile(r"[A-Za-z0-9+/_.|:~-]+={0,2}")
 """A bare token: the entropy fallback's alphabet, and the separators of an id joined to a secret."""
 _TOKEN_PARTS = re.compile(r"[.|:~]")
+_SHORT_ALPHABET = re.compile(r"[A-Za-z0-9_-]+")
+"""A token of 16 to 23 characters is judged only in this alphabet (`/` and `:` join names and paths)."""
 _BASE32 = re.compile(r"[A-Z2-7]{16,128}={0,6}")
 _KEY_ID = re.compile(r"(?:AKIA|ASIA|AIDA|AROA|AGPA|ANPA|ANVA|APKA|ABIA|ACCA)[A-Z2-7]{12,16}")
 """An AWS key's id half: it names a key (the guard passes it, see `guard.KEY_IDS`)."""
@@ -69,7 +71,7 @@ MAX_LINE = 200
 """A one-line value this short is read token by token (longer text is a document: the detectors' call)."""
 _LABEL = re.compile(
     r"(?i)(?:(?<![A-Za-z0-9+])|(?<=[_.-]))"  # a label word starts a name or follows `_`, `.`, `-` in one
-    r"(?:pa?s{0,2}wo?r?d|pa?ss(?:phrase)?|pw|secret|token|api[_-]?key|key|auth|authorization|credentials?|"
+    r"(?:pa?s{0,2}wo?r?d|pa?ss(?:phrase)?|pw|secret|token|api[_-]?key|key|authori[sz]ation|authentication|auth|credentials?|"
     r"nonce|salt|session|identified[ \t]+by)"
     r"(?P<tail>[A-Za-z0-9_.-]{0,24}?)\)?(?P<gap>(?:[ \t]{1,2}for[ \t]{1,2}[A-Za-z]{1,16}|,[A-Za-z]{1,12})?)"
     r"[ \t]{0,3}[\"']?[ \t]{0,3}(?P<sep>:=|:{1,3}=?|=>|!?==?=?|[ \t]|/)[ \t]{0,3}[\"'(]?"
@@ -139,7 +141,7 @@ def _random(token: str) -> bool:
         # An OTP seed or a base32 key: upper case and 2-7 only, digits spread through it, no words.
         digits = sum(c.isdigit() for c in token)
         return digits >= 2 and 3 * _wordy(token) <= 2 * len(token) and shannon_entropy(token) >= 3.5
-    if not 16 <= len(token) < 24 or not all(_classes(token)):
+    if not 16 <= len(token) < 24 or not all(_classes(token)) or _SHORT_ALPHABET.fullmatch(token) is None:
         return False
     return 3 * _wordy(token) < len(token) and shannon_entropy(token) >= 3.5
 
@@ -177,6 +179,8 @@ def short_line_secret(text: str) -> bool:
 
 def credential_like(value: str, before: str = "") -> bool:
     """Whether a labelled value could be a credential: not code, a template, a placeholder or a word."""
+    if value.endswith(("..", "…")):
+        return False  # an elided excerpt (`ops_eyJz..`)
     text = value.rstrip(".,;:!?\\")
     if len(text) < 8 or is_placeholder(text) or is_template(text) or ciphertext(text, before):
         return False
@@ -184,7 +188,7 @@ def credential_like(value: str, before: str = "") -> bool:
         return False
     if "://" in text or text.startswith(("/", "./", "~")) or _EMAIL.fullmatch(text) or _host(text):
         return False
-    if "/" in text and not looks_random(text):
+    if "/" in text and not bare_secret(text):
         return False  # `master/iPp0@GRq`: a user and a password (or a path), judged as a pair elsewhere
     if documentation_value(text, strict=False) or documentation_value(text) or decoded_binary(text, strict_magic=True):
         return False
@@ -196,6 +200,8 @@ def credential_like(value: str, before: str = "") -> bool:
     return len(text) >= 12 and (lower or upper) and digit and shannon_entropy(text) >= 3.3
 
 
+_WORD_GOES_ON = re.compile(r"[a-rt-z]|s[a-z]")
+"""A label followed by lower-case letters (but a plural `s`) is part of another word: `keying`, `tokenizer`."""
 _SECRET_WORD = re.compile(r"(?i)secret|passw|token|api[_-]?key|credential")
 _NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-")
 
@@ -228,10 +234,13 @@ def labelled_secret(text: str) -> bool:
     """Whether a line of `text` holds a credential's label and then a value that could be one."""
     for match in _labels(text):
         prefix, before = _name_before(text, match.start())
+        tail = match.group("tail")
         if (before == "+" or (before == "/") != (match.group("sep") == "/")) or _NOT_A_SECRET_LABEL.search(
-            prefix + match.group("tail")
+            prefix + tail
         ):
             continue  # `/` only around a URL's path segment (`/token/<value>`), never inside base64
+        if _WORD_GOES_ON.match(tail):
+            continue  # `keying`, `tokenizer`: the label word goes on as another word
         if _GUID.fullmatch(match.group("value")) and _SECRET_WORD.search(match.group(0)[: match.start("value")]):
             return True  # a GUID is an id, unless the label says secret (`--secret-token <GUID>`)
         if credential_like(match.group("value"), text[max(0, match.start() - 24) : match.start("value")]):
