@@ -119,6 +119,7 @@ def test_a_labelled_value_in_a_line_is_refused(line: str) -> None:
         "minisat-master-keying:x64-uwp=fail",  # `keying`: the label word goes on as another word
         "fn::secret: ops_eyJzaWduSW5B..[Redacted]",  # an elided excerpt
         "id/pw/port:master/IhqSb1Gg/xxxx",  # a user and a password written as a pair (documentation)
+        "key AKIAZ7QW3RT5YU8OP2LM",  # an AWS access key id names a key: the guard passes it by design
     ],
 )
 def test_code_templates_and_prose_after_a_label_pass(line: str) -> None:
@@ -139,6 +140,7 @@ def test_short_lines_and_documents() -> None:
 def test_base32_seeds_and_vendor_prefixes() -> None:
     assert bare_secret("JERZOR2XLQYTUQG7YBZYHLK3KSLRYTWB")  # an OTP seed
     assert not bare_secret("AKIAQWADE5R42RDZ4JEM")  # an AWS key's id half names a key
+    assert not bare_secret("AKIAZ7QW3RT5YU8OP2LM")
     assert not bare_secret("ABCDEFGHIJKLMNOPQRSTUVWX")  # no digits: a run of letters
     assert bare_secret("glpat-8d5ri2n9g85LAnC9YW85.01.cgpAsnEmP")  # a prefix set apart, mixed case: no host name
     assert not bare_secret("build-7f3a9.ci.internal.example.com")

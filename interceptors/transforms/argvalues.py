@@ -31,6 +31,7 @@ from typing import Any
 
 import orjson
 
+from .catalog import BUILTIN_BY_NAME
 from .context import decoded_binary
 from .docvalues import ciphertext, documentation_value
 from .encoded import decode_base64, decode_gzip_base64, decode_hex, decode_percent
@@ -64,8 +65,21 @@ _TOKEN_PARTS = re.compile(r"[.|:~]")
 _SHORT_ALPHABET = re.compile(r"[A-Za-z0-9_-]+")
 """A token of 16 to 23 characters is judged only in this alphabet (`/` and `:` join names and paths)."""
 _BASE32 = re.compile(r"[A-Z2-7]{16,128}={0,6}")
-_KEY_ID = re.compile(r"(?:AKIA|ASIA|AIDA|AROA|AGPA|ANPA|ANVA|APKA|ABIA|ACCA)[A-Z2-7]{12,16}")
-"""An AWS key's id half: it names a key (the guard passes it, see `guard.KEY_IDS`)."""
+KEY_IDS = ("aws_access_key_id", "sumologic_access_id")
+"""Credentials' public halves: the ids that name a key (`AKIA…`, `su…`). Results mask them (category `credential`),
+but the guard lets them pass by default (its default `disabled_detectors`): tools that manage keys take them as
+arguments, and the key's secret half is a `secret` the guard refuses. These rules spare what they match too."""
+
+
+def names_a_key(value: str) -> bool:
+    """Whether `value` is, whole, what one of the `KEY_IDS` detectors matches (an AWS access key id)."""
+    for name in KEY_IDS:
+        detector = BUILTIN_BY_NAME.get(name)
+        if detector is not None and detector.pattern.fullmatch(value) is not None:
+            return True
+    return False
+
+
 _SPLIT = re.compile(r"[\s\"'`,;=(){}\[\]<>]+")
 MAX_LINE = 200
 """A one-line value this short is read token by token (longer text is a document: the detectors' call)."""
@@ -129,6 +143,8 @@ def _not_secret_shape(token: str) -> bool:
         return True
     if token.startswith(("...", "…")) or token.endswith(("...", "…")):
         return True  # an excerpt, elided
+    if names_a_key(token):
+        return True
     return ciphertext(token, "") or decoded_binary(token, strict_magic=True)
 
 
@@ -137,7 +153,7 @@ def _random(token: str) -> bool:
     word-like runs and 3.5 bits per character."""
     if looks_random(token):
         return True
-    if _BASE32.fullmatch(token) and not _KEY_ID.fullmatch(token):
+    if _BASE32.fullmatch(token):
         # An OTP seed or a base32 key: upper case and 2-7 only, digits spread through it, no words.
         digits = sum(c.isdigit() for c in token)
         return digits >= 2 and 3 * _wordy(token) <= 2 * len(token) and shannon_entropy(token) >= 3.5
@@ -191,6 +207,8 @@ def credential_like(value: str, before: str = "") -> bool:
     if "/" in text and not bare_secret(text):
         return False  # `master/iPp0@GRq`: a user and a password (or a path), judged as a pair elsewhere
     if documentation_value(text, strict=False) or documentation_value(text) or decoded_binary(text, strict_magic=True):
+        return False
+    if names_a_key(text):
         return False
     lower, upper, digit = _classes(text)
     if 2 * _wordy(text) > len(text):

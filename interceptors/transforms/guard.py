@@ -17,18 +17,13 @@ import orjson
 
 from ..errors import InterceptorsError
 from .argvalues import ENTITY as ARGUMENT_ENTITY
-from .argvalues import MAX_DEPTH, holds_secret, scrubbed
+from .argvalues import KEY_IDS, MAX_DEPTH, holds_secret, scrubbed
 from .base import Options, Transform, TransformContext, count
 from .entities import CATEGORIES, fold_for_hints
 from .keyrules import BUILTIN_KEY_RULES, BUILTIN_KEY_RULES_BY_NAME
 from .normalize import needs_normalizing, normalize_for_matching
 from .redactor import Redactor
 from .triepattern import literal_alternation
-
-KEY_IDS = ("aws_access_key_id", "sumologic_access_id")
-"""Credentials' public halves: the ids that name a key (`AKIA…`, `su…`). Results mask them (category
-`credential`), but the guard lets them pass by default: tools that manage keys take them as arguments, and the
-key's secret half is a `secret` the guard refuses. `disabled_detectors` replaces this default."""
 
 MAX_SEGMENT = 64
 """A member name longer than this is cut in a refusal's path (it is the client's own text, but unbounded)."""
