@@ -26,8 +26,14 @@ as JSON text. Secrets come from the built-in families' format specs (`--source g
 the public corpora of `bench.public_corpus` (`--source public`: gitleaks' true positives and CredSweeper's
 positives, read at run time from `$MCPI_CORPORA` or /work/corpora, never stored here).
 
-python -m bench.guard_channels [--policy standard] [--source generated|public] [--limit N] [--channels a,b]
-    [--encodings a,b] [--json]
+Public items whose value is not a secret the guard refuses by design (ids: GUIDs, app and client ids, domains,
+buckets, AWS key ids; lines that say they are test data) are counted apart (`SET_ASIDE`) and reported on their
+own line. `--split` keeps one split of the corpora (`tune` to tune, `heldout` to report). `--benign` sends the
+benign corpora instead (gitleaks' and CredSweeper's false positives, real files), each item whole as one tool
+argument, and counts refusals: the guard's false refusals.
+
+python -m bench.guard_channels [--policy standard] [--source generated|public] [--split tune|heldout] [--limit N]
+    [--channels a,b] [--encodings a,b] [--benign] [--json]
 """
 
 from __future__ import annotations
@@ -37,9 +43,11 @@ import base64
 import gzip
 import json
 import random
+import re
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +98,29 @@ class Secret:
     """The text sent (the secret in the context its format needs: `AWS_SECRET_ACCESS_KEY=…`)."""
     value: str
     """The secret itself: never allowed in a refusal's message."""
+    split: str = ""
+    """The corpus split (`tune`, `heldout`) of a public item; empty for generated ones."""
+    aside: str = ""
+    """Why the item is counted apart (`SET_ASIDE`): not a secret the guard refuses by design. Empty: counted."""
+
+
+ID_FAMILY = re.compile(r"(?i)\buuid\b|\bclient id\b|\bapp id\b|\bdomain\b|\bs3 bucket\b|access-id|client-id")
+"""Public families whose value names a thing (a GUID, an app or client id, a host, a bucket, a key's id half)."""
+KEY_ID = re.compile(r"(?:AKIA|ASIA|A3T)[A-Z0-9]{16}")
+MARKED = re.compile(r"NEGATIVE|EXAMPLE|(?i:example)$")
+SET_ASIDE = {
+    "id": "names a key or an object, not a secret (GUIDs, app and client ids, domains, buckets, AWS key ids):"
+    " the guard passes ids by design",
+    "marked": "says it is test data (`NEGATIVE:`, `EXAMPLE`)",
+}
+"""Public items counted apart, and why: the corpora label every line their scanners report, ids included."""
+
+
+def set_aside(family: str, text: str, value: str) -> str:
+    """The `SET_ASIDE` reason for a public item, or empty (counted)."""
+    if ID_FAMILY.search(family) or KEY_ID.fullmatch(value.strip().strip("\"', ")):
+        return "id"
+    return "marked" if MARKED.search(text) else ""
 
 
 @dataclass(slots=True)
@@ -142,8 +173,9 @@ def generated_secrets(seed: int = 30, families: Iterable[str] | None = None) -> 
     return out
 
 
-def public_secrets(limit: int | None = None) -> list[Secret]:
-    """gitleaks' true positives and CredSweeper's positives (single-line, with a known value), read now."""
+def public_secrets(limit: int | None = None, split: str | None = None) -> list[Secret]:
+    """gitleaks' true positives and CredSweeper's positives (single-line, with a known value), read now; `split`:
+    only the items of that split (`tune`, `heldout`)."""
     from bench.public_corpus import corpora_dir
 
     out: list[Secret] = []
@@ -158,7 +190,11 @@ def public_secrets(limit: int | None = None) -> list[Secret]:
                 continue
             if "\n" in text.strip() or len(value) < 8 or len(text) > 2000:
                 continue
-            out.append(Secret(f"{name}:{item.get('family')}", text.strip(), value))
+            if split is not None and item.get("split") != split:
+                continue
+            family = str(item.get("family"))
+            out.append(Secret(f"{name}:{family}", text.strip(), value, str(item.get("split") or ""),
+                              set_aside(family, text.strip(), value)))  # fmt: skip
     rng = random.Random(30)
     rng.shuffle(out)
     return out[:limit] if limit is not None else out
@@ -264,6 +300,10 @@ class Run:
     seconds: float
     audited: dict[str, int] = field(default_factory=dict)
     """`denied` decisions the audit counted while each channel's cases ran (the control included)."""
+    aside: dict[str, dict[str, Tally]] = field(default_factory=dict)
+    """Per channel, `plain` and `encoded` tallies of the items set aside (`Secret.aside`), not in `channels`."""
+    held: dict[str, Counter[str]] = field(default_factory=dict)
+    """Per channel, how many cases of each family did not reach the upstream (refused, or lost)."""
 
 
 async def run_cases(
@@ -295,6 +335,8 @@ async def run_cases(
 
     started = time.process_time()
     tallies = {c: {e: Tally() for e in encodings} for c in channels}
+    aside = {c: {"plain": Tally(), "encoded": Tally()} for c in channels}
+    held: dict[str, Counter[str]] = {c: Counter() for c in channels}
     audited: dict[str, int] = {}
     controls: dict[str, bool] = {}
     with tempfile.TemporaryDirectory() as folder:
@@ -328,13 +370,18 @@ async def run_cases(
                         for encoding in encodings:
                             payload = ENCODINGS[encoding](secret.spelled)
                             marker, refusal = await _send(client, answers, channel, payload)
-                            tally = tallies[channel][encoding]
+                            if secret.aside:
+                                tally = aside[channel]["plain" if encoding == "plain" else "encoded"]
+                            else:
+                                tally = tallies[channel][encoding]
                             tally.sent += 1
                             if any(marker in s for m in log.new() for s in _strings(m)):
                                 tally.reached += 1
                                 if len(tally.examples) < 5:
                                     tally.examples.append(secret.family)
-                            elif refusal is not None:
+                                continue
+                            held[channel][secret.family] += 1
+                            if refusal is not None:
                                 if " at '/" in refusal or "at the top level" in refusal:
                                     tally.refused_named += 1
                                 if secret.value in refusal or payload in refusal:
@@ -342,7 +389,7 @@ async def run_cases(
                     audited[channel] = counters.get("denied", 0) - denied_before
         finally:
             stages.close()
-    return Run(tallies, controls, time.process_time() - started, audited)
+    return Run(tallies, controls, time.process_time() - started, audited, aside, held)
 
 
 # --- the report ----------------------------------------------------------------------------------------------
@@ -364,6 +411,9 @@ def summary(run: Run) -> dict[str, Any]:
             "audited_denials": run.audited.get(channel, 0),
             "reached_examples": sorted({f"{x}/{e}" for e, t in by_encoding.items() for x in t.examples})[:8],
         }
+        apart = run.aside.get(channel)
+        if apart is not None and (apart["plain"].sent or apart["encoded"].sent):
+            out[channel]["set_aside"] = {k: [t.reached, t.sent] for k, t in apart.items()}
     return out
 
 
@@ -380,6 +430,13 @@ def format_summary(data: dict[str, Any]) -> str:
             f"{row['refusals_holding_the_secret']:>6} {row['audited_denials']:>7}"
         )
     for channel, row in data.items():
+        apart = row.get("set_aside")
+        if apart:
+            lines.append(
+                f"  {channel}: set aside (not counted above): plain {apart['plain'][0]}/{apart['plain'][1]}, "
+                f"encoded {apart['encoded'][0]}/{apart['encoded'][1]} reached"
+            )
+    for channel, row in data.items():
         missed = {e: v for e, v in row["by_encoding"].items() if v[0]}
         if missed:
             lines.append(f"  {channel}: reached by encoding {missed}; e.g. {', '.join(row['reached_examples'])}")
@@ -395,9 +452,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="at most this many secrets")
     parser.add_argument("--channels", default=",".join(CHANNELS))
     parser.add_argument("--encodings", default=",".join(ENCODINGS))
+    parser.add_argument("--split", choices=("tune", "heldout"), default=None, help="public items of one split only")
+    parser.add_argument(
+        "--benign", action="store_true", help="send the benign corpora instead (tool_args, plain) and count refusals"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    secrets = generated_secrets() if args.source == "generated" else public_secrets()
+    if args.benign:
+        return _benign_main(args)
+    secrets = generated_secrets() if args.source == "generated" else public_secrets(split=args.split)
     secrets = secrets[: args.limit] if args.limit is not None else secrets
     channels = [c for c in args.channels.split(",") if c]
     encodings = [e for e in args.encodings.split(",") if e]
@@ -409,8 +472,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps({"policy": args.policy, "source": args.source, "secrets": len(secrets), "channels": data}))
     else:
-        print(f"policy {args.policy}, {len(secrets)} secrets ({args.source}), {run.seconds:.1f} s CPU")
+        split = f", split {args.split}" if args.split else ""
+        print(f"policy {args.policy}, {len(secrets)} secrets ({args.source}{split}), {run.seconds:.1f} s CPU")
         print(format_summary(data))
+    return 0
+
+
+BENIGN_CORPORA = ("gitleaks_fps", "credsweeper_neg", "realworld_benign")
+"""Items nobody should be refused for: gitleaks' and CredSweeper's own false positives, and real files."""
+
+
+def benign_items(split: str | None = None, limit: int | None = None) -> list[Secret]:
+    """The benign corpora's text items as `Secret`s (family: the corpus), each sent whole as one argument."""
+    from bench.public_corpus import corpora_dir
+
+    out: list[Secret] = []
+    for name in BENIGN_CORPORA:
+        path = corpora_dir() / f"{name}.jsonl"
+        if not path.exists():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            item = json.loads(line)
+            text = item.get("text")
+            if item.get("kind", "text") != "text" or not isinstance(text, str) or not text:
+                continue
+            if split is not None and item.get("split") != split:
+                continue
+            out.append(Secret(name, text, "\x00never\x00", str(item.get("split") or "")))
+    return out[:limit] if limit is not None else out
+
+
+def _benign_main(args: argparse.Namespace) -> int:
+    """Each benign item as `{"query": text}` in a tools/call: how many the guard refuses, per corpus."""
+    import anyio
+
+    items = benign_items(args.split, args.limit)
+    run = anyio.run(lambda: run_cases(items, policy=args.policy, channels=("tool_args",), encodings=("plain",)))
+    sent = Counter(item.family for item in items)
+    refused = run.held.get("tool_args", Counter())
+    rows = {name: [refused.get(name, 0), sent[name]] for name in BENIGN_CORPORA if sent[name]}
+    if args.json:
+        print(json.dumps({"policy": args.policy, "split": args.split, "refused": rows}))
+    else:
+        split = f", split {args.split}" if args.split else ""
+        print(f"policy {args.policy}, benign items each sent as one argument{split}, {run.seconds:.1f} s CPU")
+        for name, (count, total) in rows.items():
+            print(f"{name:<20} refused {count:>5}/{total:<6} ({100 * count / total:.1f}%)")
     return 0
 
 

@@ -16,17 +16,14 @@ from typing import Any
 import orjson
 
 from ..errors import InterceptorsError
+from .argvalues import ENTITY as ARGUMENT_ENTITY
+from .argvalues import KEY_IDS, MAX_DEPTH, holds_secret, scrubbed
 from .base import Options, Transform, TransformContext, count
 from .entities import CATEGORIES, fold_for_hints
 from .keyrules import BUILTIN_KEY_RULES, BUILTIN_KEY_RULES_BY_NAME
 from .normalize import needs_normalizing, normalize_for_matching
 from .redactor import Redactor
 from .triepattern import literal_alternation
-
-KEY_IDS = ("aws_access_key_id", "sumologic_access_id")
-"""Credentials' public halves: the ids that name a key (`AKIA…`, `su…`). Results mask them (category
-`credential`), but the guard lets them pass by default: tools that manage keys take them as arguments, and the
-key's secret half is a `secret` the guard refuses. `disabled_detectors` replaces this default."""
 
 MAX_SEGMENT = 64
 """A member name longer than this is cut in a refusal's path (it is the client's own text, but unbounded)."""
@@ -111,7 +108,9 @@ def _unwrap_json_strings(value: Any, depth: int = 0) -> Any:
 class SecretGuard(Transform):
     type = "guard_secrets"
     direction = "input"
-    OPTIONS = ("action", "categories", "custom_detectors", "decode", "disabled_detectors", "min_confidence")
+    OPTIONS = (
+        "action", "argument_values", "categories", "custom_detectors", "decode", "disabled_detectors", "min_confidence"
+    )  # fmt: skip
 
     def __init__(
         self, options: Mapping[str, Any], path: str = "guard_secrets", transform_id: str | None = None
@@ -124,6 +123,9 @@ class SecretGuard(Transform):
             raise ValueError(f"{path}.categories: must be a non-empty list of {', '.join(CATEGORIES)}")
         self.categories = categories
         self.decode = opts.flag("decode", True)
+        self.argument_values = opts.flag("argument_values", True)
+        """The guard's own rules for argument values (`argvalues`): a whole value that is one random token, a
+        labelled value in a line. Only asked when the detectors found nothing."""
         rules = guarded_key_rules(categories)
         options = {
             "strategies": {category: "redact" for category in categories},
@@ -164,8 +166,11 @@ class SecretGuard(Transform):
             raw = normalize_for_matching(raw.replace("\\\\", "\\"))[0]
         return self._redactor if self._sibling_hint.search(fold_for_hints(raw)) else self._plain
 
-    def findings(self, value: Any, ctx: TransformContext | None = None) -> tuple[Any, dict[str, int]]:
-        """The scrubbed value and `{entity: count}` of what was found (an empty dict: the same object back)."""
+    def findings(
+        self, value: Any, ctx: TransformContext | None = None, key: str | None = None
+    ) -> tuple[Any, dict[str, int]]:
+        """The scrubbed value and `{entity: count}` of what was found (an empty dict: the same object back). `key`:
+        the name `value` was given under, when it is a bare member (a completion argument's value)."""
         probe = TransformContext(direction="input")
         if ctx is not None:
             probe.kind, probe.principal, probe.pseudonymizer = ctx.kind, ctx.principal, ctx.pseudonymizer
@@ -174,7 +179,10 @@ class SecretGuard(Transform):
         if not found and self.decode:
             unwrapped = _unwrap_json_strings(value)
             if unwrapped is not value:  # JSON text of JSON text: judged as the object it spells
-                return self.findings(unwrapped, ctx)
+                return self.findings(unwrapped, ctx, key)
+        depth = 0 if self.decode else MAX_DEPTH
+        if not found and self.argument_values and holds_secret(value, key, depth=depth):
+            return scrubbed(value, key, depth=depth), {ARGUMENT_ENTITY: 1}
         return (value, {}) if not found else (new, found)
 
     def locate(self, value: Any, base: str = "", ctx: TransformContext | None = None) -> str:

@@ -319,8 +319,11 @@ class TransformStages:
                 views = _meta_views(value)
             else:
                 views = [(base, value)]
+            # A completion argument's value is judged as a member under the argument's name.
+            named = _member(params, ("argument", "name")) if path == ("argument", "value") else None
+            member = named if isinstance(named, str) else None
             for at, view in views:
-                refused = _first_refusal(guards, view, ctx, subject, at)
+                refused = _first_refusal(guards, view, ctx, subject, at, member)
                 if refused is not None:
                     return refused
         return Verdict.allow()
@@ -477,11 +480,17 @@ def _member(params: Mapping[str, Any], path: tuple[str, ...]) -> Any:
 
 
 def _first_refusal(
-    guards: Sequence[SecretGuard], value: Any, ctx: TransformContext, subject: str, base: str = ""
+    guards: Sequence[SecretGuard],
+    value: Any,
+    ctx: TransformContext,
+    subject: str,
+    base: str = "",
+    key: str | None = None,
 ) -> Verdict | None:
-    """The refusal of the first guard that finds a secret in `value` (its pointer under `base`), or None."""
+    """The refusal of the first guard that finds a secret in `value` (its pointer under `base`; `key`: the name a
+    bare value was given under), or None."""
     for guard in guards:
-        _, found = guard.findings(value, ctx)
+        _, found = guard.findings(value, ctx, key)
         if found:
             return _refusal(SecretsRefused(found, guard.locate(value, base, ctx), subject))
     return None

@@ -1,0 +1,330 @@
+"""The request guard's own reading of argument values: secrets with no label a detector could see.
+
+The output redactor judges documents, where a lone random run is usually a digest, an id or a blob, so its entropy
+fallback scores 0.5 and the guard (at 0.75) never acts on it. A tool argument is different: a model fills it with
+one value, and when that value is, in full, one random token of a credential's alphabet, it is far more likely a
+key lifted from a result or the user than anything a tool needs. Two rules, both only for strings that are a
+member's value (an argument, or a member of JSON inside one):
+
+- **bare**: the whole value (trimmed, quotes aside) is one token with the statistics of random text
+  (`looks_random`, the redactor's measured rule; 16 to 23 characters need all of lower case, upper case and
+  digits), and it is none of what opaque non-secrets are: a GUID, hex (digests, commit ids), digits, a URL, a
+  path, an e-mail address, a host name, a dotted name, base64 of text (judged by what it says), a placeholder or
+  a documentation value. A member whose name says what the value is (`file_id`, `cursor`, `sha256`, `etag`, …)
+  is left alone: ids and page tokens are opaque by design.
+- **labelled**: a line of the value holds a credential's label (`pass`, `pwd`, `secret`, `token`, `key`, `auth`,
+  `credential`, `nonce`, `salt`, `IDENTIFIED BY`) then `:`, `=` or a blank, then a value that is not code, a
+  template, a placeholder or a word: 8+ characters with lower case, upper case and digits (or 12+ dense
+  characters with letters and digits).
+
+Each text is also read decoded (`%XX`, base64, hex, gzip then base64, JSON inside a string), the views the
+redactor reads, so an encoded value is judged as what it spells. Nothing here runs unless the guard's detectors
+found nothing: it only adds refusals.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import orjson
+
+from .catalog import BUILTIN_BY_NAME
+from .context import decoded_binary
+from .docvalues import ciphertext, documentation_value
+from .encoded import decode_base64, decode_gzip_base64, decode_hex, decode_percent
+from .entities import is_placeholder, is_template, looks_random, normalize_key, shannon_entropy
+
+ENTITY = "secret_value"
+"""What the rules report (the entropy fallback's entity: the same kind of finding, judged in its place)."""
+
+MAX_DEPTH = 4
+"""Decoded and nested views are followed this many layers deep."""
+MIN_TEXT = 8
+"""Nothing these rules report fits in fewer characters (and a decoded view is shorter than its encoding)."""
+MAX_TEXT = 1 << 16
+"""A text longer than this is left to the detectors (a document, not a value)."""
+
+OPAQUE_KEY = re.compile(
+    r"(?:^|_)(?:ids?|uuid|guid|hash|hashes|digest|checksum|sha\d*|md5|etag|cursor|page|offset|next|commit|rev|"
+    r"revision|version|path|paths|file|files|filename|url|uri|href|link|ref|slug|signature_id|"
+    r"nonce_id|request|trace|span|handle)$"
+)
+"""Member names (normalised: `fileId` → `file_id`) whose values are opaque by design: the bare rule skips them."""
+
+_GUID = re.compile(r"\{?[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\}?")
+_HEX_OR_DIGITS = re.compile(r"(?:0x)?[0-9A-Fa-f]+|[0-9]+")
+_EMAIL = re.compile(r"[^@\s]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
+_HOST = re.compile(r"(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,24}(?::\d{1,5})?")
+_DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:[.:]{1,2}[A-Za-z_$][\w$]*)+(?:\(\))?")
+_BARE = re.compile(r"[A-Za-z0-9+/_.|:~-]+={0,2}")
+"""A bare token: the entropy fallback's alphabet, and the separators of an id joined to a secret."""
+_TOKEN_PARTS = re.compile(r"[.|:~]")
+_SHORT_ALPHABET = re.compile(r"[A-Za-z0-9_-]+")
+"""A token of 16 to 23 characters is judged only in this alphabet (`/` and `:` join names and paths)."""
+_BASE32 = re.compile(r"[A-Z2-7]{16,128}={0,6}")
+KEY_IDS = ("aws_access_key_id", "sumologic_access_id")
+"""Credentials' public halves: the ids that name a key (`AKIA…`, `su…`). Results mask them (category `credential`),
+but the guard lets them pass by default (its default `disabled_detectors`): tools that manage keys take them as
+arguments, and the key's secret half is a `secret` the guard refuses. These rules spare what they match too."""
+
+
+def names_a_key(value: str) -> bool:
+    """Whether `value` is, whole, what one of the `KEY_IDS` detectors matches (an AWS access key id)."""
+    for name in KEY_IDS:
+        detector = BUILTIN_BY_NAME.get(name)
+        if detector is not None and detector.pattern.fullmatch(value) is not None:
+            return True
+    return False
+
+
+_SPLIT = re.compile(r"[\s\"'`,;=(){}\[\]<>]+")
+MAX_LINE = 200
+"""A one-line value this short is read token by token (longer text is a document: the detectors' call)."""
+_LABEL = re.compile(
+    r"(?i)(?:(?<![A-Za-z0-9+])|(?<=[_.-]))"  # a label word starts a name or follows `_`, `.`, `-` in one
+    r"(?:pa?s{0,2}wo?r?d|pa?ss(?:phrase)?|pw|secret|token|api[_-]?key|key|authori[sz]ation|authentication|auth|credentials?|"
+    r"nonce|salt|session|identified[ \t]+by)"
+    r"(?P<tail>[A-Za-z0-9_.-]{0,24}?)\)?(?P<gap>(?:[ \t]{1,2}for[ \t]{1,2}[A-Za-z]{1,16}|,[A-Za-z]{1,12})?)"
+    r"[ \t]{0,3}[\"']?[ \t]{0,3}(?P<sep>:=|:{1,3}=?|=>|!?==?=?|[ \t]|/)[ \t]{0,3}[\"'(]?"
+    r"(?P<value>[^\s\"'`<>;,(){}\[\]]{8,1024})(?![^\s\"'`<>;,(){}\[\]])"
+)
+_NOT_A_SECRET_LABEL = re.compile(
+    r"(?i)public|publish|csrf|xsrf|authenticity|schema|store|file|vault|select|mesh|name|path|url|type|size|len|mask|"
+    r"hash|format|algo|dir|prefix|id$|_id|length|count|word_?list|pattern|regex|timeout|expir|ttl"
+)
+_NOT_SECRET_BEFORE = re.compile(
+    r"(?i)public|publish|csrf|xsrf|authenticity|anti.?forgery|(?:id|Id|ID|sha\d*|hash|digest|checksum|image/\w+)"
+    r"[\"'\s]*[:=]+[\s\"']*$"
+)
+"""A label right before a token that names it public, per-request, an id, a digest or an image."""
+_CODE = re.compile(r"[(){}\[\]$<>\\`]|^(?:self|this|os|process|env|config|settings|args|kwargs|params|options)\.")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_]*[0-9]?")
+_LETTER_RUN = re.compile(r"[A-Z]?[a-z]{4,}|[A-Z]{5,}")
+_FIVE_CONSONANTS = re.compile(r"[b-df-hj-np-tv-xz]{5}", re.IGNORECASE)
+_VENDOR_PREFIX = re.compile(r"[A-Za-z]{2,10}[0-9]{0,2}[_-]")
+
+
+def _wordy(text: str) -> int:
+    """How many characters of `text` are in pronounceable letter runs (a quarter to two thirds vowels, no five
+    consonants in a row): words and names have many, random letters few."""
+    size = 0
+    for run in _LETTER_RUN.findall(text):
+        vowels = sum(c in "aeiouyAEIOUY" for c in run)
+        if 0.25 <= vowels / len(run) <= 0.67 and not _FIVE_CONSONANTS.search(run):
+            size += len(run)
+    return size
+
+
+def _host(text: str) -> bool:
+    """A host name as people write one: dotted labels in one letter case (`api.example.com`)."""
+    return (text.islower() or text.isupper()) and _HOST.fullmatch(text) is not None
+
+
+def _classes(text: str) -> tuple[bool, bool, bool]:
+    return (any(c.islower() for c in text), any(c.isupper() for c in text), any(c.isdigit() for c in text))
+
+
+def opaque_key(key: str | None) -> bool:
+    """Whether a member's name says its value is an id, a digest, a cursor, a path or a name (never a secret)."""
+    return key is not None and OPAQUE_KEY.search(normalize_key(key)) is not None
+
+
+def _not_secret_shape(token: str) -> bool:
+    """An opaque value that is no secret by its shape: a GUID, hex or digits, a URL, a path, an e-mail address, a
+    host name, a dotted name, a placeholder, a documentation value, a ciphertext, base64 of a binary file."""
+    if is_placeholder(token) or is_template(token) or documentation_value(token):
+        return True
+    if _GUID.fullmatch(token) or _HEX_OR_DIGITS.fullmatch(token) or "://" in token or token.startswith(("/", "./")):
+        return True
+    if _EMAIL.fullmatch(token) or _host(token) or _DOTTED.fullmatch(token):
+        return True
+    if token.startswith(("...", "…")) or token.endswith(("...", "…")):
+        return True  # an excerpt, elided
+    if names_a_key(token):
+        return True
+    return ciphertext(token, "") or decoded_binary(token, strict_magic=True)
+
+
+def _random(token: str) -> bool:
+    """The redactor's randomness rule (24+ characters); 16 to 23 need lower case, upper case, digits, few
+    word-like runs and 3.5 bits per character."""
+    if looks_random(token):
+        return True
+    if _BASE32.fullmatch(token):
+        # An OTP seed or a base32 key: upper case and 2-7 only, digits spread through it, no words.
+        digits = sum(c.isdigit() for c in token)
+        return digits >= 2 and 3 * _wordy(token) <= 2 * len(token) and shannon_entropy(token) >= 3.5
+    if not 16 <= len(token) < 24 or not all(_classes(token)) or _SHORT_ALPHABET.fullmatch(token) is None:
+        return False
+    return 3 * _wordy(token) < len(token) and shannon_entropy(token) >= 3.5
+
+
+def bare_secret(text: str) -> bool:
+    """Whether `text`, as a whole, is one random token of a credential's alphabet (see the module docstring)."""
+    token = text.strip().strip("\"'`")
+    if not 16 <= len(token) <= 1024 or _BARE.fullmatch(token) is None or _not_secret_shape(token):
+        return False
+    # An id and a secret joined (`<app id>|<secret>`, `<key id>.<secret>`): the longest part decides.
+    parts = [part for part in _TOKEN_PARTS.split(token) if part]
+    core = max(parts, key=len) if parts else ""
+    if len(core) >= 16 and _random(core):
+        return True
+    # A vendor's prefix (`glpat-`, `sk_live_`) is words, not randomness: the rest decides.
+    prefix = _VENDOR_PREFIX.match(core)
+    rest = core[prefix.end() :].lstrip("_-") if prefix is not None else ""
+    return len(rest) >= 16 and _random(rest)
+
+
+def short_line_secret(text: str) -> bool:
+    """Whether a short one-line value holds a token of 20+ characters that `bare_secret` calls random, and no
+    label before it says what else it is (`public_key`, `csrf-token`, `credentialId`, `image/png`)."""
+    line = text.strip()
+    if len(line) > MAX_LINE or "\n" in line:
+        return False
+    start = 0
+    for token in _SPLIT.split(line):
+        at = line.find(token, start)
+        start = at + len(token)
+        if len(token) >= 20 and bare_secret(token) and not _NOT_SECRET_BEFORE.search(line[max(0, at - 40) : at]):
+            return True
+    return False
+
+
+def credential_like(value: str, before: str = "") -> bool:
+    """Whether a labelled value could be a credential: not code, a template, a placeholder or a word."""
+    if value.endswith(("..", "…")):
+        return False  # an elided excerpt (`ops_eyJz..`)
+    text = value.rstrip(".,;:!?\\")
+    if len(text) < 8 or is_placeholder(text) or is_template(text) or ciphertext(text, before):
+        return False
+    if _CODE.search(text) or _DOTTED.fullmatch(text) or _IDENTIFIER.fullmatch(text) or _GUID.fullmatch(text):
+        return False
+    if "://" in text or text.startswith(("/", "./", "~")) or _EMAIL.fullmatch(text) or _host(text):
+        return False
+    if "/" in text and not bare_secret(text):
+        return False  # `master/iPp0@GRq`: a user and a password (or a path), judged as a pair elsewhere
+    if documentation_value(text, strict=False) or documentation_value(text) or decoded_binary(text, strict_magic=True):
+        return False
+    if names_a_key(text):
+        return False
+    lower, upper, digit = _classes(text)
+    if 2 * _wordy(text) > len(text):
+        return False
+    if lower and upper and digit:
+        return True
+    return len(text) >= 12 and (lower or upper) and digit and shannon_entropy(text) >= 3.3
+
+
+_WORD_GOES_ON = re.compile(r"[a-rt-z]|s[a-z]")
+"""A label followed by lower-case letters (but a plural `s`) is part of another word: `keying`, `tokenizer`."""
+_SECRET_WORD = re.compile(r"(?i)secret|passw|token|api[_-]?key|credential")
+_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-")
+
+
+def _name_before(text: str, end: int) -> tuple[str, str]:
+    """The part of a name that ends at `end` (at most 24 characters of `[A-Za-z0-9_.-]`), and the character
+    before the name (empty at the start)."""
+    start = end
+    while start > 0 and end - start < 24 and text[start - 1] in _NAME_CHARS:
+        start -= 1
+    return text[start:end], text[start - 1 : start]
+
+
+_LABEL_WORD = re.compile(r"p(?:a?s{0,2}wo?r?d|a?ss|w)|secret|token|key|auth|credential|nonce|salt|session|identified")
+"""Where `_LABEL` can start, in lower-cased text: found first, because a case-blind scan is several times slower."""
+
+
+def _labels(text: str) -> Iterator[re.Match[str]]:
+    low = text.lower()
+    if len(low) != len(text):  # a character whose lower case is longer: positions would not line up
+        yield from _LABEL.finditer(text)
+        return
+    for hit in _LABEL_WORD.finditer(low):
+        match = _LABEL.match(text, hit.start())
+        if match is not None:
+            yield match
+
+
+def labelled_secret(text: str) -> bool:
+    """Whether a line of `text` holds a credential's label and then a value that could be one."""
+    for match in _labels(text):
+        prefix, before = _name_before(text, match.start())
+        tail = match.group("tail")
+        if (before == "+" or (before == "/") != (match.group("sep") == "/")) or _NOT_A_SECRET_LABEL.search(
+            prefix + tail
+        ):
+            continue  # `/` only around a URL's path segment (`/token/<value>`), never inside base64
+        if _WORD_GOES_ON.match(tail):
+            continue  # `keying`, `tokenizer`: the label word goes on as another word
+        if _GUID.fullmatch(match.group("value")) and _SECRET_WORD.search(match.group(0)[: match.start("value")]):
+            return True  # a GUID is an id, unless the label says secret (`--secret-token <GUID>`)
+        if credential_like(match.group("value"), text[max(0, match.start() - 24) : match.start("value")]):
+            return True
+    return False
+
+
+def _decoded(text: str) -> Iterator[Any]:
+    """What `text` spells: `%XX`, base64, hex and gzip+base64 of text, and JSON (a structure or a string)."""
+    stripped = text.strip()
+    for decode in (decode_percent, decode_gzip_base64, decode_base64, decode_hex):
+        try:
+            got = decode(stripped)
+        except (ValueError, TypeError):
+            got = None
+        if got is not None and got[0] != stripped:
+            yield got[0]
+    if stripped[:1] in ("{", "[", '"') and stripped[-1:] in ("}", "]", '"'):
+        try:
+            parsed = orjson.loads(stripped)
+        except orjson.JSONDecodeError:
+            return
+        yield parsed
+
+
+def _text_holds(text: str, key: str | None, depth: int) -> bool:
+    if not MIN_TEXT <= len(text) <= MAX_TEXT:
+        return False
+    last = depth >= MAX_DEPTH  # (or not decoding: then base64 of text is not read either, even by `looks_random`)
+    bare = key is not None and not opaque_key(key) and not (last and decode_base64(text.strip()) is not None)
+    if bare and (bare_secret(text) or short_line_secret(text)):
+        return True
+    if labelled_secret(text):
+        return True
+    if depth >= MAX_DEPTH:
+        return False
+    return any(holds_secret(view, key, depth + 1) for view in _decoded(text))
+
+
+def holds_secret(value: Any, key: str | None = None, depth: int = 0, nesting: int = 0) -> bool:
+    """Whether `value` (an argument's value under `key`, or a structure of them) holds a secret by these rules.
+    `depth=MAX_DEPTH`: judged as spelled, no decoded view."""
+    if isinstance(value, str):
+        return _text_holds(value, key, depth)
+    if nesting >= 64:
+        return False
+    if isinstance(value, Mapping):
+        return any(
+            holds_secret(item, name if isinstance(name, str) else None, depth, nesting + 1)
+            for name, item in value.items()
+        )
+    if isinstance(value, list | tuple):
+        return any(holds_secret(item, key, depth, nesting + 1) for item in value)
+    return False
+
+
+def scrubbed(value: Any, key: str | None = None, depth: int = 0, nesting: int = 0) -> Any:
+    """`value` with every string these rules find a secret in replaced by a marker (the same object when none)."""
+    if isinstance(value, str):
+        return f"[REDACTED:{ENTITY}]" if _text_holds(value, key, depth) else value
+    if nesting >= 64:
+        return value
+    if isinstance(value, Mapping):
+        items = {n: scrubbed(v, n if isinstance(n, str) else None, depth, nesting + 1) for n, v in value.items()}
+        return value if all(items[n] is value[n] for n in value) else items
+    if isinstance(value, list | tuple):
+        out = [scrubbed(item, key, depth, nesting + 1) for item in value]
+        return value if all(a is b for a, b in zip(out, value, strict=True)) else out
+    return value

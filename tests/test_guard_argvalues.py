@@ -1,0 +1,193 @@
+"""The request guard's own rules for argument values (`interceptors/transforms/argvalues.py`): a whole value that is
+one random token, random tokens in a short line, a labelled value in a line; each also read decoded; refusals name
+the member, never the value."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import random
+import string
+import uuid
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from interceptors.transforms.argvalues import bare_secret, credential_like, holds_secret, labelled_secret, opaque_key
+from interceptors.transforms.entities import looks_random
+from interceptors.transforms.guard import SecretGuard, SecretsRefused
+
+GUARD = SecretGuard({})
+NEUTRAL_KEYS = ("query", "text", "q", "input", "note", "value", "name", "content")
+_BASE62 = string.ascii_letters + string.digits
+
+
+def _token(seed: int, size: int = 40, alphabet: str = _BASE62) -> str:
+    rng = random.Random(seed)
+    return "".join(rng.choice(alphabet) for _ in range(size))
+
+
+def _encodings(text: str) -> list[str]:
+    return [
+        text,
+        base64.b64encode(text.encode()).decode(),
+        text.encode().hex(),
+        "".join(f"%{b:02X}" for b in text.encode()),
+        json.dumps({"note": text}),
+        json.dumps(json.dumps({"note": text})),
+    ]
+
+
+@given(st.integers(0, 2**32), st.sampled_from(NEUTRAL_KEYS), st.sampled_from(range(6)), st.integers(24, 64))
+def test_a_random_token_as_a_whole_value_is_refused_in_any_encoding(
+    seed: int, key: str, encoding: int, size: int
+) -> None:
+    """Whatever the engine's randomness rule calls random (and no opaque shape) is a secret as an argument's value,
+    spelled as it is or encoded."""
+    token = _token(seed, size)
+    assume(looks_random(token))
+    payload = _encodings(token)[encoding]
+    assert GUARD.findings({key: payload})[1]
+
+
+@given(st.integers(0, 2**32), st.sampled_from(NEUTRAL_KEYS))
+def test_opaque_non_secrets_pass_under_any_name(seed: int, key: str) -> None:
+    """GUIDs, digests, URLs, paths, e-mail addresses, host names and numbers are ids, not secrets."""
+    rng = random.Random(seed)
+    raw = rng.randbytes(32)
+    for value in (
+        str(uuid.UUID(bytes=raw[:16])),
+        str(uuid.UUID(bytes=raw[:16])).upper(),
+        hashlib.sha1(raw).hexdigest(),
+        hashlib.sha256(raw).hexdigest(),
+        f"https://example.com/items/{raw.hex()[:12]}?page=2",
+        f"/home/user/projects/{raw.hex()[:8]}/main.py",
+        f"user.{raw.hex()[:6]}@example.com",
+        f"build-{raw.hex()[:6]}.internal.example.com",
+        str(rng.randrange(10**20)),
+    ):
+        assert not holds_secret({key: value}), value
+        assert not GUARD.findings({key: value})[1], value
+
+
+OPAQUE_KEYS = ("file_id", "fileId", "cursor", "nextPageToken_cursor", "sha256", "etag")
+
+
+@given(st.integers(0, 2**32), st.sampled_from(OPAQUE_KEYS))
+def test_a_name_that_says_id_or_digest_keeps_a_bare_token(seed: int, key: str) -> None:
+    assert opaque_key(key)
+    assert not holds_secret({key: _token(seed)})
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "pass:IhqSb1Gg",
+        "-pw:dipPr144Gg!",
+        "PSSWORD:=FlUgeGeHeImEn08",
+        "password for master:IhqSb1Gg",
+        'gi_reo_gi_credential = "K2u6mFw8wJOsAf"',
+        "ALTER USER username IDENTIFIED BY SqLpa5sW0rD;",
+        "nonce = 'bsfcvir57nt40rydvtbhs8lzbgljmet5'",
+        "--super-secret_token 1ace4d19-fa7e-b4e2-c3f0-9129474bcd81",  # a GUID, but the label says secret
+        "GET https://example.com/api/v2/token/OTI2NjA3NjU1NTI2Oh2DOnASdOHoIhEGyqIuYrdkYaQZ",  # a `/token/` segment
+    ],
+)
+def test_a_labelled_value_in_a_line_is_refused(line: str) -> None:
+    assert labelled_secret(line)
+    refused = GUARD.findings({"query": f"run this: {line}"})[1]
+    assert refused
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "password = get_password()",
+        "token = self.token",
+        "key: ${API_KEY}",
+        "password: <your password>",
+        "secret = settings.SECRET_KEY",
+        'public_key = "9Cnzj4p4WGeKLs1Pt8QuKUpRKfFLfRYC9AIKjbJTWit"',
+        "key_file=/etc/ssl/private/server.key",
+        "password: changeme",
+        "the token expires in 3600 seconds",
+        "api_key=example-key-for-docs",
+        "minisat-master-keying:x64-uwp=fail",  # `keying`: the label word goes on as another word
+        "fn::secret: ops_eyJzaWduSW5B..[Redacted]",  # an elided excerpt
+        "id/pw/port:master/IhqSb1Gg/xxxx",  # a user and a password written as a pair (documentation)
+        "key AKIAZ7QW3RT5YU8OP2LM",  # an AWS access key id names a key: the guard passes it by design
+    ],
+)
+def test_code_templates_and_prose_after_a_label_pass(line: str) -> None:
+    assert not labelled_secret(line)
+    assert not holds_secret({"query": line})
+
+
+def test_short_lines_and_documents() -> None:
+    token = _token(7)
+    assert looks_random(token)
+    assert holds_secret({"query": f"deploy with {token} please"})  # a short line: read token by token
+    assert not holds_secret({"query": f"notes\n{'word ' * 60}\n{token}"})  # a document: the detectors' call
+    assert not holds_secret({"query": f"csrf-token={token}"})  # a per-request token by its label
+    assert not holds_secret({"query": f'"credentialId": "{token}"'})  # an id by its label
+    assert not bare_secret(f"...{token}...")  # an elided excerpt
+
+
+def test_base32_seeds_and_vendor_prefixes() -> None:
+    assert bare_secret("JERZOR2XLQYTUQG7YBZYHLK3KSLRYTWB")  # an OTP seed
+    assert not bare_secret("AKIAQWADE5R42RDZ4JEM")  # an AWS key's id half names a key
+    assert not bare_secret("AKIAZ7QW3RT5YU8OP2LM")
+    assert not bare_secret("ABCDEFGHIJKLMNOPQRSTUVWX")  # no digits: a run of letters
+    assert bare_secret("glpat-8d5ri2n9g85LAnC9YW85.01.cgpAsnEmP")  # a prefix set apart, mixed case: no host name
+    assert not bare_secret("build-7f3a9.ci.internal.example.com")
+    assert not labelled_secret("see https://example.com/docs/token/overview")  # a word after `/token/`
+
+
+def test_base64_of_an_image_is_not_a_secret() -> None:
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + random.Random(1).randbytes(60)).decode()
+    assert not bare_secret(png)
+
+
+def test_a_refusal_names_the_member_never_the_value() -> None:
+    token = _token(11)
+    assert looks_random(token)
+    arguments: dict[str, Any] = {"options": {"mode": "fast", "extra": [1, {"blob": quote(token)}]}, "q": "hi"}
+    _, found = GUARD.findings(arguments)
+    assert found == {"secret_value": 1}
+    pointer = GUARD.locate(arguments, "/arguments")
+    assert pointer == "/arguments/options/extra/1/blob"
+    message = str(SecretsRefused(found, pointer))
+    assert token not in message and quote(token) not in message
+
+
+def test_a_completion_value_is_judged_under_its_argument_name() -> None:
+    token = _token(13)
+    assert GUARD.findings(token, None, "name")[1]
+    assert not GUARD.findings(token)[1]  # a bare string with no name: a URI's view, an id by nature
+    assert not GUARD.findings(token, None, "file_id")[1]
+
+
+def test_redact_replaces_only_the_member() -> None:
+    token = _token(17)
+    guard = SecretGuard({"action": "redact"})
+    new, found = guard.findings({"q": "hello", "key_material": token})
+    assert found and new == {"q": "hello", "key_material": "[REDACTED:secret_value]"}
+
+
+def test_the_rules_can_be_turned_off_and_decode_false_reads_as_spelled() -> None:
+    token = _token(19)
+    assert not SecretGuard({"argument_values": False}).findings({"q": token})[1]
+    line = base64.b64encode(b"pass:IhqSb1Gg").decode()
+    assert GUARD.findings({"q": line})[1]
+    assert not SecretGuard({"decode": False}).findings({"q": line})[1]
+
+
+@given(st.text(max_size=80), st.sampled_from(NEUTRAL_KEYS))
+def test_any_text_is_judged_without_error(text: str, key: str) -> None:
+    holds_secret({key: text})
+    credential_like(text)
+    labelled_secret(text)
