@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, cast
 
 import anyio
+import orjson
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, InitializeRequestParams, RequestParams
@@ -262,7 +263,7 @@ class ExpressLane:
 
     def _success(self, request_id: int | str, result: dict[str, Any]) -> bytes:
         if self._era is not Era.MODERN:
-            return dumps_exact({"jsonrpc": "2.0", "id": request_id, "result": result}) + b"\n"
+            return _line_of({"jsonrpc": "2.0", "id": request_id, "result": result})
         # As the SDK shapes a 2026-era result: resultType required, the serverInfo stamp merged into `_meta`.
         if result.get("resultType") is None:
             result["resultType"] = "complete"
@@ -271,7 +272,15 @@ class ExpressLane:
             result["_meta"] = {SERVER_INFO_META_KEY: self._server_info}
         elif isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None:
             result["_meta"] = {**meta, SERVER_INFO_META_KEY: self._server_info}
-        return dumps_exact({"jsonrpc": "2.0", "id": request_id, "result": result}) + b"\n"
+        return _line_of({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def _line_of(reply: dict[str, Any]) -> bytes:
+    """A reply's line: `dumps_exact` (integers beyond 64 bits written exactly), its newline appended by orjson."""
+    try:
+        return orjson.dumps(reply, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:
+        return dumps_exact(reply) + b"\n"
 
 
 def _ignore(task: asyncio.Task[None]) -> None:
