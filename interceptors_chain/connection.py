@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, Protocol
 
 from mcp import types
@@ -31,15 +31,35 @@ class Connection(Protocol):
     async def request(self, method: str, params: dict[str, Any], timeout_s: float | None) -> dict[str, Any]: ...
 
 
-class LocalInvoke(Protocol):
-    """A connection's optional typed path to a host in this process (`HostConnection.invoke_local`).
+LocalReply = tuple[InvokeResult, dict[str, Any]]
+"""An in-process host's reply: the result and its (fresh) wire form."""
+
+
+class PassMemo:
+    """One execution's record for the in-process hosts it invokes (`LocalStart`'s `memo`): the last payload and
+    its JSON, the context and what its copies are decoded from. A host encodes once per payload and context and
+    decodes a private copy per interceptor from that. Keyed by identity and made per execution: while one runs,
+    neither its payload nor its context changes (handlers get copies; a mutator's output is a new object)."""
+
+    __slots__ = ("context", "encoded", "payload", "sent")
+
+    def __init__(self) -> None:
+        self.payload: Any = None
+        self.encoded: bytes | None = None
+        self.context: InvocationContext | None = None
+        self.sent: tuple[bool, bytes] | None = None
+
+
+class LocalStart(Protocol):
+    """A connection's optional typed path to a host in this process (`HostConnection.start_local`).
 
     Same contract as `interceptor/invoke` over `request`, without building and reading wire dicts: raises
-    `InterceptorRpcError` where a host answers an error, returns the result and its (fresh) wire form. The
-    invoker enforces the timeout itself, so none is passed.
+    `InterceptorRpcError` where a host answers an error, and returns the reply at once when the handler ran on
+    the caller's stack (a sync handler registered `inline`), else a coroutine to await for it (having run no
+    handler yet). The invoker enforces the timeout itself, so none is passed.
     """
 
-    async def __call__(
+    def __call__(
         self,
         name: str,
         event: str,
@@ -47,18 +67,9 @@ class LocalInvoke(Protocol):
         payload: Any,
         config: Mapping[str, Any] | None,
         context: InvocationContext | None,
-    ) -> tuple[InvokeResult, dict[str, Any]]: ...
-
-
-InlineInvoke = Callable[
-    [str, str, Phase, Any, Mapping[str, Any] | None, InvocationContext | None],
-    tuple[InvokeResult, dict[str, Any]] | None,
-]
-"""A connection's optional synchronous path to a host in this process (`HostConnection.invoke_inline`): `LocalInvoke`
-(same arguments) run to its end on the caller's stack, for an interceptor whose handler never suspends; None,
-having checked and run nothing, when this invoke cannot run so (the invoker then awaits `LocalInvoke`). It may
-decline for the interceptor's name or for the payload alone, never for anything else: the chain counts on one
-payload being declined for every validator of a run alike."""
+        memo: PassMemo | None = None,
+        /,
+    ) -> LocalReply | Coroutine[Any, Any, LocalReply]: ...
 
 
 ExpressRequest = Callable[[ClientSession, str, dict[str, Any], float | None], Awaitable[dict[str, Any]]]

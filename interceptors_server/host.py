@@ -45,6 +45,7 @@ from interceptors.outcomes import (
 )
 from interceptors.wire import InvokeResult, MutationResult, ValidationResult
 from interceptors_chain.concurrency import on_asyncio
+from interceptors_chain.connection import PassMemo
 
 from .workers import in_worker
 
@@ -261,7 +262,7 @@ class InterceptorHost:
     async def invoke(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
         """Run one interceptor. Every failure is an InterceptorRpcError, never a "successful" result."""
         answer = self.start(params)
-        return answer if type(answer) is dict else await answer  # type: ignore[misc]
+        return answer if isinstance(answer, dict) else await answer
 
     def runs_inline(self, name: str) -> bool:
         """Whether `name`'s handler runs on the caller's task without suspending (a sync handler registered
@@ -293,16 +294,29 @@ class InterceptorHost:
         payload: Any,
         config: Mapping[str, Any] | None,
         context: InvocationContext | None,
+        memo: PassMemo | None = None,
     ) -> tuple[InvokeResult, dict[str, Any]] | Coroutine[Any, Any, tuple[InvokeResult, dict[str, Any]]]:
         """`start` for a caller in this process that holds typed values and enforces its own timeout: the result
         and its fresh wire form (nothing in either the handler's objects), or a coroutine to await for them.
 
-        Nothing is parsed from or written to wire dicts but the reply; the same isolation and errors as `start`."""
+        Nothing is parsed from or written to wire dicts but the reply; the same isolation and errors as `start`.
+        `memo`: the caller's record for one execution (`interceptors_chain.connection.PassMemo`), so that the
+        payload's JSON is made once per pass and the principal's claims' once per execution, however many
+        interceptors get a copy decoded from them."""
         compiled = self._admitted(name, event, phase, config)
         if context is not None and context.principal is not None:
             # As over the wire: the principal's claims are the caller's objects (see `_own_claims`).
-            context = _sent_context(context)
-        return self._pass(compiled, event, phase, payload, config, context, None, _answer, True)
+            context = _sent_context(context, memo)
+        encoded = None
+        if memo is not None:
+            if memo.payload is payload and memo.encoded is not None:
+                encoded = memo.encoded
+                if self.max_payload_bytes is not None and len(encoded) > self.max_payload_bytes:
+                    raise self._oversized(encoded)
+            else:
+                encoded = self._encoded(payload)
+                memo.payload, memo.encoded = payload, encoded
+        return self._pass(compiled, event, phase, payload, config, context, None, _answer, True, encoded)
 
     async def invoke_local(
         self,
@@ -312,42 +326,11 @@ class InterceptorHost:
         payload: Any,
         config: Mapping[str, Any] | None,
         context: InvocationContext | None,
+        memo: PassMemo | None = None,
     ) -> tuple[InvokeResult, dict[str, Any]]:
-        """`start_local`, awaited when it must be (`interceptors_chain.connection.LocalInvoke`)."""
-        reply = self.start_local(name, event, phase, payload, config, context)
-        return reply if type(reply) is tuple else await reply  # type: ignore[misc]
-
-    def invoke_inline(
-        self,
-        name: str,
-        event: str,
-        phase: Phase,
-        payload: Any,
-        config: Mapping[str, Any] | None,
-        context: InvocationContext | None,
-    ) -> tuple[InvokeResult, dict[str, Any]] | None:
-        """`start_local` when it runs to its end on the caller's stack (`interceptors_chain.connection.InlineInvoke`):
-        None, having checked and run nothing, when `name`'s handler is not a sync one registered `inline`, or for
-        the payload alone: it cannot be encoded, or its JSON is above `INLINE_MAX_PAYLOAD_BYTES` (it must not stall
-        the loop). Every invoke of one payload is then declined alike, and the caller awaits `invoke_local`."""
-        entries = self._compiled if Registry.changes == self._seen_changes else self._entries()  # (its fast path)
-        compiled = entries.get(name)
-        if compiled is None or not compiled.runs_inline:
-            return None
-        try:
-            encoded = dumps(payload)
-        except TypeError:
-            return None
-        if len(encoded) > INLINE_MAX_PAYLOAD_BYTES:
-            return None
-        self._admitted(name, event, phase, config)  # admission first, then the payload's size (as `start_local`)
-        if self.max_payload_bytes is not None and len(encoded) > self.max_payload_bytes:
-            raise self._oversized(encoded)
-        if context is not None and context.principal is not None:
-            context = _sent_context(context)
-        reply = self._pass(compiled, event, phase, payload, config, context, None, _answer, True, encoded)
-        assert type(reply) is tuple  # a handler that never suspends, on a payload it runs inline for
-        return reply
+        """`start_local`, awaited when it must be."""
+        reply = self.start_local(name, event, phase, payload, config, context, memo)
+        return reply if isinstance(reply, tuple) else await reply
 
     def _pass(
         self,
@@ -522,9 +505,35 @@ def _reply(name: str, result: InvokeResult, encoded: bytes) -> tuple[InvokeResul
     return _from_fresh_wire(result, wire), wire
 
 
-def _sent_context(context: InvocationContext) -> InvocationContext:
+def _sent_context(context: InvocationContext, memo: PassMemo | None = None) -> InvocationContext:
     """The context as a JSON round trip delivers it: the claims copied, every field checked as `from_wire` checks
-    it. When every field is already a plain string (the common case), only the claims make the round trip."""
+    it. When every field is already a plain string (the common case), only the claims make the round trip. The
+    JSON is made once per execution (`memo`, kept by the chain for its run) and read once per invoke: each handler
+    gets claims of its own."""
+    if memo is not None and memo.context is context:
+        sent = memo.sent
+    else:
+        sent = _context_json(context)
+        if memo is not None:
+            memo.context, memo.sent = context, sent
+    if sent is None:
+        return context  # nothing in it is anyone's object: frozen, and strings only
+    whole, encoded = sent
+    try:
+        if whole:
+            return InvocationContext.from_wire(loads(encoded))
+    except WireError as exc:
+        raise _unsendable(exc.path) from None
+    principal = context.principal
+    assert principal is not None
+    # Built directly: `dataclasses.replace` costs several times more, on every invoke of every chain.
+    copied = Principal(principal.type, principal.id, loads(encoded))
+    return InvocationContext(copied, context.trace_id, context.span_id, context.timestamp, context.session_id)
+
+
+def _context_json(context: InvocationContext) -> tuple[bool, bytes] | None:
+    """What `_sent_context` decodes per invoke: (True, the whole context's wire JSON) when some field is not a plain
+    string, (False, the claims' JSON) when only the claims are anyone's objects, None when nothing is."""
     principal = context.principal
     assert principal is not None
     trace_id, span_id, session_id, claims = context.trace_id, context.span_id, context.session_id, principal.claims
@@ -539,18 +548,16 @@ def _sent_context(context: InvocationContext) -> InvocationContext:
     )
     try:
         if not plain:
-            return InvocationContext.from_wire(loads(dumps(context.to_wire())))
-        if claims is None:
-            return context  # nothing in it is anyone's object: frozen, and strings only
-        claims = loads(dumps(claims))
-    except (TypeError, WireError) as exc:
-        field = exc.path if isinstance(exc, WireError) else "context"
-        raise InterceptorRpcError(
-            INVALID_PARAMS, "invalid interceptor/invoke params: context cannot be sent", {"field": field}
-        ) from None
-    # Built directly: `dataclasses.replace` costs several times more, on every invoke of every chain.
-    copied = Principal(principal.type, principal.id, claims)
-    return InvocationContext(copied, trace_id, span_id, context.timestamp, session_id)
+            return True, dumps(context.to_wire())
+        return None if claims is None else (False, dumps(claims))
+    except TypeError:
+        raise _unsendable("context") from None
+
+
+def _unsendable(field: str) -> InterceptorRpcError:
+    return InterceptorRpcError(
+        INVALID_PARAMS, "invalid interceptor/invoke params: context cannot be sent", {"field": field}
+    )
 
 
 def _admit(compiled: _Compiled, event: str, phase: Phase, config: Mapping[str, Any] | None) -> _Compiled:
