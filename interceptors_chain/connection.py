@@ -15,6 +15,7 @@ from interceptors import InvocationContext, Phase
 from interceptors.errors import OLD_SEP_TIMEOUT
 from interceptors.wire import InvokeResult
 
+from . import _sdk
 from .failures import ConnectionLost, InvokerFailure
 
 _ENVELOPE_KEYS = ("resultType", "_meta")
@@ -97,7 +98,7 @@ class SessionConnection:
         who: str = "the server",
     ) -> None:
         self.session = session
-        self._fast = _has_raw_path(session)
+        self._fast = _sdk.has_raw_path(session)
         self._express = express
         self._closed = closed
         self.who = who
@@ -127,26 +128,11 @@ class SessionConnection:
         stdio pipe does), else the session's state or the SDK's own wording for an abandoned request."""
         if self._closed is not None:
             return self._closed()
-        return _session_closed(self.session) or (exc.error.message in _TRANSPORT_TEXTS and exc.error.data is None)
+        return _sdk.session_closed(self.session) or (exc.error.message in _TRANSPORT_TEXTS and exc.error.data is None)
 
 
-# The SDK's private API, used in these two functions only. `send_request` builds a pydantic request
-# model, dumps it (walking the whole payload) and validates the result against spec tables that never
-# cover extension methods: a sixth of an in-memory round trip. We stamp the era envelope and send the
-# raw request instead; if the SDK ever moves these attributes, `send_request` is used again.
-def _has_raw_path(session: ClientSession) -> bool:
-    dispatcher = getattr(session, "_dispatcher", None)
-    return callable(getattr(session, "_stamp", None)) and callable(getattr(dispatcher, "send_raw_request", None))
-
-
-async def _send_raw(session: Any, method: str, params: dict[str, Any], timeout_s: float | None) -> dict[str, Any]:
-    data: dict[str, Any] = {"method": method, "params": dict(params)}  # the stamp adds `_meta` to params
-    options: dict[str, Any] = {}
-    session._stamp(data, options)
-    timeout = timeout_s if timeout_s is not None else getattr(session, "_session_read_timeout_seconds", None)
-    if timeout is not None:
-        options["timeout"] = timeout
-    result = await session._dispatcher.send_raw_request(method, data["params"], options)
+async def _send_raw(session: ClientSession, method: str, params: dict[str, Any], timeout_s: float | None) -> Any:
+    result = await _sdk.send_raw(session, method, params, timeout_s)
     if not isinstance(result, dict):
         raise TypeError("the result of an extension method must be an object")
     return result
@@ -161,11 +147,6 @@ def strip_envelope(result: dict[str, Any]) -> dict[str, Any]:
 
 # What the SDK's transports answer in place of a reply that can never come (not a server's own words).
 _TRANSPORT_TEXTS = frozenset({"Connection closed", "SSE stream ended without a response"})
-
-
-def _session_closed(session: ClientSession) -> bool:
-    """Whether the session's dispatcher saw its transport end (the SDK's private state, read here only)."""
-    return getattr(getattr(session, "_dispatcher", None), "_closed", None) is True
 
 
 def is_timeout_answer(code: int, data: Any) -> bool:
