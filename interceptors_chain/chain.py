@@ -271,6 +271,8 @@ class Chain:
         run = _Run(
             self, event, phase, context, deadline, _GENERAL if deadline is not None else self._run_kind(key, plan)
         )
+        if len(plan.validators) + len(plan.mutators) > 1 and run.local:
+            run.memo = PassMemo()  # (one invoke has nothing to share)
         if _tracing.TRACER is not None:
             run.span = _tracing.start_chain(event, phase, direction, plan, run.wire_context())
         result = ExecutionResult(Status.SUCCESS, event, phase, direction)
@@ -500,8 +502,9 @@ class _Run:
         """Every invoke's handler runs on the caller's stack: the validators one after another (`_attempts`)."""
         self.attempt = self.local_attempt if self.local else self._general_attempt
         """One invoke, awaited."""
-        self.memo = PassMemo()
-        """What the in-process hosts encode once per payload and context (see `PassMemo`)."""
+        self.memo: PassMemo | None = None
+        """What the in-process hosts encode once per payload and context, when the run has more than one invoke
+        (see `PassMemo`)."""
         self._wire_context: dict[str, Any] | None = None
         self.span: Any = None  # the execution's span when tracing is on
 

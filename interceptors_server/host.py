@@ -303,19 +303,22 @@ class InterceptorHost:
         `memo`: the caller's record for one execution (`interceptors_chain.connection.PassMemo`), so that the
         payload's JSON is made once per pass and the principal's claims' once per execution, however many
         interceptors get a copy decoded from them."""
-        compiled = self._admitted(name, event, phase, config)
+        entries = self._compiled if Registry.changes == self._seen_changes else self._entries()  # (its fast path)
+        compiled = entries.get(name)
+        if compiled is None or config is not None or (event, phase) not in compiled.admitted:
+            compiled = self._admitted(name, event, phase, config)
         if context is not None and context.principal is not None:
             # As over the wire: the principal's claims are the caller's objects (see `_own_claims`).
             context = _sent_context(context, memo)
-        encoded = None
-        if memo is not None:
-            if memo.payload is payload and memo.encoded is not None:
-                encoded = memo.encoded
-                if self.max_payload_bytes is not None and len(encoded) > self.max_payload_bytes:
-                    raise self._oversized(encoded)
-            else:
-                encoded = self._encoded(payload)
-                memo.payload, memo.encoded = payload, encoded
+        if memo is None:
+            encoded = self._encoded(payload)
+        elif memo.payload is payload and memo.encoded is not None:
+            encoded = memo.encoded
+            if self.max_payload_bytes is not None and len(encoded) > self.max_payload_bytes:
+                raise self._oversized(encoded)
+        else:
+            encoded = memo.encoded = self._encoded(payload)
+            memo.payload = payload
         return self._pass(compiled, event, phase, payload, config, context, None, _answer, True, encoded)
 
     async def invoke_local(
