@@ -11,7 +11,7 @@ import contextvars
 import functools
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from typing import Any
 
@@ -40,7 +40,7 @@ from interceptors.outcomes import REQUESTER_ERROR_KEY, SUBSTITUTE_RESULT_KEY
 
 from . import tracing as _tracing
 from .concurrency import gather
-from .connection import Connection, SessionConnection, is_timeout_answer
+from .connection import Connection, LocalReply, PassMemo, SessionConnection, is_timeout_answer
 from .failures import InvokerFailure, describe
 from .plan import Plan, PlanEntry, ServerEntry, compile_plan
 from .policy import ExecutionHandler, HandlerOutcome, InterceptorOverride, InvokeCall
@@ -225,10 +225,11 @@ class Chain:
     def _run_kind(self, key: tuple[str, Phase, Direction], plan: Plan) -> int:
         """How an execution of `plan` may invoke, when no setting of the chain needs a cancel scope or a coroutine
         around an invoke (a timeout, a deadline, an execution handler, tracing): `_LOCAL` when every interceptor
-        is in process with no timeout of its own (each invoke a bare call of `LocalInvoke`), `_INLINE` when each
-        also has a sync handler registered `inline` (each a function call, `InlineInvoke`); else `_GENERAL`. The
-        plan's part is found once per plan (hosts only ever add interceptors, so a planned one keeps its
-        handler); the chain's settings are read each time."""
+        is in process with no timeout of its own (each invoke a bare call of `LocalStart`, awaited only when its
+        handler may suspend), `_INLINE` when each also has a sync handler registered `inline` (each a function
+        call, and the validators run one after another rather than gathered); else `_GENERAL`. The plan's part is
+        found once per plan (hosts only ever add interceptors, so a planned one keeps its handler); the chain's
+        settings are read each time."""
         if self.execution_handler is not None or _tracing.TRACER is not None or self.deadline_ms is not None:
             return _GENERAL
         if self.default_timeout_ms:
@@ -270,6 +271,8 @@ class Chain:
         run = _Run(
             self, event, phase, context, deadline, _GENERAL if deadline is not None else self._run_kind(key, plan)
         )
+        if len(plan.validators) + len(plan.mutators) > 1 and run.local:
+            run.memo = PassMemo()  # (one invoke has nothing to share)
         if _tracing.TRACER is not None:
             run.span = _tracing.start_chain(event, phase, direction, plan, run.wire_context())
         result = ExecutionResult(Status.SUCCESS, event, phase, direction)
@@ -319,7 +322,10 @@ class Chain:
                 return await run.local_attempt(entry, payload)
             try:
                 with anyio.fail_after(limit):
-                    reply = await local(entry.info.name, run.event, run.phase, payload, entry.config, run.context)
+                    started_reply = local(
+                        entry.info.name, run.event, run.phase, payload, entry.config, run.context, run.memo
+                    )
+                    reply = started_reply if isinstance(started_reply, tuple) else await started_reply
             except TimeoutError:
                 return _failed(entry, "timeout", AbortKind.TIMEOUT, mode, _since(started))
             except Exception as exc:
@@ -370,7 +376,7 @@ class Chain:
 def _entry_runs_inline(entry: PlanEntry) -> bool:
     """In process with a synchronous path, no timeout of its own, and a sync handler registered `inline`."""
     server = entry.server
-    if server.inline is None or server.runs_inline is None or entry.timeout_ms:
+    if server.local is None or server.runs_inline is None or entry.timeout_ms:
         return False
     return server.runs_inline(entry.info.name)
 
@@ -391,6 +397,20 @@ def _local_attempt(
         return _failed(entry, reason, AbortKind.FAILED, mode, duration)
     info = entry.info  # positional: records are built on every invoke, keywords cost half as much again
     return InvocationRecord(info.name, entry.server.name, info.type, mode, wire, None, None, False, duration), result
+
+
+async def _awaited_attempt(
+    entry: PlanEntry, reply: Coroutine[Any, Any, LocalReply], payload: Any, started: float
+) -> _Attempt:
+    try:
+        answer = await reply
+    except Exception as exc:
+        return _host_failure(entry, exc, entry.mode, started)
+    return _local_attempt(entry, answer, payload, entry.mode, started)
+
+
+def _itself(coroutine: Coroutine[Any, Any, _Attempt]) -> Coroutine[Any, Any, _Attempt]:
+    return coroutine
 
 
 def _failed(entry: PlanEntry, reason: str, kind: AbortKind, mode: Mode, duration: float) -> _Attempt:
@@ -458,7 +478,9 @@ def _checked(entry: PlanEntry, phase: Phase, payload: Any, wire: Any, mode: Mode
 class _Run:
     """The state of one execution: event, phase, context and the aggregate deadline."""
 
-    __slots__ = ("_wire_context", "attempt", "chain", "context", "deadline", "event", "inline", "phase", "span")
+    __slots__ = (
+        "_wire_context", "attempt", "chain", "context", "deadline", "event", "inline", "local", "memo", "phase", "span"
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -474,10 +496,15 @@ class _Run:
         self.phase = phase
         self.context = context
         self.deadline = deadline
+        self.local = kind != _GENERAL
+        """Every invoke a bare call of the in-process host (`start`), awaited only when it must be."""
         self.inline = kind == _INLINE
-        """Every invoke tried as a function call first (`Chain._run_kind`)."""
-        self.attempt = self.local_attempt if kind != _GENERAL else self._general_attempt
-        """One invoke, awaited: a bare in-process call on a run with nothing around its invokes."""
+        """Every invoke's handler runs on the caller's stack: the validators one after another (`_attempts`)."""
+        self.attempt = self.local_attempt if self.local else self._general_attempt
+        """One invoke, awaited."""
+        self.memo: PassMemo | None = None
+        """What the in-process hosts encode once per payload and context, when the run has more than one invoke
+        (see `PassMemo`)."""
         self._wire_context: dict[str, Any] | None = None
         self.span: Any = None  # the execution's span when tracing is on
 
@@ -493,47 +520,41 @@ class _Run:
         return await self.chain.invoke(entry, self, payload)
 
     async def local_attempt(self, entry: PlanEntry, payload: Any) -> _Attempt:
-        """One invoke of an in-process host (`LocalInvoke`) with no timeout or deadline around it."""
-        server = entry.server
-        local = server.local
+        """One invoke of an in-process host (`LocalStart`) with no timeout or deadline around it."""
+        attempt = self.start(entry, payload)
+        return attempt if isinstance(attempt, tuple) else await attempt
+
+    def start(self, entry: PlanEntry, payload: Any) -> _Attempt | Coroutine[Any, Any, _Attempt]:
+        """`local_attempt` as far as it goes on the caller's stack: the attempt when the handler ran here, else a
+        coroutine to await for it."""
+        local = entry.server.local
         assert local is not None
         started = time.perf_counter()
         try:
-            reply = await local(entry.info.name, self.event, self.phase, payload, entry.config, self.context)
+            reply = local(entry.info.name, self.event, self.phase, payload, entry.config, self.context, self.memo)
         except Exception as exc:
             return _host_failure(entry, exc, entry.mode, started)
-        return _local_attempt(entry, reply, payload, entry.mode, started)
-
-    def _inline_attempt(self, entry: PlanEntry, payload: Any) -> _Attempt | None:
-        """One invoke as a function call (`InlineInvoke`); None, having run nothing, when the host declines it."""
-        server = entry.server
-        assert server.inline is not None
-        started = time.perf_counter()
-        try:
-            reply = server.inline(entry.info.name, self.event, self.phase, payload, entry.config, self.context)
-        except Exception as exc:
-            return _host_failure(entry, exc, entry.mode, started)
-        return None if reply is None else _local_attempt(entry, reply, payload, entry.mode, started)
+        if isinstance(reply, tuple):
+            return _local_attempt(entry, reply, payload, entry.mode, started)
+        return _awaited_attempt(entry, reply, payload, started)
 
     async def _attempts(self, entries: tuple[PlanEntry, ...], payload: Any) -> list[_Attempt]:
         """Every validator's attempt, in plan order, concurrently. Each starts on the caller's task (see `gather`):
         one that completes without suspending, as an in-process validator usually does, costs no task. On an
         inline run each is a function call, in the context `gather` would give it (the first in the caller's,
-        each other in its own copy); the host declines for the payload alone, so if it declines the first it
-        declines them all, and they run as `gather` runs them."""
+        each other in its own copy); those the host must await (a payload above its inline size: for every one
+        alike) are then gathered."""
         if self.inline:
             base = contextvars.copy_context() if len(entries) > 1 else None  # taken before the first one runs
-            first = self._inline_attempt(entries[0], payload)
-            if first is not None:
-                found: list[_Attempt | None] = [first]
-                if base is not None:
-                    found.extend(base.copy().run(self._inline_attempt, entry, payload) for entry in entries[1:])
-                # A later decline cannot happen (planned interceptors keep their handlers; the payload is the
-                # same): were it to, that one is awaited here, in order, with the same outcome.
-                return [
-                    attempt if attempt is not None else await self.attempt(entry, payload)
-                    for entry, attempt in zip(entries, found, strict=True)
-                ]
+            found = [self.start(entries[0], payload)]
+            if base is not None:
+                found.extend(base.copy().run(self.start, entry, payload) for entry in entries[1:])
+            waiting = [index for index, attempt in enumerate(found) if not isinstance(attempt, tuple)]
+            if waiting:
+                done = await gather([functools.partial(_itself, found[index]) for index in waiting])  # type: ignore[arg-type]
+                for index, attempt in zip(waiting, done, strict=True):
+                    found[index] = attempt
+            return found  # type: ignore[return-value]
         return await gather([functools.partial(self.attempt, entry, payload) for entry in entries])
 
     async def validate(self, entries: tuple[PlanEntry, ...], payload: Any, out: ExecutionResult) -> None:
@@ -575,9 +596,11 @@ class _Run:
         """Mutators in order; a blocking failure stops the pass and releases nothing partial."""
         current = payload
         for entry in entries:
-            record, result = (self._inline_attempt(entry, current) if self.inline else None) or await self.attempt(
-                entry, current
-            )
+            if self.local:
+                attempt = self.start(entry, current)
+                record, result = attempt if isinstance(attempt, tuple) else await attempt
+            else:
+                record, result = await self.attempt(entry, current)
             out.results.append(record)
             if record.error is None:
                 if record.mode is Mode.ACTIVE:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, Protocol
 
 from mcp import types
@@ -15,6 +15,7 @@ from interceptors import InvocationContext, Phase
 from interceptors.errors import OLD_SEP_TIMEOUT
 from interceptors.wire import InvokeResult
 
+from . import _sdk
 from .failures import ConnectionLost, InvokerFailure
 
 _ENVELOPE_KEYS = ("resultType", "_meta")
@@ -31,15 +32,35 @@ class Connection(Protocol):
     async def request(self, method: str, params: dict[str, Any], timeout_s: float | None) -> dict[str, Any]: ...
 
 
-class LocalInvoke(Protocol):
-    """A connection's optional typed path to a host in this process (`HostConnection.invoke_local`).
+LocalReply = tuple[InvokeResult, dict[str, Any]]
+"""An in-process host's reply: the result and its (fresh) wire form."""
+
+
+class PassMemo:
+    """One execution's record for the in-process hosts it invokes (`LocalStart`'s `memo`): the last payload and
+    its JSON, the context and what its copies are decoded from. A host encodes once per payload and context and
+    decodes a private copy per interceptor from that. Keyed by identity and made per execution: while one runs,
+    neither its payload nor its context changes (handlers get copies; a mutator's output is a new object)."""
+
+    __slots__ = ("context", "encoded", "payload", "sent")
+
+    def __init__(self) -> None:
+        self.payload: Any = None
+        self.encoded: bytes | None = None
+        self.context: InvocationContext | None = None
+        self.sent: tuple[bool, bytes] | None = None
+
+
+class LocalStart(Protocol):
+    """A connection's optional typed path to a host in this process (`HostConnection.start_local`).
 
     Same contract as `interceptor/invoke` over `request`, without building and reading wire dicts: raises
-    `InterceptorRpcError` where a host answers an error, returns the result and its (fresh) wire form. The
-    invoker enforces the timeout itself, so none is passed.
+    `InterceptorRpcError` where a host answers an error, and returns the reply at once when the handler ran on
+    the caller's stack (a sync handler registered `inline`), else a coroutine to await for it (having run no
+    handler yet). The invoker enforces the timeout itself, so none is passed.
     """
 
-    async def __call__(
+    def __call__(
         self,
         name: str,
         event: str,
@@ -47,18 +68,9 @@ class LocalInvoke(Protocol):
         payload: Any,
         config: Mapping[str, Any] | None,
         context: InvocationContext | None,
-    ) -> tuple[InvokeResult, dict[str, Any]]: ...
-
-
-InlineInvoke = Callable[
-    [str, str, Phase, Any, Mapping[str, Any] | None, InvocationContext | None],
-    tuple[InvokeResult, dict[str, Any]] | None,
-]
-"""A connection's optional synchronous path to a host in this process (`HostConnection.invoke_inline`): `LocalInvoke`
-(same arguments) run to its end on the caller's stack, for an interceptor whose handler never suspends; None,
-having checked and run nothing, when this invoke cannot run so (the invoker then awaits `LocalInvoke`). It may
-decline for the interceptor's name or for the payload alone, never for anything else: the chain counts on one
-payload being declined for every validator of a run alike."""
+        memo: PassMemo | None = None,
+        /,
+    ) -> LocalReply | Coroutine[Any, Any, LocalReply]: ...
 
 
 ExpressRequest = Callable[[ClientSession, str, dict[str, Any], float | None], Awaitable[dict[str, Any]]]
@@ -86,7 +98,7 @@ class SessionConnection:
         who: str = "the server",
     ) -> None:
         self.session = session
-        self._fast = _has_raw_path(session)
+        self._fast = _sdk.has_raw_path(session)
         self._express = express
         self._closed = closed
         self.who = who
@@ -116,26 +128,11 @@ class SessionConnection:
         stdio pipe does), else the session's state or the SDK's own wording for an abandoned request."""
         if self._closed is not None:
             return self._closed()
-        return _session_closed(self.session) or (exc.error.message in _TRANSPORT_TEXTS and exc.error.data is None)
+        return _sdk.session_closed(self.session) or (exc.error.message in _TRANSPORT_TEXTS and exc.error.data is None)
 
 
-# The SDK's private API, used in these two functions only. `send_request` builds a pydantic request
-# model, dumps it (walking the whole payload) and validates the result against spec tables that never
-# cover extension methods: a sixth of an in-memory round trip. We stamp the era envelope and send the
-# raw request instead; if the SDK ever moves these attributes, `send_request` is used again.
-def _has_raw_path(session: ClientSession) -> bool:
-    dispatcher = getattr(session, "_dispatcher", None)
-    return callable(getattr(session, "_stamp", None)) and callable(getattr(dispatcher, "send_raw_request", None))
-
-
-async def _send_raw(session: Any, method: str, params: dict[str, Any], timeout_s: float | None) -> dict[str, Any]:
-    data: dict[str, Any] = {"method": method, "params": dict(params)}  # the stamp adds `_meta` to params
-    options: dict[str, Any] = {}
-    session._stamp(data, options)
-    timeout = timeout_s if timeout_s is not None else getattr(session, "_session_read_timeout_seconds", None)
-    if timeout is not None:
-        options["timeout"] = timeout
-    result = await session._dispatcher.send_raw_request(method, data["params"], options)
+async def _send_raw(session: ClientSession, method: str, params: dict[str, Any], timeout_s: float | None) -> Any:
+    result = await _sdk.send_raw(session, method, params, timeout_s)
     if not isinstance(result, dict):
         raise TypeError("the result of an extension method must be an object")
     return result
@@ -150,11 +147,6 @@ def strip_envelope(result: dict[str, Any]) -> dict[str, Any]:
 
 # What the SDK's transports answer in place of a reply that can never come (not a server's own words).
 _TRANSPORT_TEXTS = frozenset({"Connection closed", "SSE stream ended without a response"})
-
-
-def _session_closed(session: ClientSession) -> bool:
-    """Whether the session's dispatcher saw its transport end (the SDK's private state, read here only)."""
-    return getattr(getattr(session, "_dispatcher", None), "_closed", None) is True
 
 
 def is_timeout_answer(code: int, data: Any) -> bool:

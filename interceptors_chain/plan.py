@@ -8,7 +8,7 @@ from typing import Any
 
 from interceptors import Direction, InterceptorInfo, InterceptorType, Mode, Phase, hooks_match
 
-from .connection import Connection, InlineInvoke, LocalInvoke
+from .connection import Connection, LocalStart
 from .policy import InterceptorOverride
 
 
@@ -21,20 +21,16 @@ class ServerEntry:
     connection: Connection
     interceptors: tuple[InterceptorInfo, ...] = ()
     timeout_ms: int | None = None
-    local: LocalInvoke | None = None
-    """The connection's typed in-process path, when it has one (see `LocalInvoke`)."""
+    local: LocalStart | None = None
+    """The connection's typed in-process path, when it has one (see `LocalStart`)."""
     runs_inline: Callable[[str], bool] | None = None
     """With `local`: which interceptors never suspend (sync handlers registered `inline`)."""
-    inline: InlineInvoke | None = None
-    """With `local` and `runs_inline`: the synchronous path the invoker takes for those (see `InlineInvoke`)."""
 
     def __post_init__(self) -> None:
         if self.local is None:
-            self.local = getattr(self.connection, "invoke_local", None)
+            self.local = getattr(self.connection, "start_local", None)
         if self.local is not None and self.runs_inline is None:
             self.runs_inline = getattr(self.connection, "runs_inline", None)
-        if self.runs_inline is not None and self.inline is None:
-            self.inline = getattr(self.connection, "invoke_inline", None)
 
 
 @dataclass(frozen=True, slots=True)

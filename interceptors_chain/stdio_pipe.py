@@ -38,6 +38,7 @@ from interceptors.jsonlines import JunkLines, reply_problem, size_text, unreadab
 from interceptors.protocol.framing import LineSplitter, Oversized
 from interceptors.protocol.messages import recover_id
 
+from . import _sdk
 from .failures import MalformedReply
 
 logger = logging.getLogger("interceptors.remote")
@@ -124,11 +125,11 @@ class StdioPipe:
         if self._closed:
             raise MCPError(code=CONNECTION_CLOSED, message="Connection closed")
         data: dict[str, Any] = {"method": method, "params": dict(params)}
-        session._stamp(data, {})  # the era envelope, as the session stamps its own requests
+        _sdk.stamp(session, data, {})  # the era envelope, as the session stamps its own requests
         self._next_id += 1
         request_id = f"x{self._next_id}"
         waiter = self._waiters[request_id] = _Waiter()
-        timeout = timeout_s if timeout_s is not None else session._session_read_timeout_seconds
+        timeout = timeout_s if timeout_s is not None else _sdk.read_timeout(session)
         try:
             self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": data["params"]})
             if timeout is None:
@@ -323,7 +324,7 @@ class StdioPipe:
 
 def express_capable(session: ClientSession) -> bool:
     """The session exposes the stamp and read timeout the express path relies on (private SDK API)."""
-    return callable(getattr(session, "_stamp", None)) and hasattr(session, "_session_read_timeout_seconds")
+    return _sdk.can_stamp(session)
 
 
 @asynccontextmanager

@@ -10,8 +10,8 @@ import contextlib
 import logging
 import time
 import traceback
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -45,6 +45,7 @@ from interceptors.outcomes import (
 )
 from interceptors.wire import InvokeResult, MutationResult, ValidationResult
 from interceptors_chain.concurrency import on_asyncio
+from interceptors_chain.connection import PassMemo
 
 from .workers import in_worker
 
@@ -170,14 +171,53 @@ class InterceptorHost:
         return {"interceptors": [info.to_wire() for info in infos]}
 
     # interceptor/invoke ------------------------------------------------------------------------
-    def _parse_invoke(self, params: Mapping[str, Any] | None) -> tuple[InvokeParams, _Compiled]:
+    # One core, `_pass`, runs every invoke: the payload encoded (its size checked) and copied once, the handler run
+    # on the caller's stack when it never suspends (a sync handler registered `inline`, payload JSON up to
+    # `INLINE_MAX_PAYLOAD_BYTES`), else awaited (`_awaited`: worker threads, async handlers, timeouts), and the
+    # answer built by the edge's finisher. The edges differ only in what they read and write: wire params and a
+    # wire result (`start`, `invoke`: the SDK binding, the stdio lane, the in-process request path), or typed
+    # values and a result with its fresh wire form (`start_local`, `invoke_local`, `invoke_inline`: the chain).
+
+    def _wire_call(
+        self, params: Mapping[str, Any] | None, fresh: bool
+    ) -> tuple[_Compiled, str, Phase, Any, Mapping[str, Any] | None, InvocationContext | None, int | None]:
+        """An invoke's parts from its wire params, admitted (`_admit`), or the error the SEP table gives.
+
+        The common shape (a known name, no config or timeout, a context or none) is read directly; anything else
+        goes through `InvokeParams.from_wire`, which names what is wrong. `fresh`: the params were just decoded
+        from a wire and nobody else holds them (else the principal's claims are the caller's objects, copied)."""
+        entries = self._compiled if Registry.changes == self._seen_changes else self._entries()
+        if type(params) is dict:
+            name = params.get("name")
+            event = params.get("event")
+            phase_text = params.get("phase")
+            compiled = entries.get(name) if type(name) is str else None
+            phase = _PHASES.get(phase_text) if type(phase_text) is str else None
+            if (
+                compiled is not None
+                and phase is not None
+                and type(event) is str
+                and event
+                and "payload" in params
+                and params.get("timeoutMs") is None
+                and params.get("config") is None
+            ):
+                context = params.get("context")
+                if context is not None:
+                    context = _context_of(context if fresh else _own_claims(context))
+                if (event, phase) not in compiled.admitted:
+                    self._admitted(name, event, phase, None)  # type: ignore[arg-type]
+                return compiled, event, phase, params["payload"], None, context, None
+        invoke, compiled = self._parse_invoke(params, fresh)
+        return compiled, invoke.event, invoke.phase, invoke.payload, invoke.config, invoke.context, invoke.timeout_ms
+
+    def _parse_invoke(self, params: Mapping[str, Any] | None, fresh: bool = False) -> tuple[InvokeParams, _Compiled]:
         raw = {} if params is None else params
         context = raw.get("context") if isinstance(raw, Mapping) else None
-        if isinstance(context, dict) and isinstance(context.get("principal"), dict):
-            # The principal's claims are the caller's objects over an in-memory transport: a handler appending
-            # to `claims["roles"]` must not grant the caller (or the next interceptor) anything.
-            with contextlib.suppress(TypeError):  # not JSON: the reader below refuses it with the field's path
-                raw = {**raw, "context": loads(dumps(context))}
+        if not fresh:
+            owned = _own_claims(context)
+            if owned is not context:
+                raw = {**raw, "context": owned}
         entries = self._entries()
         name = raw.get("name") if isinstance(raw, Mapping) else None
         if isinstance(name, str) and name and name not in entries:
@@ -185,11 +225,7 @@ class InterceptorHost:
         try:
             invoke = InvokeParams.from_wire(raw)
         except WireError as exc:
-            raise InterceptorRpcError(
-                INVALID_PARAMS,
-                f"invalid interceptor/invoke params: {exc.path}: {exc.problem}",
-                {"field": exc.path},
-            ) from None
+            raise _invalid_params(exc) from None
         return invoke, _admit(entries[invoke.name], invoke.event, invoke.phase, invoke.config)
 
     def _encoded(self, payload: Any) -> bytes:
@@ -213,39 +249,20 @@ class InterceptorHost:
             {"field": "payload", "size": len(encoded), "maxBytes": self.max_payload_bytes},
         )
 
+    def start(
+        self, params: Mapping[str, Any] | None, *, fresh: bool = False
+    ) -> dict[str, Any] | Coroutine[Any, Any, dict[str, Any]]:
+        """`interceptor/invoke` from wire params: the result dict when the handler ran on this stack (see `_pass`),
+        else a coroutine to await for it. Every check runs before this returns, and raises its
+        InterceptorRpcError here. `fresh`: the params were just decoded from a wire (the stdio lane): nothing in
+        them is anyone else's, so the payload and config are the handler's without a copy."""
+        compiled, event, phase, payload, config, context, timeout_ms = self._wire_call(params, fresh)
+        return self._pass(compiled, event, phase, payload, config, context, timeout_ms, _wire_answer, not fresh)
+
     async def invoke(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
         """Run one interceptor. Every failure is an InterceptorRpcError, never a "successful" result."""
-        invoke, compiled = self._parse_invoke(params)
-        result, _ = await self._run(
-            compiled, invoke.event, invoke.phase, invoke.payload, invoke.config, invoke.context, invoke.timeout_ms
-        )
-        return result.to_wire()
-
-    def invoke_now(self, params: Mapping[str, Any] | None) -> dict[str, Any] | None:
-        """`invoke` run to its end on the caller's stack when the named handler runs inline (a sync handler
-        registered `inline`, payload JSON up to `INLINE_MAX_PAYLOAD_BYTES`): no coroutine, no task, the same
-        checks, errors and reply. None, having run no handler, for every other invoke: the caller awaits `invoke`.
-
-        Why: a transport answering a line as it reads it saves a task and an event-loop turn per invoke. A
-        `timeoutMs` changes nothing here: `invoke` runs such a handler on the loop too, where no timeout can cut it.
-        """
-        name = params.get("name") if isinstance(params, Mapping) else None
-        try:
-            entries = self._compiled if Registry.changes == self._seen_changes else self._entries()
-        except InterceptorRpcError:  # misconfigured: `invoke` says so
-            return None
-        compiled = entries.get(name) if isinstance(name, str) else None
-        if compiled is None or not compiled.runs_inline:
-            return None
-        invoke, compiled = self._parse_invoke(params)
-        encoded = self._encoded(invoke.payload)
-        if len(encoded) > INLINE_MAX_PAYLOAD_BYTES:
-            return None  # a worker thread's work: `invoke` takes it there
-        entry = compiled.entry
-        invocation = _invocation(entry.info.name, invoke.event, invoke.phase, encoded, invoke.config, invoke.context)
-        started = time.perf_counter()
-        raw = _call_sync(entry, entry.name, invocation)
-        return _result_of(entry, raw, invoke.phase, invocation.payload, started).to_wire()
+        answer = self.start(params)
+        return answer if isinstance(answer, dict) else await answer
 
     def runs_inline(self, name: str) -> bool:
         """Whether `name`'s handler runs on the caller's task without suspending (a sync handler registered
@@ -269,6 +286,41 @@ class InterceptorHost:
                 compiled.admitted.add((event, phase))
         return compiled
 
+    def start_local(
+        self,
+        name: str,
+        event: str,
+        phase: Phase,
+        payload: Any,
+        config: Mapping[str, Any] | None,
+        context: InvocationContext | None,
+        memo: PassMemo | None = None,
+    ) -> tuple[InvokeResult, dict[str, Any]] | Coroutine[Any, Any, tuple[InvokeResult, dict[str, Any]]]:
+        """`start` for a caller in this process that holds typed values and enforces its own timeout: the result
+        and its fresh wire form (nothing in either the handler's objects), or a coroutine to await for them.
+
+        Nothing is parsed from or written to wire dicts but the reply; the same isolation and errors as `start`.
+        `memo`: the caller's record for one execution (`interceptors_chain.connection.PassMemo`), so that the
+        payload's JSON is made once per pass and the principal's claims' once per execution, however many
+        interceptors get a copy decoded from them."""
+        entries = self._compiled if Registry.changes == self._seen_changes else self._entries()  # (its fast path)
+        compiled = entries.get(name)
+        if compiled is None or config is not None or (event, phase) not in compiled.admitted:
+            compiled = self._admitted(name, event, phase, config)
+        if context is not None and context.principal is not None:
+            # As over the wire: the principal's claims are the caller's objects (see `_own_claims`).
+            context = _sent_context(context, memo)
+        if memo is None:
+            encoded = self._encoded(payload)
+        elif memo.payload is payload and memo.encoded is not None:
+            encoded = memo.encoded
+            if self.max_payload_bytes is not None and len(encoded) > self.max_payload_bytes:
+                raise self._oversized(encoded)
+        else:
+            encoded = memo.encoded = self._encoded(payload)
+            memo.payload = payload
+        return self._pass(compiled, event, phase, payload, config, context, None, _answer, True, encoded)
+
     async def invoke_local(
         self,
         name: str,
@@ -277,70 +329,13 @@ class InterceptorHost:
         payload: Any,
         config: Mapping[str, Any] | None,
         context: InvocationContext | None,
+        memo: PassMemo | None = None,
     ) -> tuple[InvokeResult, dict[str, Any]]:
-        """`invoke` for a caller in this process that holds typed values and enforces its own timeout.
+        """`start_local`, awaited when it must be."""
+        reply = self.start_local(name, event, phase, payload, config, context, memo)
+        return reply if isinstance(reply, tuple) else await reply
 
-        Nothing is parsed from or written to wire dicts but the reply, which is copied once as a JSON round trip
-        gives it; the same isolation and the same errors as `invoke`. Returns the result and its wire form.
-        """
-        compiled = self._admitted(name, event, phase, config)
-        if context is not None and context.principal is not None:
-            # As over the wire: the principal's claims are the caller's objects (see `_parse_invoke`).
-            context = _sent_context(context)
-        entry = compiled.entry
-        if not entry.is_async:
-            result, encoded = await self._run(compiled, event, phase, payload, config, context, None)
-            return _reply(name, result, encoded)
-        # The commonest in-process invoke (an async handler, no timeout: the caller enforces its own) is `_run`
-        # without its branches.
-        encoded = self._encoded(payload)
-        invocation = _invocation(name, event, phase, encoded, config, context)
-        started = time.perf_counter()
-        try:
-            raw = await entry.handler(invocation)
-        except (anyio.get_cancelled_exc_class(), InterceptorRpcError):
-            raise
-        except Exception as exc:
-            raise _handler_failure(name, exc) from None
-        return _answer(entry, raw, phase, invocation.payload, encoded, started)
-
-    def invoke_inline(
-        self,
-        name: str,
-        event: str,
-        phase: Phase,
-        payload: Any,
-        config: Mapping[str, Any] | None,
-        context: InvocationContext | None,
-    ) -> tuple[InvokeResult, dict[str, Any]] | None:
-        """`invoke_local` run to its end on the caller's stack, for a sync handler registered `inline`: no coroutine,
-        no task, the same isolation, errors and reply. None, having checked and run nothing, when `name`'s handler
-        is not one, or for the payload alone: it cannot be encoded, or its JSON is above `INLINE_MAX_PAYLOAD_BYTES`
-        (it must not stall the loop). Every invoke of one payload is then declined alike, and the caller awaits
-        `invoke_local`, which answers in its own order (or takes the handler to a worker thread)."""
-        entries = self._compiled if Registry.changes == self._seen_changes else self._entries()  # (its fast path)
-        compiled = entries.get(name)
-        if compiled is None or not compiled.runs_inline:
-            return None
-        try:
-            encoded = dumps(payload)
-        except TypeError:
-            return None
-        if len(encoded) > INLINE_MAX_PAYLOAD_BYTES:
-            return None
-        if config is not None or (event, phase) not in compiled.admitted:  # as `invoke_local`: admission first,
-            self._admitted(name, event, phase, config)  # then the payload's size
-        if self.max_payload_bytes is not None and len(encoded) > self.max_payload_bytes:
-            raise self._oversized(encoded)
-        if context is not None and context.principal is not None:
-            context = _sent_context(context)
-        entry = compiled.entry
-        invocation = _invocation(name, event, phase, encoded, config, context)
-        started = time.perf_counter()
-        raw = _call_sync(entry, name, invocation)
-        return _answer(entry, raw, phase, invocation.payload, encoded, started)
-
-    async def _run(
+    def _pass(
         self,
         compiled: _Compiled,
         event: str,
@@ -349,27 +344,50 @@ class InterceptorHost:
         config: Mapping[str, Any] | None,
         context: InvocationContext | None,
         timeout_ms: int | None,
-    ) -> tuple[InvokeResult, bytes]:
-        """The handler's result, and the payload's JSON as it was before the handler ran."""
+        finish: _Finish[_T],
+        copy: bool,
+        encoded: bytes | None = None,
+    ) -> _T | Coroutine[Any, Any, _T]:
+        """The core of every invoke, past its checks: the payload encoded and refused if oversized, the handler's
+        private copies (`copy`: the payload from its JSON and the config, as a wire delivers them; in-memory
+        callers hand over their own objects, and a handler must never change the invoker's payload, or another
+        concurrent validator's), the handler run, and `finish`'s answer. A handler that never suspends runs here,
+        whatever `timeoutMs` says (nothing could cut it on the loop); any other is left to `_awaited`. `encoded`:
+        the payload's JSON when the caller has it, checked against the host's maximum already."""
         entry = compiled.entry
-        encoded = self._encoded(payload)
-        invocation = _invocation(entry.info.name, event, phase, encoded, config, context)
-        size = len(encoded)
+        if encoded is None:
+            encoded = self._encoded(payload)
+        if copy:
+            payload = loads(encoded)
+            if config is not None:
+                config = loads(dumps(config))
+        invocation = Invocation(entry.name, event, phase, payload, config, context)
+        if compiled.runs_inline and len(encoded) <= INLINE_MAX_PAYLOAD_BYTES:
+            started = time.perf_counter()
+            try:
+                raw = entry.handler(invocation)
+            except InterceptorRpcError:
+                raise
+            except Exception as exc:
+                raise _handler_failure(entry.name, exc) from None
+            return finish(entry, raw, phase, payload, encoded, started)
+        return self._awaited(compiled, invocation, encoded, timeout_ms, finish)
+
+    async def _awaited(
+        self, compiled: _Compiled, invocation: Invocation, encoded: bytes, timeout_ms: int | None, finish: _Finish[_T]
+    ) -> _T:
+        """`_pass` for a handler that may suspend: an async one, a sync one in a worker thread, under `timeoutMs`."""
+        entry = compiled.entry
+        phase = invocation.phase
         started = time.perf_counter()
         raw: Any = None
         try:
             if timeout_ms is None:
-                # What `_call` does, without a coroutine of its own, for the two commonest handlers.
-                if entry.is_async:
-                    raw = await entry.handler(invocation)
-                elif compiled.runs_inline and size <= INLINE_MAX_PAYLOAD_BYTES:
-                    raw = entry.handler(invocation)
-                else:
-                    raw = await _call(entry, invocation, size)
+                raw = await entry.handler(invocation) if entry.is_async else await _in_thread(entry, invocation)
             else:
                 # A cancel scope, not fail_after: a TimeoutError the handler raises itself is a failure.
                 with anyio.move_on_after(timeout_ms / 1000) as scope:
-                    raw = await _call(entry, invocation, size)
+                    raw = await entry.handler(invocation) if entry.is_async else await _in_thread(entry, invocation)
                 if scope.cancelled_caught:
                     raise InterceptorRpcError(
                         INTERNAL_ERROR,
@@ -381,34 +399,49 @@ class InterceptorHost:
             raise
         except Exception as exc:
             raise _handler_failure(entry.name, exc) from None
-        return _result_of(entry, raw, phase, invocation.payload, started), encoded
+        return finish(entry, raw, phase, invocation.payload, encoded, started)
 
 
-def _invocation(
-    name: str,
-    event: str,
-    phase: Phase,
-    encoded: bytes,
-    config: Mapping[str, Any] | None,
-    context: InvocationContext | None,
-) -> Invocation:
-    """What a handler gets: private copies of the payload (from its JSON) and of the config, as a wire delivers
-    them (in-memory transports hand over the caller's objects, and a handler must never change the invoker's
-    payload, or another concurrent validator's)."""
-    if config is not None:
-        config = loads(dumps(config))
-    return Invocation(name, event, phase, loads(encoded), config, context)
+_T = TypeVar("_T")
+_Finish = Callable[[RegisteredInterceptor, Any, Phase, Any, bytes, float], _T]
+"""An edge's answer from what a handler returned: (entry, raw, phase, the payload it got, the JSON that payload was
+made from, when it started)."""
+
+_PHASES: dict[str, Phase] = {"request": Phase.REQUEST, "response": Phase.RESPONSE}
 
 
-def _call_sync(entry: RegisteredInterceptor, name: str, invocation: Invocation) -> Any:
-    """A sync handler's raw answer, on the caller's task: a requester's error as it is, any other exception
-    -32603 naming its type (`_handler_failure`)."""
+def _invalid_params(exc: WireError) -> InterceptorRpcError:
+    return InterceptorRpcError(
+        INVALID_PARAMS, f"invalid interceptor/invoke params: {exc.path}: {exc.problem}", {"field": exc.path}
+    )
+
+
+def _own_claims(context: Any) -> Any:
+    """A wire context whose principal's claims are the caller's objects (an in-memory transport) as a JSON round
+    trip delivers it: a handler appending to `claims["roles"]` must not grant the caller (or the next interceptor)
+    anything. Anything not JSON is left as it is, for `from_wire` to refuse with the field's path."""
+    if isinstance(context, dict) and isinstance(context.get("principal"), dict):
+        with contextlib.suppress(TypeError):
+            return loads(dumps(context))
+    return context
+
+
+def _context_of(context: Any) -> InvocationContext:
     try:
-        return entry.handler(invocation)
-    except InterceptorRpcError:
-        raise
-    except Exception as exc:
-        raise _handler_failure(name, exc) from None
+        return InvocationContext.from_wire(context, "params.context")
+    except WireError as exc:
+        raise _invalid_params(exc) from None
+
+
+def _wire_answer(
+    entry: RegisteredInterceptor, raw: Any, phase: Phase, payload: Any, encoded: bytes, started: float
+) -> dict[str, Any]:
+    """A wire edge's result (`_Finish`): a plain allow built at once, as `_result_of` and `to_wire` build it."""
+    info = entry.info
+    if info.type is InterceptorType.VALIDATION and (raw is PLAIN_ALLOW or raw is None or raw is True):
+        return {"interceptor": info.name, "type": "validation", "phase": PHASE_TEXT[phase], "valid": True,
+                "durationMs": round((time.perf_counter() - started) * 1000, 3)}  # fmt: skip
+    return _result_of(entry, raw, phase, payload, started).to_wire()
 
 
 def _handler_failure(name: str, exc: Exception) -> InterceptorRpcError:
@@ -475,9 +508,35 @@ def _reply(name: str, result: InvokeResult, encoded: bytes) -> tuple[InvokeResul
     return _from_fresh_wire(result, wire), wire
 
 
-def _sent_context(context: InvocationContext) -> InvocationContext:
+def _sent_context(context: InvocationContext, memo: PassMemo | None = None) -> InvocationContext:
     """The context as a JSON round trip delivers it: the claims copied, every field checked as `from_wire` checks
-    it. When every field is already a plain string (the common case), only the claims make the round trip."""
+    it. When every field is already a plain string (the common case), only the claims make the round trip. The
+    JSON is made once per execution (`memo`, kept by the chain for its run) and read once per invoke: each handler
+    gets claims of its own."""
+    if memo is not None and memo.context is context:
+        sent = memo.sent
+    else:
+        sent = _context_json(context)
+        if memo is not None:
+            memo.context, memo.sent = context, sent
+    if sent is None:
+        return context  # nothing in it is anyone's object: frozen, and strings only
+    whole, encoded = sent
+    try:
+        if whole:
+            return InvocationContext.from_wire(loads(encoded))
+    except WireError as exc:
+        raise _unsendable(exc.path) from None
+    principal = context.principal
+    assert principal is not None
+    # Built directly: `dataclasses.replace` costs several times more, on every invoke of every chain.
+    copied = Principal(principal.type, principal.id, loads(encoded))
+    return InvocationContext(copied, context.trace_id, context.span_id, context.timestamp, context.session_id)
+
+
+def _context_json(context: InvocationContext) -> tuple[bool, bytes] | None:
+    """What `_sent_context` decodes per invoke: (True, the whole context's wire JSON) when some field is not a plain
+    string, (False, the claims' JSON) when only the claims are anyone's objects, None when nothing is."""
     principal = context.principal
     assert principal is not None
     trace_id, span_id, session_id, claims = context.trace_id, context.span_id, context.session_id, principal.claims
@@ -492,18 +551,16 @@ def _sent_context(context: InvocationContext) -> InvocationContext:
     )
     try:
         if not plain:
-            return InvocationContext.from_wire(loads(dumps(context.to_wire())))
-        if claims is None:
-            return context  # nothing in it is anyone's object: frozen, and strings only
-        claims = loads(dumps(claims))
-    except (TypeError, WireError) as exc:
-        field = exc.path if isinstance(exc, WireError) else "context"
-        raise InterceptorRpcError(
-            INVALID_PARAMS, "invalid interceptor/invoke params: context cannot be sent", {"field": field}
-        ) from None
-    # Built directly: `dataclasses.replace` costs several times more, on every invoke of every chain.
-    copied = Principal(principal.type, principal.id, claims)
-    return InvocationContext(copied, trace_id, span_id, context.timestamp, session_id)
+            return True, dumps(context.to_wire())
+        return None if claims is None else (False, dumps(claims))
+    except TypeError:
+        raise _unsendable("context") from None
+
+
+def _unsendable(field: str) -> InterceptorRpcError:
+    return InterceptorRpcError(
+        INVALID_PARAMS, "invalid interceptor/invoke params: context cannot be sent", {"field": field}
+    )
 
 
 def _admit(compiled: _Compiled, event: str, phase: Phase, config: Mapping[str, Any] | None) -> _Compiled:
@@ -576,12 +633,8 @@ def _from_fresh_wire(built: InvokeResult, wire: dict[str, Any]) -> InvokeResult:
                             built.duration_ms, wire.get("info"))  # fmt: skip
 
 
-async def _call(entry: RegisteredInterceptor, invocation: Invocation, payload_bytes: int) -> Any:
-    if entry.is_async:
-        return await entry.handler(invocation)
-    if entry.inline and payload_bytes <= INLINE_MAX_PAYLOAD_BYTES:
-        return entry.handler(invocation)
-    # A sync handler may block or ignore cancellation: run it in a worker thread we can abandon on timeout.
+async def _in_thread(entry: RegisteredInterceptor, invocation: Invocation) -> Any:
+    """A sync handler that may block or ignore cancellation: in a worker thread we can abandon on timeout."""
     if on_asyncio():
         return await in_worker(entry.handler, invocation)
     return await anyio.to_thread.run_sync(entry.handler, invocation, abandon_on_cancel=True)

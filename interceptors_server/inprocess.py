@@ -23,14 +23,13 @@ from .install import internal_error, to_mcp_error
 class HostConnection:
     """A `Connection` to an in-process `InterceptorHost` (what `LocalChain` uses by default)."""
 
-    __slots__ = ("host", "invoke_inline", "invoke_local", "runs_inline")
+    __slots__ = ("host", "runs_inline", "start_local")
 
     def __init__(self, host: InterceptorHost) -> None:
         self.host = host
-        self.invoke_local = host.invoke_local
-        """The typed path the invoker takes (`interceptors_chain.connection.LocalInvoke`): no wire dicts."""
-        self.invoke_inline = host.invoke_inline
-        """Its synchronous form for handlers that never suspend (`interceptors_chain.connection.InlineInvoke`)."""
+        self.start_local = host.start_local
+        """The typed path the invoker takes (`interceptors_chain.connection.LocalStart`): no wire dicts, and a
+        function call for handlers that never suspend."""
         self.runs_inline = host.runs_inline
         """Which interceptors never suspend (sync handlers registered `inline`, below the payload threshold)."""
 

@@ -13,6 +13,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ConfigDict
 
 from interceptors import CAPABILITY, INTERNAL_ERROR, INVOKE_METHOD, LIST_METHOD, InterceptorRpcError, Registry
+from interceptors_chain import _sdk
 from interceptors_chain import tracing as _tracing
 
 from .host import InterceptorHost, log_traceback
@@ -46,9 +47,8 @@ def internal_error(exc: Exception) -> MCPError:
 
 
 def lowlevel_server(server: Server[Any] | MCPServer) -> Server[Any]:
-    if isinstance(server, MCPServer):
-        return server._lowlevel_server
-    return server
+    """The low-level server under `server` (read where the SDK's private attributes are, `_sdk`)."""
+    return _sdk.lowlevel_server(server)
 
 
 def to_mcp_error(error: InterceptorRpcError) -> MCPError:

@@ -187,8 +187,10 @@ class _Writer:
 
     def __init__(self, writer: asyncio.StreamWriter, loop: asyncio.AbstractEventLoop) -> None:
         self._writer = writer
+        self._transport = writer.transport
         self._loop = loop
-        self._pending = bytearray()
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
         self._scheduled = False
 
     async def write(self, text: str) -> None:
@@ -196,7 +198,8 @@ class _Writer:
 
     def put(self, data: bytes) -> None:
         """Queue `data` until the reader's `release` (or a scheduled send, whichever comes first)."""
-        self._pending += data
+        self._pending.append(data)
+        self._pending_bytes += len(data)
 
     def release(self) -> None:
         """Send what is queued now, in one write."""
@@ -204,19 +207,21 @@ class _Writer:
             self._send()
 
     async def write_bytes(self, data: bytes) -> None:
-        self._pending += data
+        self.put(data)
         if not self._scheduled:
             self._scheduled = True
             self._loop.call_soon(self._send)
 
     def _send(self) -> None:
         self._scheduled = False
-        if self._pending:
-            data, self._pending = bytes(self._pending), bytearray()
-            self._writer.write(data)
+        pending = self._pending
+        if pending:
+            data = pending[0] if len(pending) == 1 else b"".join(pending)
+            self._pending, self._pending_bytes = [], 0
+            self._transport.write(data)
 
     async def flush(self) -> None:
-        if len(self._pending) > 1 << 20:  # a large backlog goes out now rather than at the end of the turn
+        if self._pending_bytes > 1 << 20:  # a large backlog goes out now rather than at the end of the turn
             self._send()
         await self._writer.drain()
 

@@ -29,11 +29,14 @@ from interceptors import (
     InvocationContext,
     Mutation,
     Phase,
+    Principal,
     Registry,
     Verdict,
 )
+from interceptors.codec import dumps
 from interceptors.testing import ChainPlan, chain_plans, json_values
 from interceptors_chain import Chain, InterceptorOverride
+from interceptors_chain.connection import PassMemo
 from interceptors_server import InterceptorHost, LocalChain
 from interceptors_server.host import INLINE_MAX_PAYLOAD_BYTES
 from interceptors_server.inprocess import HostConnection
@@ -259,17 +262,18 @@ async def test_inline_handlers_leave_the_loop_only_for_large_payloads(size: int,
         ("ok", EVENT, "x" * 100, "runs"),  # above the host's maximum: its size error
         ("ok", "tools/list", "x" * 100, "runs"),  # admission comes first, then the size
         ("boom", EVENT, {"a": 1}, "runs"),
-        ("nope", EVENT, {"a": 1}, "declines"),
-        ("threaded", EVENT, {"a": 1}, "declines"),
-        ("ok", "tools/list", 2**70, "declines"),  # cannot be encoded: declined for the payload alone
-        ("ok", "tools/list", "x" * (INLINE_MAX_PAYLOAD_BYTES + 1), "declines"),
+        ("nope", EVENT, {"a": 1}, "runs"),  # unknown: its error at once
+        ("ok", "tools/list", 2**70, "runs"),  # admission error before the payload's
+        ("ok", EVENT, 2**70, "runs"),  # cannot be encoded: its error at once
+        ("threaded", EVENT, {"a": 1}, "waits"),
+        ("ok", EVENT, "x" * (INLINE_MAX_PAYLOAD_BYTES + 1), "waits"),  # must not stall the loop
     ],
 )
-async def test_invoke_inline_answers_as_invoke_local_or_declines_having_run_nothing(
+async def test_start_local_answers_as_invoke_local_at_once_or_waits_having_run_nothing(
     name: str, event: str, payload: Any, inline: str
 ) -> None:
-    """Declines are for the name or the payload alone (so one payload is declined for every validator alike);
-    anything else is invoke_local's outcome, its errors in its order."""
+    """`start_local` answers on the caller's stack (a reply or an error) exactly as `invoke_local` does, or returns
+    a coroutine having run no handler; awaited, that coroutine gives `invoke_local`'s outcome."""
     registry = Registry()
     calls: list[str] = []
 
@@ -292,24 +296,23 @@ async def test_invoke_inline_answers_as_invoke_local_or_declines_having_run_noth
     host = InterceptorHost(registry, max_payload_bytes=None if big else 64)
     phase = Phase.REQUEST
 
-    def outcome(call: Any) -> Any:
+    async def outcome(call: Any, starting: bool) -> Any:
         try:
             reply = call()
+            if not isinstance(reply, tuple):
+                assert not starting or (inline == "waits" and calls == [])  # nothing ran yet
+                reply = await reply
         except InterceptorRpcError as exc:
             return ("error", exc.code, exc.data)
-        return reply if reply is None else ("reply", without_durations(reply[1]))
+        return ("reply", without_durations(reply[1]))
 
-    got = outcome(lambda: host.invoke_inline(name, event, phase, payload, None, None))
-    if inline == "declines":
-        assert got is None and calls == []
-        return
-    inline_calls = list(calls)
+    got = await outcome(lambda: host.start_local(name, event, phase, payload, None, None), True)
+    started_calls = list(calls)
     calls.clear()
-    try:
-        local = ("reply", without_durations((await host.invoke_local(name, event, phase, payload, None, None))[1]))
-    except InterceptorRpcError as exc:
-        local = ("error", exc.code, exc.data)
-    assert got == local and inline_calls == calls
+    local = await outcome(lambda: host.invoke_local(name, event, phase, payload, None, None), False)
+    assert got == local and started_calls == calls
+    if inline == "runs":
+        assert isinstance(host.start_local("ok", EVENT, phase, {"a": 1}, None, None), tuple)
 
 
 @pytest.mark.anyio
@@ -506,3 +509,40 @@ def test_the_sent_context_is_what_a_json_round_trip_gives(
     assert sent == expected
     if claims is not None and sent is not InterceptorRpcError:
         assert sent.principal.claims is not claims
+
+
+@pytest.mark.anyio
+async def test_one_executions_memo_encodes_a_payload_and_the_claims_once_for_every_host() -> None:
+    """`PassMemo`: the payload's JSON made once per payload and the claims' once per context, a private copy decoded
+    per interceptor; each host still checks the size against its own maximum."""
+    got: list[Invocation] = []
+
+    def registry() -> Registry:
+        made = Registry()
+
+        @made.validator("look", events=EVENT, phase="request", inline=True)
+        def look(inv: Invocation) -> Verdict:
+            got.append(inv)
+            return Verdict.allow()
+
+        return made
+
+    host, strict = InterceptorHost(registry()), InterceptorHost(registry(), max_payload_bytes=8)
+    memo = PassMemo()
+    payload = {"text": "hello"}
+    context = InvocationContext(Principal("user", "alice", {"roles": ["reader"]}))
+    first = host.start_local("look", EVENT, Phase.REQUEST, payload, None, context, memo)
+    assert isinstance(first, tuple) and memo.payload is payload and memo.encoded == dumps(payload)
+    assert memo.context is context and memo.sent is not None
+    memo.encoded = dumps({"text": "from the memo"})  # the same payload object: its JSON is not made again
+    host.start_local("look", EVENT, Phase.REQUEST, payload, None, context, memo)
+    assert got[1].payload == {"text": "from the memo"}
+    roles = [inv.context.principal.claims for inv in got if inv.context and inv.context.principal]
+    assert roles == [{"roles": ["reader"]}] * 2 and roles[0] is not roles[1]  # a copy each
+    assert roles[0] is not context.principal.claims  # type: ignore[union-attr]
+    with pytest.raises(InterceptorRpcError) as refused:  # the other host's own maximum, from the same JSON
+        strict.start_local("look", EVENT, Phase.REQUEST, payload, None, context, memo)
+    assert refused.value.data == {"field": "payload", "size": len(memo.encoded), "maxBytes": 8}
+    other = {"text": "new"}  # another payload (a mutator's output): encoded for itself
+    host.start_local("look", EVENT, Phase.REQUEST, other, None, context, memo)
+    assert got[-1].payload == other and memo.payload is other

@@ -48,7 +48,7 @@ class InterceptorSpec:
     is_async: bool
     events: tuple[str, ...] = ("tools/call",)
     inline: bool = False
-    """A sync handler registered `inline` (run on the caller's stack, see `InterceptorHost.invoke_inline`)."""
+    """A sync handler registered `inline` (run on the caller's stack, see `InterceptorHost.start_local`)."""
 
     @property
     def server(self) -> str:

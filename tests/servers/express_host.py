@@ -63,28 +63,13 @@ def log_lane_answers() -> None:
     """Each invoke the lane answers is logged to stderr (`lane NAME`): the tests see which path answered."""
     from interceptors_server import express
 
-    answer = express.InvokeRoute.answer
+    invoke = express.ExpressLane._invoke
 
-    async def logged(self: express.InvokeRoute, method: str, params: dict[str, Any], version: str) -> dict[str, Any]:
+    def logged(self: express.ExpressLane, request_id: int | str, params: dict[str, Any]) -> None:
         print(f"lane {params.get('name')}", file=sys.stderr, flush=True)
-        return await answer(self, method, params, version)
+        invoke(self, request_id, params)
 
-    express.InvokeRoute.answer = logged  # type: ignore[method-assign]
-    answer_now = express.InvokeRoute.answer_now
-
-    def logged_now(
-        self: express.InvokeRoute, method: str, params: dict[str, Any], version: str
-    ) -> dict[str, Any] | None:
-        try:
-            result = answer_now(self, method, params, version)
-        except Exception:
-            print(f"lane {params.get('name')}", file=sys.stderr, flush=True)
-            raise
-        if result is not None:  # answered here (None: the lane awaits `answer`, which logs)
-            print(f"lane {params.get('name')}", file=sys.stderr, flush=True)
-        return result
-
-    express.InvokeRoute.answer_now = logged_now  # type: ignore[method-assign]
+    express.ExpressLane._invoke = logged  # type: ignore[method-assign]
 
 
 def main() -> None:
