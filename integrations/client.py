@@ -22,6 +22,7 @@ from mcp.shared.transport_context import TransportContext
 
 from interceptors import INTERNAL_ERROR, Direction, InvocationContext, Phase, is_context_operation
 from interceptors_chain import Chain, ExecutionResult, abort_to_error
+from interceptors_chain._sdk import wrap_dispatcher
 
 ClientContextProvider = Callable[[str], InvocationContext | None]
 
@@ -155,8 +156,6 @@ class InterceptingClient(Client):
 
     async def _build_session(self, exit_stack: AsyncExitStack) -> ClientSession:
         session = await super()._build_session(exit_stack)
-        # The SDK has no public seam for this: the session's dispatcher is swapped before it starts.
-        session._dispatcher = InterceptingDispatcher(
-            session._dispatcher, self.interceptor_chain, context_provider=self.interceptor_context
-        )
+        chain, context = self.interceptor_chain, self.interceptor_context
+        wrap_dispatcher(session, lambda inner: InterceptingDispatcher(inner, chain, context_provider=context))
         return session

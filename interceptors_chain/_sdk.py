@@ -10,6 +10,7 @@ them; tests/test_protocol_core.py fails loudly when one is gone.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from mcp_types import methods as _methods
@@ -88,3 +89,10 @@ async def send_raw(session: ClientSession, method: str, params: dict[str, Any], 
 def session_closed(session: ClientSession) -> bool:
     """Whether the session's dispatcher saw its transport end (the SDK's private state)."""
     return getattr(getattr(session, "_dispatcher", None), "_closed", None) is True
+
+
+def wrap_dispatcher(session: ClientSession, wrap: Callable[[Any], Any]) -> None:
+    """Swap the session's dispatcher for `wrap(dispatcher)` before the session starts: the SDK has no public seam
+    for seeing every message a client sends and receives (the intercepting client's one use of it)."""
+    private: Any = session
+    private._dispatcher = wrap(private._dispatcher)

@@ -22,10 +22,10 @@ _PRIVATE = re.compile(
 )
 
 
-def test_no_module_of_the_chain_or_the_host_reads_the_sdks_private_api_but_sdk() -> None:
+def test_no_module_reads_the_sdks_private_api_but_sdk() -> None:
     found = [
         f"{path.relative_to(ROOT)}:{number}"
-        for package in ("interceptors_chain", "interceptors_server")
+        for package in ("interceptors", "interceptors_chain", "interceptors_server", "integrations")
         for path in sorted((ROOT / package).rglob("*.py"))
         if path.name != "_sdk.py"
         for number, line in enumerate(path.read_text().splitlines(), 1)
@@ -56,3 +56,26 @@ def test_the_low_level_server_under_an_mcpserver_is_where_we_read_it() -> None:
 
 def test_the_sources_are_where_the_test_looks() -> None:
     assert Path(_sdk.__file__).name == "_sdk.py" and (ROOT / "interceptors_chain" / "_sdk.py").exists()
+
+
+def test_the_intercepting_clients_one_override_is_still_the_sdks_session_builder() -> None:
+    """`InterceptingClient` overrides `Client._build_session` (the SDK's one place a client's session is made):
+    when the SDK renames it, the override would silently never run and nothing would be intercepted."""
+    from integrations.client import InterceptingClient
+
+    assert callable(getattr(Client, "_build_session", None))
+    assert InterceptingClient._build_session is not Client._build_session
+
+
+@pytest.mark.anyio
+async def test_the_dispatcher_swap_reaches_the_session() -> None:
+    async with Client(interceptor_server(Registry())) as client:
+        session = client.session
+        seen: list[object] = []
+
+        def wrap(inner: object) -> object:
+            seen.append(inner)
+            return inner
+
+        _sdk.wrap_dispatcher(session, wrap)
+        assert len(seen) == 1 and _sdk.has_raw_path(session)
