@@ -3,7 +3,8 @@
 python -m bench.long_lines [MIB ...]
 
 Linear framing means the time grows with the size, not with its square; the target is 32 MiB in < 3 s.
-A 64 MiB text is over the 64 MiB line limit once JSON-encoded: refused cleanly (see tests/test_long_lines.py).
+A 64 MiB text is over the 64 MiB line limit once JSON-encoded: refused cleanly (see
+tests/interceptors/protocol/test_long_lines.py).
 Uses the raw JSON-lines client of the tests (the SDK's own stdio client is not what is measured).
 """
 
@@ -12,8 +13,8 @@ from __future__ import annotations
 import sys
 import time
 
+from tests.interceptors.protocol.test_long_lines import MIB, RawClient, text_length
 from tests.processes import stop
-from tests.test_long_lines import MIB, RawClient, text_length
 
 
 def main(sizes: list[float]) -> None:

@@ -28,7 +28,7 @@ def fast_init(cls: type[T]) -> type[T]:
         raise TypeError(f"fast_init needs a frozen, slotted dataclass, not {cls.__qualname__}")
     # An InitVar is a declared field that `fields()` leaves out and `__post_init__` takes as an argument. Read
     # through getattr: should the stdlib rename its private marker, this refuses nothing rather than failing to import
-    # (and `tests/test_fastinit.py` then fails loudly).
+    # (and `tests/interceptors/test_fastinit.py` then fails loudly).
     initvar = getattr(dataclasses, "_FIELD_INITVAR", None)
     declared = cls.__dataclass_fields__  # type: ignore[attr-defined]
     if initvar is not None and any(getattr(field, "_field_type", None) is initvar for field in declared.values()):

@@ -2,10 +2,11 @@
 
 The protocol core (`interceptors.protocol`) imports no SDK, so it writes out the protocol versions and the
 method table; this module, in the lowest layer allowed to import the SDK, reads what the SDK publishes, and
-tests/test_protocol_core.py fails when the two differ. Code that must match what the SDK serves exactly (the
+tests/interceptors/protocol/test_protocol_core.py fails when the two differ. Code that must match what the SDK serves
+exactly (the
 interceptor server's express lane) reads the SDK's values from here. The SDK's private attributes are read
 here too, each behind a check that falls back to the public API (or leaves a fast path off) when the SDK moves
-them; tests/test_protocol_core.py fails loudly when one is gone.
+them; tests/interceptors/protocol/test_protocol_core.py fails loudly when one is gone.
 """
 
 from __future__ import annotations

@@ -38,7 +38,8 @@ LATEST_HANDSHAKE: Final = "2025-11-25"
 MODERN_VERSIONS: Final = ("2026-07-28",)
 LATEST_MODERN: Final = "2026-07-28"
 """The protocol versions, the one definition every layer reads. The core imports no SDK, so these are written
-out; `interceptors_chain/_sdk.py` reads the SDK's published constants, and a test (tests/test_protocol_core.py)
+out; `interceptors_chain/_sdk.py` reads the SDK's published constants, and a test
+(tests/interceptors/protocol/test_protocol_core.py)
 fails when the two differ (an SDK that serves a new version needs it here too)."""
 
 LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")

@@ -443,7 +443,7 @@ def decoys_survive(
     """Placeholders and near-misses come out exactly as they went in.
 
     Not in the encoded syntaxes by default: the assertion finds a re-spelled value only from 12 base64
-    characters on (tests/test_transforms_encoded.py checks decoys there byte for byte)."""
+    characters on (tests/interceptors/transforms/test_transforms_encoded.py checks decoys there byte for byte)."""
     samples = st.one_of(placeholders(), near_misses(families))
     strategy = mcp_payloads(embedded(samples, contexts=contexts), kinds=kinds)
 
