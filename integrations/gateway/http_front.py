@@ -291,6 +291,17 @@ class HttpFront:
         """The handshake session the request names, only when its principal opened it (else as if unknown)."""
         return self.book.find(headers.get("mcp-session-id"), owner, _now())
 
+    async def _named_session(self, headers: dict[str, str], owner: Hashable, send: Any) -> HttpSession | None:
+        """For a GET or DELETE: the session the request names, else None with the client answered (400 when no
+        session is named, 404 when it is unknown or another principal's)."""
+        if "mcp-session-id" not in headers:
+            await _send_error(send, 400, None, INVALID_REQUEST, "Bad Request: Missing session ID")
+            return None
+        session = self._session_of(headers, owner)
+        if session is None:
+            await _send_error(send, 404, None, INVALID_REQUEST, "Session not found")
+        return session
+
     async def _post(
         self,
         headers: dict[str, str],
@@ -511,12 +522,8 @@ class HttpFront:
         if version is not None and version not in HANDSHAKE_VERSIONS:
             await _send_empty(send, 405, [(b"allow", b"POST")])  # 2026-07-28 has no standalone stream
             return
-        if "mcp-session-id" not in headers:
-            await _send_error(send, 400, None, INVALID_REQUEST, "Bad Request: Missing session ID")
-            return
-        session = self._session_of(headers, owner)
+        session = await self._named_session(headers, owner, send)
         if session is None:
-            await _send_error(send, 404, None, INVALID_REQUEST, "Session not found")
             return
         extra = [(b"mcp-session-id", session.id.encode())]
         last_event_id = headers.get("last-event-id")
@@ -566,12 +573,8 @@ class HttpFront:
             session.last_seen = now
 
     async def _delete(self, headers: dict[str, str], owner: Hashable, send: Any) -> None:
-        if "mcp-session-id" not in headers:
-            await _send_error(send, 400, None, INVALID_REQUEST, "Bad Request: Missing session ID")
-            return
-        session = self._session_of(headers, owner)
+        session = await self._named_session(headers, owner, send)
         if session is None:
-            await _send_error(send, 404, None, INVALID_REQUEST, "Session not found")
             return
         self.close(session.id)
         await self.drain()
