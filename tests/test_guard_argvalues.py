@@ -18,6 +18,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from interceptors.transforms.argvalues import bare_secret, credential_like, holds_secret, labelled_secret, opaque_key
+from interceptors.transforms.base import TransformContext
 from interceptors.transforms.entities import looks_random
 from interceptors.transforms.guard import SecretGuard, SecretsRefused
 
@@ -191,3 +192,29 @@ def test_any_text_is_judged_without_error(text: str, key: str) -> None:
     holds_secret({key: text})
     credential_like(text)
     labelled_secret(text)
+
+
+@given(
+    st.sampled_from(['CURLOPT_PASSWORD, "{}"', 'SET password "{}"', 'ConvertTo-SecureString "{}"']),
+    st.integers(0, 2**32),
+    st.sampled_from(["base64", "hex", "gzip", "percent"]),
+)
+def test_json_inside_an_encoding_is_judged_as_the_structure_it_spells(template: str, seed: int, how: str) -> None:
+    """Base64 (hex, gzip, `%XX`) of a JSON object is read as that object: as text its strings' escaped quotes
+    (`\\"`) would hide the value from the patterns that need the quotes."""
+    import gzip
+
+    secret = _token(seed, 14)
+    assume(any(c.isdigit() for c in secret) and any(c.islower() for c in secret) and any(c.isupper() for c in secret))
+    text = json.dumps({"note": "x = " + template.format(secret)}).encode()
+    payload = {
+        "base64": base64.b64encode(text).decode(),
+        "hex": text.hex(),
+        "gzip": base64.b64encode(gzip.compress(text, mtime=0)).decode(),
+        "percent": "".join(f"%{b:02X}" for b in text),
+    }[how]
+    assert GUARD.findings({"query": json.dumps({"note": "x = " + template.format(secret)})})[1]
+    assert GUARD.findings({"query": payload})[1]
+    with pytest.raises(SecretsRefused) as refused:
+        GUARD.apply({"query": payload}, TransformContext(direction="input"))
+    assert secret not in str(refused.value)
