@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Iterator, Mapping
+from itertools import pairwise
 from typing import Any
 
 import orjson
@@ -211,6 +212,8 @@ def credential_like(value: str, before: str = "") -> bool:
     if names_a_key(text):
         return False
     lower, upper, digit = _classes(text)
+    if _PRODUCT_KEY.fullmatch(text):
+        return not any(_alphabet_run(group) for group in text.split("-"))  # `KLMNO`, `12345`: a sample
     if 2 * _wordy(text) > len(text):
         return False
     if lower and upper and digit:
@@ -266,6 +269,79 @@ def labelled_secret(text: str) -> bool:
     return False
 
 
+_GUID_KEY_NAME = re.compile(r"[A-Z][A-Z0-9]{1,23}[_-](?:API[_-])?KEY")
+"""`HEROKU_KEY`, `SNYK_API_KEY`: a constant named for one service's key (some services' keys are GUIDs)."""
+_ID_KEY_WORDS = re.compile(
+    r"(?:CACHE|PRIMARY|SORT|PARTITION|IDEMPOTENCY|OBJECT|FOREIGN|ROUTING|DEDUP|LOOKUP|MAP|ROW|INDEX|REF|REQUEST|"
+    r"TRACE|SESSION_ID|STORAGE|LOCK|QUEUE|TOPIC|EVENT|PUBLIC|PUB|SIGNING_KEY_ID)[_-]"
+)
+_GUID_KEY = re.compile(
+    r"(?<![A-Za-z0-9_])(?P<name>[A-Z][A-Z0-9_-]{3,40})[\"']?[ \t]{0,3}(?::=|:|=)[ \t]{0,3}[\"']?"
+    r"\{?[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\}?(?![0-9A-Za-z-])"
+)
+_BYTE = r"(?:0[xX][0-9A-Fa-f]{1,2}|\d{1,3})"
+_BYTES = re.compile(
+    r"(?:(?<![A-Za-z])(?:key|secret|salt|nonce|iv|passw(?:or)?d)|(?<![A-Z])(?:Key|Secret|Salt|Nonce|IV|Passw(?:or)?d)|"
+    r"(?:KEY|SECRET|SALT|NONCE|PASSW(?:OR)?D))(?:_[A-Za-z0-9]{1,12})?[\"']?[ \t]{0,3}(?::=|:|=|[ \t])"
+    r"[^0-9\n;]{0,24}?[{\[(][ \t]*(?P<bytes>(?:" + _BYTE + r"[ \t]*,[ \t]*){7,}" + _BYTE + r")"
+)
+"""A key, a secret, a salt or a nonce written as a literal array of 8 or more bytes (`#define AESKEY {0x35, …}`,
+`Secret: []byte{33, 9, …}`): the label may end an upper-case name (`AESKEY`)."""
+_AUTH_SCHEME = re.compile(
+    r"(?i)(?<![A-Za-z])(?:proxy-)?authori[sz]ation[\"']?[ \t]{0,3}[:=][ \t]{0,3}[\"']?"
+    r"(?:basic|bearer|token|digest|ntlm|negotiate)[ \t]+(?P<value>[A-Za-z0-9+/=._~-]{8,})"
+)
+_USER_OPTION = re.compile(
+    r"(?:^|[ \t])(?:-u|-U|--user|--proxy-user)(?:[ \t]+|=)[\"']?\{?[^\s\"':{}]{1,64}\}?[\"']?:[\"']?\{?"
+    r"(?P<value>[^\s\"'{}]{6,128})"
+)
+"""`curl -u user:password`, `--user "name":"{password}"`: the password after the user's name."""
+_LITERAL = re.compile(r"(?<!\()(?<!\(\s)[\"'](?P<value>[^\s\"'`]{8,128})[\"']")
+_SECRET_LABEL_WORD = re.compile(r"(?i)(?<![A-Za-z])(?:pass(?:word|wd|phrase)?|pwd|secret)(?![a-rt-z])")
+_PRODUCT_KEY = re.compile(r"[A-Z0-9]{4,6}(?:-[A-Z0-9]{4,6}){3,7}")
+"""A product or licence key (`ZAQWS-XCDER-VBGTR-FRTGU-KLMNX`): groups of upper-case letters and digits."""
+
+
+def _alphabet_run(group: str) -> bool:
+    """Whether `group` is a run of the alphabet or of digits (`KLMNO`, `12345`)."""
+    return all(ord(b) - ord(a) == 1 for a, b in pairwise(group))
+
+
+def _distinct_bytes(run: str) -> bool:
+    values = {item.strip().lower() for item in run.split(",")}
+    return len(values) >= 5
+
+
+def shaped_secret(text: str) -> bool:
+    """Secrets whose shape, not their randomness, says what they are, in a short line of `text`: a GUID in a
+    constant named for one service's key, a key written as an array of bytes, the credentials of an
+    `Authorization` header or of `curl -u user:password`, a password given as a literal fallback in a line that
+    names a password (`PASSWORD = env.get("PASSWORD") or "…"`), a product key after a label."""
+    for line in text.splitlines()[:64]:
+        if len(line) > 4 * MAX_LINE:
+            continue
+        for match in _GUID_KEY.finditer(line):
+            name = match.group("name").upper()
+            if _GUID_KEY_NAME.fullmatch(name) and not _ID_KEY_WORDS.match(name):
+                return True
+        for match in _BYTES.finditer(line):
+            if _distinct_bytes(match.group("bytes")):
+                return True
+        for match in _AUTH_SCHEME.finditer(line):
+            value = match.group("value")
+            if not (is_placeholder(value) or is_template(value) or documentation_value(value)):
+                return True
+        for match in _USER_OPTION.finditer(line):
+            if credential_like(match.group("value").rstrip("}")):
+                return True
+        if len(line) <= MAX_LINE and _SECRET_LABEL_WORD.search(line):
+            for match in _LITERAL.finditer(line):
+                value = match.group("value")
+                if not _SECRET_LABEL_WORD.search(value) and credential_like(value):
+                    return True
+    return False
+
+
 def _decoded(text: str) -> Iterator[Any]:
     """What `text` spells: `%XX`, base64, hex and gzip+base64 of text, and JSON (a structure or a string)."""
     stripped = text.strip()
@@ -291,7 +367,7 @@ def _text_holds(text: str, key: str | None, depth: int) -> bool:
     bare = key is not None and not opaque_key(key) and not (last and decode_base64(text.strip()) is not None)
     if bare and (bare_secret(text) or short_line_secret(text)):
         return True
-    if labelled_secret(text):
+    if labelled_secret(text) or shaped_secret(text):
         return True
     if depth >= MAX_DEPTH:
         return False
