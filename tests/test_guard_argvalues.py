@@ -218,3 +218,57 @@ def test_json_inside_an_encoding_is_judged_as_the_structure_it_spells(template: 
     with pytest.raises(SecretsRefused) as refused:
         GUARD.apply({"query": payload}, TransformContext(direction="input"))
     assert secret not in str(refused.value)
+
+
+def _mixed(seed: int, size: int) -> str:
+    rng = random.Random(seed)
+    body = [rng.choice(string.ascii_lowercase), rng.choice(string.ascii_uppercase), rng.choice(string.digits)]
+    body += [rng.choice(_BASE62) for _ in range(size - 3)]
+    rng.shuffle(body)
+    return "".join(body)
+
+
+@given(st.integers(0, 2**32), st.sampled_from(range(6)))
+def test_shaped_secrets_are_refused_in_any_encoding(seed: int, encoding: int) -> None:
+    """Secrets known by their shape, not their randomness: each refused as spelled and encoded, and the refusal names
+    the member, never the value."""
+    rng = random.Random(seed)
+    password = _mixed(seed, rng.randint(8, 20))
+    key_bytes = ", ".join(f"0x{rng.randrange(256):02x}" for _ in range(rng.randint(8, 32)))
+    lines = [
+        f'const {rng.choice(["HEROKU", "SNYK", "ACME"])}_KEY = "{uuid.UUID(int=rng.getrandbits(128))}"',
+        f"#define AESKEY {{{key_bytes}}}",
+        f"secret: []byte{{{key_bytes}}},",
+        f"curl -H 'Authorization: Basic {base64.b64encode(f'user:{password}'.encode()).decode()}' https://x.test",
+        f'curl -X PUT -u "admin:{password}" https://127.0.0.1',
+        f'PASSWORD = os.environ.get("PASSWORD") or "{password}"',
+    ]
+    line = rng.choice(lines)
+    payload = _encodings(line)[encoding]
+    assert GUARD.findings({"query": payload})[1], line
+    arguments = {"mode": "fast", "args": {"query": payload}}
+    found = GUARD.findings(arguments)[1]
+    pointer = GUARD.locate(arguments, "/arguments")
+    assert pointer == "/arguments/args/query"
+    message = str(SecretsRefused(found, pointer))
+    assert password not in message and payload not in message
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'CACHE_KEY = "0b7c1f32-9a2e-4c55-8f0e-2d4a9c6b1e77"',  # an id under a key's name
+        "request_id: 0b7c1f32-9a2e-4c55-8f0e-2d4a9c6b1e77",
+        "key_sizes = [128, 192, 256, 128, 192, 256, 128, 192]",  # not bytes: a size list
+        "key = [1, 1, 1, 1, 1, 1, 1, 1, 1]",  # one repeated byte
+        "Authorization: Bearer <YOUR_TOKEN_HERE>",
+        "Authorization: Basic ${BASIC_AUTH}",
+        "docker run -u 1000:1000 image",
+        'git push -u origin main && echo "password"',
+        'password = getpass("Enter your password: ")',
+        "SET PASSWORD FOR 'u'@'localhost' = PASSWORD('s3cRetPa55w0rd');"[:0] + "x = PASSWORD('SqLpa5sW0rD')",
+        "Activation key : ZAQWS-XCDER-VBGTR-FRTGU-KLMNO",  # a run of the alphabet: a sample
+    ],
+)
+def test_shapes_that_are_not_secrets_pass(line: str) -> None:
+    assert not GUARD.findings({"query": line})[1], line
