@@ -272,3 +272,16 @@ def test_shaped_secrets_are_refused_in_any_encoding(seed: int, encoding: int) ->
 )
 def test_shapes_that_are_not_secrets_pass(line: str) -> None:
     assert not GUARD.findings({"query": line})[1], line
+
+
+@given(st.integers(0, 2**32), st.integers(0, 3))
+def test_base64_in_a_short_line_is_judged_by_what_it_says(seed: int, cut: int) -> None:
+    """A base64 token inside a short line (even cut short) that spells a random token or a labelled value is a
+    secret; one that spells prose is not."""
+    secret = _mixed(seed, 28)
+    assume(looks_random(secret))
+    said = base64.b64encode(f"-----BEGIN PRIVATE KEY {secret}".encode()).decode().rstrip("=")
+    said = said[: len(said) - cut]
+    assert GUARD.findings({"query": f'pkey = ("{said}")'})[1]
+    prose = base64.b64encode(b"the quick brown fox jumps over the lazy dog again").decode()
+    assert not GUARD.findings({"query": f'text = ("{prose}")'})[1]

@@ -24,6 +24,8 @@ found nothing: it only adds refusals.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 import string
 from collections.abc import Iterator, Mapping
@@ -179,9 +181,10 @@ def bare_secret(text: str) -> bool:
     return len(rest) >= 16 and _random(rest)
 
 
-def short_line_secret(text: str) -> bool:
+def short_line_secret(text: str, decode: bool = True) -> bool:
     """Whether a short one-line value holds a token of 20+ characters that `bare_secret` calls random, and no
-    label before it says what else it is (`public_key`, `csrf-token`, `credentialId`, `image/png`)."""
+    label before it says what else it is (`public_key`, `csrf-token`, `credentialId`, `image/png`). A token that
+    is base64 of text is judged by what it says (`pkey = ("LS0tLS1CRUdJTi…")`), one layer deep."""
     line = text.strip()
     if len(line) > MAX_LINE or "\n" in line:
         return False
@@ -189,9 +192,32 @@ def short_line_secret(text: str) -> bool:
     for token in _SPLIT.split(line):
         at = line.find(token, start)
         start = at + len(token)
-        if len(token) >= 20 and bare_secret(token) and not _NOT_SECRET_BEFORE.search(line[max(0, at - 40) : at]):
+        if len(token) < 20 or _NOT_SECRET_BEFORE.search(line[max(0, at - 40) : at]):
+            continue
+        if bare_secret(token):
+            return True
+        said = _base64_text(token) if decode and token != line else None
+        if said is not None and (short_line_secret(said, decode=False) or labelled_secret(said)):
             return True
     return False
+
+
+_B64_TOKEN = re.compile(r"[A-Za-z0-9+/]{20,}={0,2}|[A-Za-z0-9_-]{20,}")
+
+
+def _base64_text(token: str) -> str | None:
+    """The text a base64 token spells, read leniently (a token cut short in a line is still read, up to its last
+    whole quad), or None when it spells no text (binary, control characters)."""
+    if _B64_TOKEN.fullmatch(token) is None:
+        return None
+    body = token.rstrip("=")
+    body = body[: len(body) - len(body) % 4]
+    try:
+        raw = base64.b64decode(body, altchars=b"-_" if ("-" in body or "_" in body) else None, validate=True)
+        text = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    return text if text.isprintable() else None
 
 
 def credential_like(value: str, before: str = "") -> bool:
