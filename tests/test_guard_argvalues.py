@@ -285,3 +285,45 @@ def test_base64_in_a_short_line_is_judged_by_what_it_says(seed: int, cut: int) -
     assert GUARD.findings({"query": f'pkey = ("{said}")'})[1]
     prose = base64.b64encode(b"the quick brown fox jumps over the lazy dog again").decode()
     assert not GUARD.findings({"query": f'text = ("{prose}")'})[1]
+
+
+def _read_refusal(uri: str) -> str | None:
+    """The standard stages' refusal of `resources/read` of `uri` (None: allowed)."""
+    from interceptors import Phase
+    from interceptors.registry import Invocation
+    from interceptors.transforms.mutators import TransformStages
+    from interceptors.transforms.profiles import STANDARD_TRANSFORMS
+
+    stages = TransformStages(STANDARD_TRANSFORMS)
+    payload = {"method": "resources/read", "params": {"uri": uri}}
+    verdict = stages.request(Invocation("transforms/request", "resources/read", Phase.REQUEST, payload))
+    return None if verdict.valid else "; ".join(message.message for message in verdict.messages)
+
+
+@given(
+    st.integers(0, 2**32),
+    st.sampled_from(["var g = '{}'", 'mailchimp = "{}"', '"k": "{}"', "facebook 1308742762612587|{}"]),
+    st.sampled_from(range(4)),
+)
+def test_a_line_holding_a_random_token_in_a_uri_is_refused(seed: int, line: str, encoding: int) -> None:
+    """A URI has no member name for the bare rule, but a path segment that reads as a line of text (blanks, quotes)
+    holding a random token is a secret pasted into the URI, not an id: refused, the refusal naming `/uri`."""
+    token = _token(seed, 32)
+    assume(looks_random(token))
+    payload = _encodings(line.format(token))[encoding]
+    message = _read_refusal("notes://n/" + quote(payload, safe=""))
+    assert message is not None and "at '/uri'" in message
+    assert token not in message and payload not in message
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "gdrive:///1BxiMVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms",  # one opaque id: no name says it is a secret
+        "file:///home/me/My%20Documents/report%202024%20final.pdf",
+        "notes://n/meeting%20notes%20for%20Q3%20planning",
+        "repo://octo/hello/blob/9fceb02d0ae598e95dc970b74767f19372d61af8/README.md",
+    ],
+)
+def test_uris_of_ids_and_named_files_pass(uri: str) -> None:
+    assert _read_refusal(uri) is None

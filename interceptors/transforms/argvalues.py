@@ -99,7 +99,7 @@ _NOT_A_SECRET_LABEL = re.compile(
     r"hash|format|algo|dir|prefix|id$|_id|length|count|word_?list|pattern|regex|timeout|expir|ttl"
 )
 _NOT_SECRET_BEFORE = re.compile(
-    r"(?i)public|publish|csrf|xsrf|authenticity|anti.?forgery|(?:id|Id|ID|sha\d*|hash|digest|checksum|image/\w+)"
+    r"(?i)public|publish|pub_?key|csrf|xsrf|authenticity|anti.?forgery|(?:id|Id|ID|sha\d*|hash|digest|checksum|image/\w+)"
     r"[\"'\s]*[:=]+[\s\"']*$"
 )
 """A label right before a token that names it public, per-request, an id, a digest or an image."""
@@ -386,6 +386,10 @@ def _decoded(text: str) -> Iterator[Any]:
         yield parsed
 
 
+_SPACED = re.compile(r"\S[\s\"'`]+\S")
+"""A text with a blank or a quote inside: a line of words or code, not one opaque token."""
+
+
 def _text_holds(text: str, key: str | None, depth: int) -> bool:
     if not MIN_TEXT <= len(text) <= MAX_TEXT:
         return False
@@ -393,6 +397,8 @@ def _text_holds(text: str, key: str | None, depth: int) -> bool:
     bare = key is not None and not opaque_key(key) and not (last and decode_base64(text.strip()) is not None)
     if bare and (bare_secret(text) or short_line_secret(text)):
         return True
+    if key is None and _SPACED.search(text.strip()) is not None and short_line_secret(text):
+        return True  # a line of text where no name was given (a URI's path): an id is one token, a line is not
     if labelled_secret(text) or shaped_secret(text):
         return True
     if depth >= MAX_DEPTH:
