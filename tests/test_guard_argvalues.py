@@ -327,3 +327,15 @@ def test_a_line_holding_a_random_token_in_a_uri_is_refused(seed: int, line: str,
 )
 def test_uris_of_ids_and_named_files_pass(uri: str) -> None:
     assert _read_refusal(uri) is None
+
+
+@given(st.integers(0, 2**32), st.sampled_from(["q", "input", "value", "data"]))
+def test_a_uri_query_member_is_judged_under_its_name(seed: int, name: str) -> None:
+    """A query member's value is judged as an argument of that name would be: a random token under a neutral name
+    is refused (naming `/uri`), under an id's or a cursor's name it passes."""
+    token = _token(seed, 32)
+    assume(looks_random(token))
+    message = _read_refusal(f"notes://n/x?a=1&{name}={quote(token)}")
+    assert message is not None and "at '/uri'" in message and token not in message
+    assert _read_refusal(f"notes://n/x?cursor={token}&file_id={token}") is None
+    assert _read_refusal(f"notes://n/x?csrf-token={token}") is None

@@ -31,6 +31,7 @@ import string
 from collections.abc import Iterator, Mapping
 from itertools import pairwise
 from typing import Any
+from urllib.parse import unquote
 
 import orjson
 
@@ -386,6 +387,20 @@ def _decoded(text: str) -> Iterator[Any]:
         yield parsed
 
 
+_QUERY_PAIR = re.compile(r"(?:^|[?&;\n])(?P<name>[A-Za-z][A-Za-z0-9_.-]{0,63})=(?P<value>[^&#;\s]{16,1024})")
+"""A URI's query member (`?name=value`): its value judged as the member `name` (the bare rule by its name)."""
+
+
+def _query_holds(text: str, depth: int) -> bool:
+    """Whether a query member of `text` (a URI where no name was given) holds a secret judged under its name: a
+    `?q=<random token>` is a secret as the same value in an argument `q` would be; `?cursor=` and `?id=` are not."""
+    for match in _QUERY_PAIR.finditer(text):
+        name = match.group("name")
+        if _NOT_A_SECRET_LABEL.search(name) is None and _text_holds(unquote(match.group("value")), name, depth + 1):
+            return True
+    return False
+
+
 _SPACED = re.compile(r"\S[\s\"'`]+\S")
 """A text with a blank or a quote inside: a line of words or code, not one opaque token."""
 
@@ -399,6 +414,8 @@ def _text_holds(text: str, key: str | None, depth: int) -> bool:
         return True
     if key is None and _SPACED.search(text.strip()) is not None and short_line_secret(text):
         return True  # a line of text where no name was given (a URI's path): an id is one token, a line is not
+    if key is None and "=" in text and depth < MAX_DEPTH and _query_holds(text, depth):
+        return True
     if labelled_secret(text) or shaped_secret(text):
         return True
     if depth >= MAX_DEPTH:
