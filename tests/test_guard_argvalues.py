@@ -339,3 +339,22 @@ def test_a_uri_query_member_is_judged_under_its_name(seed: int, name: str) -> No
     assert message is not None and "at '/uri'" in message and token not in message
     assert _read_refusal(f"notes://n/x?cursor={token}&file_id={token}") is None
     assert _read_refusal(f"notes://n/x?csrf-token={token}") is None
+
+
+@given(
+    st.integers(0, 2**32),
+    st.sampled_from(["\x1b[32m{}\x1b[0m", "\\x1b[1;31m{}\\033[0m", "\\u001b[33m{}\\u001b[0m", "[0m{}[0m"]),
+)
+def test_a_value_glued_to_terminal_codes_is_judged_without_them(seed: int, wrap: str) -> None:
+    token = _token(seed, 32)
+    assume(looks_random(token))
+    assert GUARD.findings({"query": wrap.format(token)})[1]
+    assert not GUARD.findings({"query": wrap.format("build finished in 12 seconds")})[1]
+
+
+@given(st.integers(0, 2**32), st.sampled_from(["\\x{:02x}", "\\u{:04x}"]))
+def test_an_escaped_labelled_value_is_judged_as_the_characters_it_spells(seed: int, escape: str) -> None:
+    secret = _mixed(seed, 14)
+    spelled = "".join(escape.format(ord(c)) for c in secret)
+    assert GUARD.findings({"query": f'password = "{spelled}"'})[1]
+    assert not GUARD.findings({"query": 'sep = "\\x00\\x1f"'})[1]

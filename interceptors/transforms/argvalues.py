@@ -369,9 +369,30 @@ def shaped_secret(text: str) -> bool:
     return False
 
 
+_ANSI = re.compile(
+    r"(?:\x1b|\\x1[bB]|\\033|\\u001[bB]|\\e)\[[0-9;?]{0,16}[A-Za-z]|(?<![\w\]])\[(?:\d{1,3};){0,4}\d{1,3}m"
+)
+r"""A terminal's colour or cursor code (`ESC[32m`, written raw or escaped: `\x1b[`, `\033[`, `\u001b[`, `\e[`;
+or an SGR code that lost its ESC: `[0m`): glued to a value, it hides the value's start or end."""
+_ESCAPE = re.compile(r"\\x([0-9A-Fa-f]{2})|\\u([0-9A-Fa-f]{4})")
+
+
+def unescaped(text: str) -> str | None:
+    r"""`text` without terminal codes and with `\xNN` and `\uNNNN` escapes read as the characters they spell, or None
+    when neither is there (the view a log line or a string literal hides a value in)."""
+    if "\x1b" not in text and "\\" not in text and "[" not in text:
+        return None
+    out = _ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), _ANSI.sub("", text))
+    return out if out != text else None
+
+
 def _decoded(text: str) -> Iterator[Any]:
-    """What `text` spells: `%XX`, base64, hex and gzip+base64 of text, and JSON (a structure or a string)."""
+    r"""What `text` spells: `%XX`, base64, hex and gzip+base64 of text, JSON (a structure or a string), and the
+    text without terminal codes and with `\xNN`, `\uNNNN` escapes read."""
     stripped = text.strip()
+    plain = unescaped(stripped)
+    if plain is not None:
+        yield plain
     for decode in (decode_percent, decode_gzip_base64, decode_base64, decode_hex):
         try:
             got = decode(stripped)
