@@ -297,7 +297,7 @@ def _read_refusal(uri: str) -> str | None:
     stages = TransformStages(STANDARD_TRANSFORMS)
     payload = {"method": "resources/read", "params": {"uri": uri}}
     verdict = stages.request(Invocation("transforms/request", "resources/read", Phase.REQUEST, payload))
-    return None if verdict.valid else "; ".join(message.message for message in verdict.messages)
+    return None if verdict.valid else "; ".join(message.message for message in verdict.messages or ())
 
 
 @given(
