@@ -17,9 +17,16 @@ member's value (an argument, or a member of JSON inside one):
   template, a placeholder or a word: 8+ characters with lower case, upper case and digits (or 12+ dense
   characters with letters and digits).
 
-Each text is also read decoded (`%XX`, base64, hex, gzip then base64, JSON inside a string), the views the
-redactor reads, so an encoded value is judged as what it spells. Nothing here runs unless the guard's detectors
-found nothing: it only adds refusals.
+- **shaped**: a secret known by its shape in a line (`shaped_secret`): a GUID in a `<SERVICE>_KEY` constant, a
+  key as an array of byte literals, an `Authorization:` scheme's credentials, `-u user:password`, a password's
+  literal fallback, a product key after a label.
+
+Where no name was given (a URI's views), a line with blanks or quotes gets the short-line rule and a query
+member is judged under its own name; a one-token value stays an id.
+
+Each text is also read decoded (`%XX`, base64, hex, gzip then base64, JSON inside a string, terminal codes
+stripped and `\\xNN` escapes read), the views the redactor reads, so an encoded value is judged as what it
+spells. Nothing here runs unless the guard's detectors found nothing: it only adds refusals.
 """
 
 from __future__ import annotations
