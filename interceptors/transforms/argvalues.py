@@ -314,10 +314,11 @@ _GUID_KEY = re.compile(
     r"\{?[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\}?(?![0-9A-Za-z-])"
 )
 _BYTE = r"(?:0[xX][0-9A-Fa-f]{1,2}|\d{1,3})"
-_BYTES = re.compile(
+_BYTE_RUN = re.compile(r"[{\[(][ \t]*(?P<bytes>(?:" + _BYTE + r"[ \t]*,[ \t]*){7,}" + _BYTE + r")")
+_BYTES_LABEL = re.compile(
     r"(?:(?<![A-Za-z])(?:key|secret|salt|nonce|iv|passw(?:or)?d)|(?<![A-Z])(?:Key|Secret|Salt|Nonce|IV|Passw(?:or)?d)|"
     r"(?:KEY|SECRET|SALT|NONCE|PASSW(?:OR)?D))(?:_[A-Za-z0-9]{1,12})?[\"']?[ \t]{0,3}(?::=|:|=|[ \t])"
-    r"[^0-9\n;]{0,24}?[{\[(][ \t]*(?P<bytes>(?:" + _BYTE + r"[ \t]*,[ \t]*){7,}" + _BYTE + r")"
+    r"[^0-9\n;]{0,24}$"
 )
 """A key, a secret, a salt or a nonce written as a literal array of 8 or more bytes (`#define AESKEY {0x35, …}`,
 `Secret: []byte{33, 9, …}`): the label may end an upper-case name (`AESKEY`)."""
@@ -326,7 +327,7 @@ _AUTH_SCHEME = re.compile(
     r"(?:basic|bearer|token|digest|ntlm|negotiate)[ \t]+(?P<value>[A-Za-z0-9+/=._~-]{8,})"
 )
 _USER_OPTION = re.compile(
-    r"(?:^|[ \t])(?:-u|-U|--user|--proxy-user)(?:[ \t]+|=)[\"']?\{?[^\s\"':{}]{1,64}\}?[\"']?:[\"']?\{?"
+    r"-(?<!\S-)(?:u|U|-user|-proxy-user)(?:[ \t]+|=)[\"']?\{?[^\s\"':{}]{1,64}\}?[\"']?:[\"']?\{?"
     r"(?P<value>[^\s\"'{}]{6,128})"
 )
 """`curl -u user:password`, `--user "name":"{password}"`: the password after the user's name."""
@@ -346,33 +347,50 @@ def _distinct_bytes(run: str) -> bool:
     return len(values) >= 5
 
 
+SHAPED_LINES = 64
+"""The shaped rules read a value's first lines only (a longer text is a document: the detectors' call)."""
+
+
 def shaped_secret(text: str) -> bool:
-    """Secrets whose shape, not their randomness, says what they are, in a short line of `text`: a GUID in a
-    constant named for one service's key, a key written as an array of bytes, the credentials of an
-    `Authorization` header or of `curl -u user:password`, a password given as a literal fallback in a line that
-    names a password (`PASSWORD = env.get("PASSWORD") or "…"`), a product key after a label."""
-    for line in text.splitlines()[:64]:
-        if len(line) > 4 * MAX_LINE:
-            continue
-        for match in _GUID_KEY.finditer(line):
+    """Secrets whose shape, not their randomness, says what they are, in a line of `text` (its first
+    `SHAPED_LINES`): a GUID in a constant named for one service's key, a key written as an array of bytes, the
+    credentials of an `Authorization` header or of `curl -u user:password`, a password given as a literal fallback
+    in a short line that names a password (`PASSWORD = env.get("PASSWORD") or "…"`). Each pattern runs once over
+    those lines (none crosses a line), and only when a literal it needs is there."""
+    head = text if text.count("\n") < SHAPED_LINES else "\n".join(text.split("\n", SHAPED_LINES)[:-1])
+    if "-" in head:
+        for match in _GUID_KEY.finditer(head):
             name = match.group("name").upper()
             if _GUID_KEY_NAME.fullmatch(name) and not _ID_KEY_WORDS.match(name):
                 return True
-        for match in _BYTES.finditer(line):
-            if _distinct_bytes(match.group("bytes")):
+    if "," in head:
+        for match in _BYTE_RUN.finditer(head):  # the run first (it starts at a bracket), then its label
+            label = _BYTES_LABEL.search(head, max(0, match.start() - 64), match.start())
+            if label is not None and _distinct_bytes(match.group("bytes")):
                 return True
-        for match in _AUTH_SCHEME.finditer(line):
+    low = head.lower()
+    if "uthori" in low:
+        for match in _AUTH_SCHEME.finditer(head):
             value = match.group("value")
             if not (is_placeholder(value) or is_template(value) or documentation_value(value)):
                 return True
-        for match in _USER_OPTION.finditer(line):
+    if "-u" in head or "-U" in head or "--user" in head or "--proxy-user" in head:
+        for match in _USER_OPTION.finditer(head):
             if credential_like(match.group("value").rstrip("}")):
                 return True
-        if len(line) <= MAX_LINE and _SECRET_LABEL_WORD.search(line):
-            for match in _LITERAL.finditer(line):
-                value = match.group("value")
-                if not _SECRET_LABEL_WORD.search(value) and credential_like(value):
-                    return True
+    if "pass" in low or "pwd" in low or "secret" in low:
+        done = -1
+        for word in _SECRET_LABEL_WORD.finditer(head):
+            if word.start() < done:
+                continue  # its line was judged
+            start, end = head.rfind("\n", 0, word.start()) + 1, head.find("\n", word.end())
+            done = end = len(head) if end < 0 else end
+            line = head[start:end]
+            if len(line) <= MAX_LINE:
+                for match in _LITERAL.finditer(line):
+                    value = match.group("value")
+                    if not _SECRET_LABEL_WORD.search(value) and credential_like(value):
+                        return True
     return False
 
 
@@ -381,13 +399,15 @@ _ANSI = re.compile(
 )
 r"""A terminal's colour or cursor code (`ESC[32m`, written raw or escaped: `\x1b[`, `\033[`, `\u001b[`, `\e[`;
 or an SGR code that lost its ESC: `[0m`): glued to a value, it hides the value's start or end."""
+_ESCAPE_MARKS = ("\x1b", "[0m", "[m", "\\x", "\\u", "\\033", "\\e[")
+"""Substrings one of which any text `unescaped` changes holds (a cheap test before the patterns run)."""
 _ESCAPE = re.compile(r"\\x([0-9A-Fa-f]{2})|\\u([0-9A-Fa-f]{4})")
 
 
 def unescaped(text: str) -> str | None:
     r"""`text` without terminal codes and with `\xNN` and `\uNNNN` escapes read as the characters they spell, or None
     when neither is there (the view a log line or a string literal hides a value in)."""
-    if "\x1b" not in text and "\\" not in text and "[" not in text:
+    if not any(mark in text for mark in _ESCAPE_MARKS):
         return None
     out = _ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), _ANSI.sub("", text))
     return out if out != text else None
