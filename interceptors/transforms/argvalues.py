@@ -17,17 +17,28 @@ member's value (an argument, or a member of JSON inside one):
   template, a placeholder or a word: 8+ characters with lower case, upper case and digits (or 12+ dense
   characters with letters and digits).
 
-Each text is also read decoded (`%XX`, base64, hex, gzip then base64, JSON inside a string), the views the
-redactor reads, so an encoded value is judged as what it spells. Nothing here runs unless the guard's detectors
-found nothing: it only adds refusals.
+- **shaped**: a secret known by its shape in a line (`shaped_secret`): a GUID in a `<SERVICE>_KEY` constant, a
+  key as an array of byte literals, an `Authorization:` scheme's credentials, `-u user:password`, a password's
+  literal fallback, a product key after a label.
+
+Where no name was given (a URI's views), a line with blanks or quotes gets the short-line rule and a query
+member is judged under its own name; a one-token value stays an id.
+
+Each text is also read decoded (`%XX`, base64, hex, gzip then base64, JSON inside a string, terminal codes
+stripped and `\\xNN` escapes read), the views the redactor reads, so an encoded value is judged as what it
+spells. Nothing here runs unless the guard's detectors found nothing: it only adds refusals.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 import string
 from collections.abc import Iterator, Mapping
+from itertools import pairwise
 from typing import Any
+from urllib.parse import unquote
 
 import orjson
 
@@ -96,7 +107,7 @@ _NOT_A_SECRET_LABEL = re.compile(
     r"hash|format|algo|dir|prefix|id$|_id|length|count|word_?list|pattern|regex|timeout|expir|ttl"
 )
 _NOT_SECRET_BEFORE = re.compile(
-    r"(?i)public|publish|csrf|xsrf|authenticity|anti.?forgery|(?:id|Id|ID|sha\d*|hash|digest|checksum|image/\w+)"
+    r"(?i)public|publish|pub_?key|csrf|xsrf|authenticity|anti.?forgery|(?:id|Id|ID|sha\d*|hash|digest|checksum|image/\w+)"
     r"[\"'\s]*[:=]+[\s\"']*$"
 )
 """A label right before a token that names it public, per-request, an id, a digest or an image."""
@@ -178,9 +189,10 @@ def bare_secret(text: str) -> bool:
     return len(rest) >= 16 and _random(rest)
 
 
-def short_line_secret(text: str) -> bool:
+def short_line_secret(text: str, decode: bool = True) -> bool:
     """Whether a short one-line value holds a token of 20+ characters that `bare_secret` calls random, and no
-    label before it says what else it is (`public_key`, `csrf-token`, `credentialId`, `image/png`)."""
+    label before it says what else it is (`public_key`, `csrf-token`, `credentialId`, `image/png`). A token that
+    is base64 of text is judged by what it says (`pkey = ("LS0tLS1CRUdJTi…")`), one layer deep."""
     line = text.strip()
     if len(line) > MAX_LINE or "\n" in line:
         return False
@@ -188,9 +200,32 @@ def short_line_secret(text: str) -> bool:
     for token in _SPLIT.split(line):
         at = line.find(token, start)
         start = at + len(token)
-        if len(token) >= 20 and bare_secret(token) and not _NOT_SECRET_BEFORE.search(line[max(0, at - 40) : at]):
+        if len(token) < 20 or _NOT_SECRET_BEFORE.search(line[max(0, at - 40) : at]):
+            continue
+        if bare_secret(token):
+            return True
+        said = _base64_text(token) if decode and token != line else None
+        if said is not None and (short_line_secret(said, decode=False) or labelled_secret(said)):
             return True
     return False
+
+
+_B64_TOKEN = re.compile(r"[A-Za-z0-9+/]{20,}={0,2}|[A-Za-z0-9_-]{20,}")
+
+
+def _base64_text(token: str) -> str | None:
+    """The text a base64 token spells, read leniently (a token cut short in a line is still read, up to its last
+    whole quad), or None when it spells no text (binary, control characters)."""
+    if _B64_TOKEN.fullmatch(token) is None:
+        return None
+    body = token.rstrip("=")
+    body = body[: len(body) - len(body) % 4]
+    try:
+        raw = base64.b64decode(body, altchars=b"-_" if ("-" in body or "_" in body) else None, validate=True)
+        text = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    return text if text.isprintable() else None
 
 
 def credential_like(value: str, before: str = "") -> bool:
@@ -211,6 +246,8 @@ def credential_like(value: str, before: str = "") -> bool:
     if names_a_key(text):
         return False
     lower, upper, digit = _classes(text)
+    if _PRODUCT_KEY.fullmatch(text):
+        return not any(_alphabet_run(group) for group in text.split("-"))  # `KLMNO`, `12345`: a sample
     if 2 * _wordy(text) > len(text):
         return False
     if lower and upper and digit:
@@ -266,9 +303,123 @@ def labelled_secret(text: str) -> bool:
     return False
 
 
+_GUID_KEY_NAME = re.compile(r"[A-Z][A-Z0-9]{1,23}[_-](?:API[_-])?KEY")
+"""`HEROKU_KEY`, `SNYK_API_KEY`: a constant named for one service's key (some services' keys are GUIDs)."""
+_ID_KEY_WORDS = re.compile(
+    r"(?:CACHE|PRIMARY|SORT|PARTITION|IDEMPOTENCY|OBJECT|FOREIGN|ROUTING|DEDUP|LOOKUP|MAP|ROW|INDEX|REF|REQUEST|"
+    r"TRACE|SESSION_ID|STORAGE|LOCK|QUEUE|TOPIC|EVENT|PUBLIC|PUB|SIGNING_KEY_ID)[_-]"
+)
+_GUID_KEY = re.compile(
+    r"(?<![A-Za-z0-9_])(?P<name>[A-Z][A-Z0-9_-]{3,40})[\"']?[ \t]{0,3}(?::=|:|=)[ \t]{0,3}[\"']?"
+    r"\{?[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\}?(?![0-9A-Za-z-])"
+)
+_BYTE = r"(?:0[xX][0-9A-Fa-f]{1,2}|\d{1,3})"
+_BYTE_RUN = re.compile(r"[{\[(][ \t]*(?P<bytes>(?:" + _BYTE + r"[ \t]*,[ \t]*){7,}" + _BYTE + r")")
+_BYTES_LABEL = re.compile(
+    r"(?:(?<![A-Za-z])(?:key|secret|salt|nonce|iv|passw(?:or)?d)|(?<![A-Z])(?:Key|Secret|Salt|Nonce|IV|Passw(?:or)?d)|"
+    r"(?:KEY|SECRET|SALT|NONCE|PASSW(?:OR)?D))(?:_[A-Za-z0-9]{1,12})?[\"']?[ \t]{0,3}(?::=|:|=|[ \t])"
+    r"[^0-9\n;]{0,24}$"
+)
+"""A key, a secret, a salt or a nonce written as a literal array of 8 or more bytes (`#define AESKEY {0x35, …}`,
+`Secret: []byte{33, 9, …}`): the label may end an upper-case name (`AESKEY`)."""
+_AUTH_SCHEME = re.compile(
+    r"(?i)(?<![A-Za-z])(?:proxy-)?authori[sz]ation[\"']?[ \t]{0,3}[:=][ \t]{0,3}[\"']?"
+    r"(?:basic|bearer|token|digest|ntlm|negotiate)[ \t]+(?P<value>[A-Za-z0-9+/=._~-]{8,})"
+)
+_USER_OPTION = re.compile(
+    r"-(?<!\S-)(?:u|U|-user|-proxy-user)(?:[ \t]+|=)[\"']?\{?[^\s\"':{}]{1,64}\}?[\"']?:[\"']?\{?"
+    r"(?P<value>[^\s\"'{}]{6,128})"
+)
+"""`curl -u user:password`, `--user "name":"{password}"`: the password after the user's name."""
+_LITERAL = re.compile(r"(?<!\()(?<!\(\s)[\"'](?P<value>[^\s\"'`]{8,128})[\"']")
+_SECRET_LABEL_WORD = re.compile(r"(?i)(?<![A-Za-z])(?:pass(?:word|wd|phrase)?|pwd|secret)(?![a-rt-z])")
+_PRODUCT_KEY = re.compile(r"[A-Z0-9]{4,6}(?:-[A-Z0-9]{4,6}){3,7}")
+"""A product or licence key (`ZAQWS-XCDER-VBGTR-FRTGU-KLMNX`): groups of upper-case letters and digits."""
+
+
+def _alphabet_run(group: str) -> bool:
+    """Whether `group` is a run of the alphabet or of digits (`KLMNO`, `12345`)."""
+    return all(ord(b) - ord(a) == 1 for a, b in pairwise(group))
+
+
+def _distinct_bytes(run: str) -> bool:
+    values = {item.strip().lower() for item in run.split(",")}
+    return len(values) >= 5
+
+
+SHAPED_LINES = 64
+"""The shaped rules read a value's first lines only (a longer text is a document: the detectors' call)."""
+
+
+def shaped_secret(text: str) -> bool:
+    """Secrets whose shape, not their randomness, says what they are, in a line of `text` (its first
+    `SHAPED_LINES`): a GUID in a constant named for one service's key, a key written as an array of bytes, the
+    credentials of an `Authorization` header or of `curl -u user:password`, a password given as a literal fallback
+    in a short line that names a password (`PASSWORD = env.get("PASSWORD") or "…"`). Each pattern runs once over
+    those lines (none crosses a line), and only when a literal it needs is there."""
+    head = text if text.count("\n") < SHAPED_LINES else "\n".join(text.split("\n", SHAPED_LINES)[:-1])
+    if "-" in head:
+        for match in _GUID_KEY.finditer(head):
+            name = match.group("name").upper()
+            if _GUID_KEY_NAME.fullmatch(name) and not _ID_KEY_WORDS.match(name):
+                return True
+    if "," in head:
+        for match in _BYTE_RUN.finditer(head):  # the run first (it starts at a bracket), then its label
+            label = _BYTES_LABEL.search(head, max(0, match.start() - 64), match.start())
+            if label is not None and _distinct_bytes(match.group("bytes")):
+                return True
+    low = head.lower()
+    if "uthori" in low:
+        for match in _AUTH_SCHEME.finditer(head):
+            value = match.group("value")
+            if not (is_placeholder(value) or is_template(value) or documentation_value(value)):
+                return True
+    if "-u" in head or "-U" in head or "--user" in head or "--proxy-user" in head:
+        for match in _USER_OPTION.finditer(head):
+            if credential_like(match.group("value").rstrip("}")):
+                return True
+    if "pass" in low or "pwd" in low or "secret" in low:
+        done = -1
+        for word in _SECRET_LABEL_WORD.finditer(head):
+            if word.start() < done:
+                continue  # its line was judged
+            start, end = head.rfind("\n", 0, word.start()) + 1, head.find("\n", word.end())
+            done = end = len(head) if end < 0 else end
+            line = head[start:end]
+            if len(line) <= MAX_LINE:
+                for match in _LITERAL.finditer(line):
+                    value = match.group("value")
+                    if not _SECRET_LABEL_WORD.search(value) and credential_like(value):
+                        return True
+    return False
+
+
+_ANSI = re.compile(
+    r"(?:\x1b|\\x1[bB]|\\033|\\u001[bB]|\\e)\[[0-9;?]{0,16}[A-Za-z]|(?<![\w\]])\[(?:\d{1,3};){0,4}\d{1,3}m"
+)
+r"""A terminal's colour or cursor code (`ESC[32m`, written raw or escaped: `\x1b[`, `\033[`, `\u001b[`, `\e[`;
+or an SGR code that lost its ESC: `[0m`): glued to a value, it hides the value's start or end."""
+_ESCAPE_MARKS = ("\x1b", "[0m", "[m", "\\x", "\\u", "\\033", "\\e[")
+"""Substrings one of which any text `unescaped` changes holds (a cheap test before the patterns run)."""
+_ESCAPE = re.compile(r"\\x([0-9A-Fa-f]{2})|\\u([0-9A-Fa-f]{4})")
+
+
+def unescaped(text: str) -> str | None:
+    r"""`text` without terminal codes and with `\xNN` and `\uNNNN` escapes read as the characters they spell, or None
+    when neither is there (the view a log line or a string literal hides a value in)."""
+    if not any(mark in text for mark in _ESCAPE_MARKS):
+        return None
+    out = _ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), _ANSI.sub("", text))
+    return out if out != text else None
+
+
 def _decoded(text: str) -> Iterator[Any]:
-    """What `text` spells: `%XX`, base64, hex and gzip+base64 of text, and JSON (a structure or a string)."""
+    r"""What `text` spells: `%XX`, base64, hex and gzip+base64 of text, JSON (a structure or a string), and the
+    text without terminal codes and with `\xNN`, `\uNNNN` escapes read."""
     stripped = text.strip()
+    plain = unescaped(stripped)
+    if plain is not None:
+        yield plain
     for decode in (decode_percent, decode_gzip_base64, decode_base64, decode_hex):
         try:
             got = decode(stripped)
@@ -284,6 +435,24 @@ def _decoded(text: str) -> Iterator[Any]:
         yield parsed
 
 
+_QUERY_PAIR = re.compile(r"(?:^|[?&;\n])(?P<name>[A-Za-z][A-Za-z0-9_.-]{0,63})=(?P<value>[^&#;\s]{16,1024})")
+"""A URI's query member (`?name=value`): its value judged as the member `name` (the bare rule by its name)."""
+
+
+def _query_holds(text: str, depth: int) -> bool:
+    """Whether a query member of `text` (a URI where no name was given) holds a secret judged under its name: a
+    `?q=<random token>` is a secret as the same value in an argument `q` would be; `?cursor=` and `?id=` are not."""
+    for match in _QUERY_PAIR.finditer(text):
+        name = match.group("name")
+        if _NOT_A_SECRET_LABEL.search(name) is None and _text_holds(unquote(match.group("value")), name, depth + 1):
+            return True
+    return False
+
+
+_SPACED = re.compile(r"\S[\s\"'`]+\S")
+"""A text with a blank or a quote inside: a line of words or code, not one opaque token."""
+
+
 def _text_holds(text: str, key: str | None, depth: int) -> bool:
     if not MIN_TEXT <= len(text) <= MAX_TEXT:
         return False
@@ -291,7 +460,11 @@ def _text_holds(text: str, key: str | None, depth: int) -> bool:
     bare = key is not None and not opaque_key(key) and not (last and decode_base64(text.strip()) is not None)
     if bare and (bare_secret(text) or short_line_secret(text)):
         return True
-    if labelled_secret(text):
+    if key is None and _SPACED.search(text.strip()) is not None and short_line_secret(text):
+        return True  # a line of text where no name was given (a URI's path): an id is one token, a line is not
+    if key is None and "=" in text and depth < MAX_DEPTH and _query_holds(text, depth):
+        return True
+    if labelled_secret(text) or shaped_secret(text):
         return True
     if depth >= MAX_DEPTH:
         return False

@@ -19,6 +19,7 @@ from ..errors import InterceptorsError
 from .argvalues import ENTITY as ARGUMENT_ENTITY
 from .argvalues import KEY_IDS, MAX_DEPTH, holds_secret, scrubbed
 from .base import Options, Transform, TransformContext, count
+from .encoded import decode_base64, decode_gzip_base64, decode_hex, decode_percent
 from .entities import CATEGORIES, fold_for_hints
 from .keyrules import BUILTIN_KEY_RULES, BUILTIN_KEY_RULES_BY_NAME
 from .normalize import needs_normalizing, normalize_for_matching
@@ -77,6 +78,28 @@ MAX_JSON_LAYERS = 3
 """A string holding JSON text of a string (`"\\"{...}\\""`) is unwrapped this many layers deep."""
 
 
+def _encoded_json(text: str) -> Any:
+    """The JSON structure (object or array) that `text` spells in base64, hex, `%XX` or gzip then base64, or None:
+    the redactor reads such a decoded view as text, where a JSON string's escaped quotes (`\\"`) hide a value
+    from the patterns that need them (`CURLOPT_PASSWORD, "…"`)."""
+    if len(text) < 8 or text[:1] in ("{", "[", '"'):
+        return None
+    for decode in (decode_base64, decode_gzip_base64, decode_hex, decode_percent):
+        try:
+            got = decode(text)
+        except (ValueError, TypeError):
+            continue
+        spelled = got[0].strip() if got is not None else ""
+        if spelled[:1] in ("{", "[") and spelled[-1:] in ("}", "]"):
+            try:
+                parsed = orjson.loads(spelled)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(parsed, dict | list):
+                return parsed
+    return None
+
+
 def _unwrap_json_strings(value: Any, depth: int = 0) -> Any:
     """`value` with every string that is the JSON text of a string replaced by what it spells (again, while it
     still is one, `MAX_JSON_LAYERS` at most): the redactor parses JSON inside a string once, so an object
@@ -93,7 +116,10 @@ def _unwrap_json_strings(value: Any, depth: int = 0) -> Any:
             if not isinstance(inner, str):
                 break
             text, layers = inner.strip(), layers + 1
-        return text if layers else value
+        if layers:
+            return text
+        spelled = _encoded_json(text)
+        return value if spelled is None or depth >= 64 else _unwrap_json_strings(spelled, depth + 1)
     if depth >= 64:
         return value
     if isinstance(value, Mapping):
@@ -178,8 +204,10 @@ class SecretGuard(Transform):
         found: dict[str, int] = dict(probe.report.get("redacted", {}))
         if not found and self.decode:
             unwrapped = _unwrap_json_strings(value)
-            if unwrapped is not value:  # JSON text of JSON text: judged as the object it spells
-                return self.findings(unwrapped, ctx, key)
+            if unwrapped is not value:  # JSON text of JSON text (or encoded): judged as the object it spells
+                got = self.findings(unwrapped, ctx, key)
+                if got[1]:
+                    return got
         depth = 0 if self.decode else MAX_DEPTH
         if not found and self.argument_values and holds_secret(value, key, depth=depth):
             return scrubbed(value, key, depth=depth), {ARGUMENT_ENTITY: 1}

@@ -18,6 +18,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from interceptors.transforms.argvalues import bare_secret, credential_like, holds_secret, labelled_secret, opaque_key
+from interceptors.transforms.base import TransformContext
 from interceptors.transforms.entities import looks_random
 from interceptors.transforms.guard import SecretGuard, SecretsRefused
 
@@ -191,3 +192,169 @@ def test_any_text_is_judged_without_error(text: str, key: str) -> None:
     holds_secret({key: text})
     credential_like(text)
     labelled_secret(text)
+
+
+@given(
+    st.sampled_from(['CURLOPT_PASSWORD, "{}"', 'SET password "{}"', 'ConvertTo-SecureString "{}"']),
+    st.integers(0, 2**32),
+    st.sampled_from(["base64", "hex", "gzip", "percent"]),
+)
+def test_json_inside_an_encoding_is_judged_as_the_structure_it_spells(template: str, seed: int, how: str) -> None:
+    """Base64 (hex, gzip, `%XX`) of a JSON object is read as that object: as text its strings' escaped quotes
+    (`\\"`) would hide the value from the patterns that need the quotes."""
+    import gzip
+
+    secret = _token(seed, 14)
+    assume(any(c.isdigit() for c in secret) and any(c.islower() for c in secret) and any(c.isupper() for c in secret))
+    text = json.dumps({"note": "x = " + template.format(secret)}).encode()
+    payload = {
+        "base64": base64.b64encode(text).decode(),
+        "hex": text.hex(),
+        "gzip": base64.b64encode(gzip.compress(text, mtime=0)).decode(),
+        "percent": "".join(f"%{b:02X}" for b in text),
+    }[how]
+    assert GUARD.findings({"query": json.dumps({"note": "x = " + template.format(secret)})})[1]
+    assert GUARD.findings({"query": payload})[1]
+    with pytest.raises(SecretsRefused) as refused:
+        GUARD.apply({"query": payload}, TransformContext(direction="input"))
+    assert secret not in str(refused.value)
+
+
+def _mixed(seed: int, size: int) -> str:
+    rng = random.Random(seed)
+    body = [rng.choice(string.ascii_lowercase), rng.choice(string.ascii_uppercase), rng.choice(string.digits)]
+    body += [rng.choice(_BASE62) for _ in range(size - 3)]
+    rng.shuffle(body)
+    return "".join(body)
+
+
+@given(st.integers(0, 2**32), st.sampled_from(range(6)))
+def test_shaped_secrets_are_refused_in_any_encoding(seed: int, encoding: int) -> None:
+    """Secrets known by their shape, not their randomness: each refused as spelled and encoded, and the refusal names
+    the member, never the value."""
+    rng = random.Random(seed)
+    password = _mixed(seed, rng.randint(8, 20))
+    key_bytes = ", ".join(f"0x{rng.randrange(256):02x}" for _ in range(rng.randint(8, 32)))
+    lines = [
+        f'const {rng.choice(["HEROKU", "SNYK", "ACME"])}_KEY = "{uuid.UUID(int=rng.getrandbits(128))}"',
+        f"#define AESKEY {{{key_bytes}}}",
+        f"secret: []byte{{{key_bytes}}},",
+        f"curl -H 'Authorization: Basic {base64.b64encode(f'user:{password}'.encode()).decode()}' https://x.test",
+        f'curl -X PUT -u "admin:{password}" https://127.0.0.1',
+        f'PASSWORD = os.environ.get("PASSWORD") or "{password}"',
+    ]
+    line = rng.choice(lines)
+    payload = _encodings(line)[encoding]
+    assert GUARD.findings({"query": payload})[1], line
+    arguments = {"mode": "fast", "args": {"query": payload}}
+    found = GUARD.findings(arguments)[1]
+    pointer = GUARD.locate(arguments, "/arguments")
+    assert pointer == "/arguments/args/query"
+    message = str(SecretsRefused(found, pointer))
+    assert password not in message and payload not in message
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'CACHE_KEY = "0b7c1f32-9a2e-4c55-8f0e-2d4a9c6b1e77"',  # an id under a key's name
+        "request_id: 0b7c1f32-9a2e-4c55-8f0e-2d4a9c6b1e77",
+        "key_sizes = [128, 192, 256, 128, 192, 256, 128, 192]",  # not bytes: a size list
+        "key = [1, 1, 1, 1, 1, 1, 1, 1, 1]",  # one repeated byte
+        "Authorization: Bearer <YOUR_TOKEN_HERE>",
+        "Authorization: Basic ${BASIC_AUTH}",
+        "docker run -u 1000:1000 image",
+        'git push -u origin main && echo "password"',
+        'password = getpass("Enter your password: ")',
+        "SET PASSWORD FOR 'u'@'localhost' = PASSWORD('s3cRetPa55w0rd');"[:0] + "x = PASSWORD('SqLpa5sW0rD')",
+        "Activation key : ZAQWS-XCDER-VBGTR-FRTGU-KLMNO",  # a run of the alphabet: a sample
+    ],
+)
+def test_shapes_that_are_not_secrets_pass(line: str) -> None:
+    assert not GUARD.findings({"query": line})[1], line
+
+
+@given(st.integers(0, 2**32), st.integers(0, 3))
+def test_base64_in_a_short_line_is_judged_by_what_it_says(seed: int, cut: int) -> None:
+    """A base64 token inside a short line (even cut short) that spells a random token or a labelled value is a
+    secret; one that spells prose is not."""
+    secret = _mixed(seed, 28)
+    assume(looks_random(secret))
+    said = base64.b64encode(f"-----BEGIN PRIVATE KEY {secret}".encode()).decode().rstrip("=")
+    said = said[: len(said) - cut]
+    assert GUARD.findings({"query": f'pkey = ("{said}")'})[1]
+    prose = base64.b64encode(b"the quick brown fox jumps over the lazy dog again").decode()
+    assert not GUARD.findings({"query": f'text = ("{prose}")'})[1]
+
+
+def _read_refusal(uri: str) -> str | None:
+    """The standard stages' refusal of `resources/read` of `uri` (None: allowed)."""
+    from interceptors import Phase
+    from interceptors.registry import Invocation
+    from interceptors.transforms.mutators import TransformStages
+    from interceptors.transforms.profiles import STANDARD_TRANSFORMS
+
+    stages = TransformStages(STANDARD_TRANSFORMS)
+    payload = {"method": "resources/read", "params": {"uri": uri}}
+    verdict = stages.request(Invocation("transforms/request", "resources/read", Phase.REQUEST, payload))
+    return None if verdict.valid else "; ".join(message.message for message in verdict.messages or ())
+
+
+@given(
+    st.integers(0, 2**32),
+    st.sampled_from(["var g = '{}'", 'mailchimp = "{}"', '"k": "{}"', "facebook 1308742762612587|{}"]),
+    st.sampled_from(range(4)),
+)
+def test_a_line_holding_a_random_token_in_a_uri_is_refused(seed: int, line: str, encoding: int) -> None:
+    """A URI has no member name for the bare rule, but a path segment that reads as a line of text (blanks, quotes)
+    holding a random token is a secret pasted into the URI, not an id: refused, the refusal naming `/uri`."""
+    token = _token(seed, 32)
+    assume(looks_random(token))
+    payload = _encodings(line.format(token))[encoding]
+    message = _read_refusal("notes://n/" + quote(payload, safe=""))
+    assert message is not None and "at '/uri'" in message
+    assert token not in message and payload not in message
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "gdrive:///1BxiMVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms",  # one opaque id: no name says it is a secret
+        "file:///home/me/My%20Documents/report%202024%20final.pdf",
+        "notes://n/meeting%20notes%20for%20Q3%20planning",
+        "repo://octo/hello/blob/9fceb02d0ae598e95dc970b74767f19372d61af8/README.md",
+    ],
+)
+def test_uris_of_ids_and_named_files_pass(uri: str) -> None:
+    assert _read_refusal(uri) is None
+
+
+@given(st.integers(0, 2**32), st.sampled_from(["q", "input", "value", "data"]))
+def test_a_uri_query_member_is_judged_under_its_name(seed: int, name: str) -> None:
+    """A query member's value is judged as an argument of that name would be: a random token under a neutral name
+    is refused (naming `/uri`), under an id's or a cursor's name it passes."""
+    token = _token(seed, 32)
+    assume(looks_random(token))
+    message = _read_refusal(f"notes://n/x?a=1&{name}={quote(token)}")
+    assert message is not None and "at '/uri'" in message and token not in message
+    assert _read_refusal(f"notes://n/x?cursor={token}&file_id={token}") is None
+    assert _read_refusal(f"notes://n/x?csrf-token={token}") is None
+
+
+@given(
+    st.integers(0, 2**32),
+    st.sampled_from(["\x1b[32m{}\x1b[0m", "\\x1b[1;31m{}\\033[0m", "\\u001b[33m{}\\u001b[0m", "[0m{}[0m"]),
+)
+def test_a_value_glued_to_terminal_codes_is_judged_without_them(seed: int, wrap: str) -> None:
+    token = _token(seed, 32)
+    assume(looks_random(token))
+    assert GUARD.findings({"query": wrap.format(token)})[1]
+    assert not GUARD.findings({"query": wrap.format("build finished in 12 seconds")})[1]
+
+
+@given(st.integers(0, 2**32), st.sampled_from(["\\x{:02x}", "\\u{:04x}"]))
+def test_an_escaped_labelled_value_is_judged_as_the_characters_it_spells(seed: int, escape: str) -> None:
+    secret = _mixed(seed, 14)
+    spelled = "".join(escape.format(ord(c)) for c in secret)
+    assert GUARD.findings({"query": f'password = "{spelled}"'})[1]
+    assert not GUARD.findings({"query": 'sep = "\\x00\\x1f"'})[1]
