@@ -42,7 +42,7 @@ from urllib.parse import unquote
 
 import orjson
 
-from .catalog import BUILTIN_BY_NAME
+from .catalog import BUILTIN_BY_NAME, GUID
 from .context import decoded_binary
 from .docvalues import ciphertext, documentation_value
 from .encoded import decode_base64, decode_gzip_base64, decode_hex, decode_percent
@@ -65,7 +65,7 @@ OPAQUE_KEY = re.compile(
 )
 """Member names (normalised: `fileId` → `file_id`) whose values are opaque by design: the bare rule skips them."""
 
-_GUID = re.compile(r"\{?[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\}?")
+_GUID = re.compile(r"\{?" + GUID + r"\}?")
 _HEX_OR_DIGITS = re.compile(r"(?:0x)?[0-9A-Fa-f]+|[0-9]+")
 _EMAIL = re.compile(r"[^@\s]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 _HOST = re.compile(r"(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,24}(?::\d{1,5})?")
@@ -311,7 +311,7 @@ _ID_KEY_WORDS = re.compile(
 )
 _GUID_KEY = re.compile(
     r"(?<![A-Za-z0-9_])(?P<name>[A-Z][A-Z0-9_-]{3,40})[\"']?[ \t]{0,3}(?::=|:|=)[ \t]{0,3}[\"']?"
-    r"\{?[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\}?(?![0-9A-Za-z-])"
+    r"\{?" + GUID + r"\}?(?![0-9A-Za-z-])"
 )
 _BYTE = r"(?:0[xX][0-9A-Fa-f]{1,2}|\d{1,3})"
 _BYTE_RUN = re.compile(r"[{\[(][ \t]*(?P<bytes>(?:" + _BYTE + r"[ \t]*,[ \t]*){7,}" + _BYTE + r")")

@@ -20,7 +20,7 @@ from .entities import is_placeholder, looks_random, looks_secret
 from .vendors import CLI_DETECTORS, GAP_DETECTORS, VENDOR_DETECTORS, validate_crc32_token
 from .verify import card_number
 
-_GUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
+GUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
 # Between a label and its value: optional quotes or backslashes (JSON inside JSON), then `:` or `=`.
 # Operators: `=`, `:`, `:=`, `=>`, Makefile `::=` / `:::=` / `?=`, PHP `.=`; a Go or Kotlin type may sit
 # between a name and its operator (`var apiToken string = "…"`) or be annotated (Python, TypeScript, Kotlin:
@@ -443,7 +443,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "azure_resource_id", "azure_resource_id", "identifier", 0.99,
-        r"(?i)/subscriptions/" + _GUID + r"(?:/[^\s\"'<>`,;?#&|]{0,2048}+)?",
+        r"(?i)/subscriptions/" + GUID + r"(?:/[^\s\"'<>`,;?#&|]{0,2048}+)?",
         hints=("/subscriptions/",), min_length=51,
         description="an Azure resource id: /subscriptions/<GUID> and the path after it",
     ),
@@ -457,7 +457,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "azure_subscription_ref", "azure_subscription_id", "identifier", 0.9,
-        r"(?i)(?:subscription|tenant)[ _-]?id" + _SEP + r"(" + _GUID + r")(?![0-9A-Fa-f-])",
+        r"(?i)(?:subscription|tenant)[ _-]?id" + _SEP + r"(" + GUID + r")(?![0-9A-Fa-f-])",
         hints=("subscription", "tenant"), group=1, min_length=40,
         description="a GUID labelled 'subscription id' or 'tenant id'",
     ),
@@ -515,7 +515,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     ),
     _d(
         "uuid", "uuid", "identifier", 0.6,
-        r"(?<![0-9A-Fa-f-])" + _GUID + r"(?![0-9A-Fa-f-])",
+        r"(?<![0-9A-Fa-f-])" + GUID + r"(?![0-9A-Fa-f-])",
         hints=("-",), min_length=36,
         description="any GUID (opt-in: only acts when a strategy names it)",
     ),
