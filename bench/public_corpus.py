@@ -17,7 +17,9 @@ image sent as an image block):
 - `credsweeper_pos`, `credsweeper_neg`: the lines of CredSweeper's `tests/samples` that its maintainers'
   expected report (`tests/data/output.json`) lists as credentials, and the lines its rules match with
   filters and ML off (`tests/data/no_filters_no_ml.json`) that the expected report leaves out, plus lines
-  marked `FP`;
+  marked `FP`. The `doc_*` samples are written for its documentation mode (`--doc`), so for them the
+  expected report of that mode (`tests/data/doc.json`) counts as well: `ID/PW:master/iPp0@GRq` is a
+  credential there;
 - `detect_secrets_pos`: lines of detect-secrets' `test_data` that detect-secrets' own scan reports, when
   detect-secrets is installed (its maintainers' test data; labels are its own findings);
 - `realworld_benign`: real files of installed packages (`--packages`, default this interpreter's
@@ -394,6 +396,11 @@ def credsweeper_items(root: Path) -> Iterator[dict[str, Any]]:
     samples = root / "tests" / "samples"
     positives = _reported_lines(root / "tests" / "data" / "output.json")
     candidates = _reported_lines(root / "tests" / "data" / "no_filters_no_ml.json")
+    doc_mode = root / "tests" / "data" / "doc.json"
+    if doc_mode.is_file():
+        for key, findings in _reported_lines(doc_mode).items():
+            if key[0].startswith("doc_"):
+                positives.setdefault(key, findings)
     texts: dict[str, list[str] | None] = {}
 
     def lines_of(name: str) -> list[str] | None:
