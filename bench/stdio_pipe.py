@@ -3,7 +3,8 @@
 `python -m bench.stdio_pipe [--count N] [--handler inline|async]`: a plain blocking client (so its own cost
 is small and the same for both) drives each server sequentially and with 16 requests in flight, and reports
 wall time and the server's CPU time (utime + stime from /proc/PID/stat) per request. On a loaded machine the
-CPU per request is the steady measure; wall time is shown for what it is.
+CPU per request is the steady measure; wall time is shown for what it is. The interceptor server runs on
+asyncio's event loop and, when uvloop is installed (the `fast` extra), on uvloop's too, in the same run.
 """
 
 from __future__ import annotations
@@ -74,8 +75,9 @@ class _Peer:
         self.process.wait(10)
 
 
-def _interceptor_server(handler: str) -> _Peer:
-    peer = _Peer([sys.executable, "-m", "bench.stdio_server", *(["--inline"] if handler == "inline" else [])])
+def _interceptor_server(handler: str, loop: str) -> _Peer:
+    inline = ["--inline"] if handler == "inline" else []
+    peer = _Peer([sys.executable, "-m", "bench.stdio_server", *inline, "--loop", loop])
     peer.send(
         "initialize",
         {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}},
@@ -85,20 +87,27 @@ def _interceptor_server(handler: str) -> _Peer:
     return peer
 
 
+def _loops() -> tuple[str, ...]:
+    from interceptors_server.serving import uvloop_available
+
+    return ("asyncio", "uvloop") if uvloop_available() else ("asyncio",)
+
+
 def measure(count: int, handler: str, rounds: int = 3) -> dict[str, tuple[float, float]]:
     """Per request (wall us, server CPU us): the best round's wall time, and the CPU time over all the rounds
     (the kernel counts it in 10 ms ticks: one round is too short to read it alone)."""
     echo = _Peer([sys.executable, "-m", "bench.pipe_echo"])
     loop_echo = _Peer([sys.executable, "-m", "bench.pipe_echo", "--asyncio"])
-    serve = _interceptor_server(handler)
+    servers = {loop: _interceptor_server(handler, loop) for loop in _loops()}
     rows = {
         "raw JSON echo, 1 in flight": (echo, 1, "bench/echo"),
         "raw JSON echo, 16 in flight": (echo, 16, "bench/echo"),
         "raw JSON echo (asyncio), 1 in flight": (loop_echo, 1, "bench/echo"),
         "raw JSON echo (asyncio), 16 in flight": (loop_echo, 16, "bench/echo"),
-        "serve interceptor/invoke, 1 in flight": (serve, 1, "interceptor/invoke"),
-        "serve interceptor/invoke, 16 in flight": (serve, 16, "interceptor/invoke"),
     }
+    for loop, serve in servers.items():
+        rows[f"serve interceptor/invoke ({loop}), 1 in flight"] = (serve, 1, "interceptor/invoke")
+        rows[f"serve interceptor/invoke ({loop}), 16 in flight"] = (serve, 16, "interceptor/invoke")
     best: dict[str, tuple[float, float]] = {}
     cpu_total = dict.fromkeys(rows, 0.0)
     try:
@@ -112,7 +121,8 @@ def measure(count: int, handler: str, rounds: int = 3) -> dict[str, tuple[float,
     finally:
         echo.close()
         loop_echo.close()
-        serve.close()
+        for serve in servers.values():
+            serve.close()
     return {name: (wall, cpu_total[name] / (count * rounds) * 1e6) for name, (wall, _) in best.items()}
 
 
@@ -125,13 +135,15 @@ def main() -> None:
     print(f"{'row (' + args.handler + ' no-op validator)':<44}{'wall us':>10}{'CPU us':>10}")
     for name, (wall, cpu) in best.items():
         print(f"{name:<44}{wall:>10.1f}{cpu:>10.1f}")
-    seq, par = best["serve interceptor/invoke, 1 in flight"], best["serve interceptor/invoke, 16 in flight"]
-    for label, raw in (("raw echo", best["raw JSON echo, 1 in flight"]),
-                       ("asyncio echo", best["raw JSON echo (asyncio), 1 in flight"])):  # fmt: skip
-        print(
-            f"{'sequential invoke (x ' + label + '), wall / CPU':<44}{raw[0] / seq[0]:>10.2f}{raw[1] / seq[1]:>10.2f}"
-        )
-    print(f"{'16 in flight (x sequential), wall / CPU':<44}{seq[0] / par[0]:>10.2f}{seq[1] / par[1]:>10.2f}")
+    for loop in _loops():
+        seq = best[f"serve interceptor/invoke ({loop}), 1 in flight"]
+        par = best[f"serve interceptor/invoke ({loop}), 16 in flight"]
+        for label, raw in (("raw echo", best["raw JSON echo, 1 in flight"]),
+                           ("asyncio echo", best["raw JSON echo (asyncio), 1 in flight"])):  # fmt: skip
+            name = f"{loop}: sequential (x {label}), wall / CPU"
+            print(f"{name:<44}{raw[0] / seq[0]:>10.2f}{raw[1] / seq[1]:>10.2f}")
+        name = f"{loop}: 16 in flight (x sequential), wall / CPU"
+        print(f"{name:<44}{seq[0] / par[0]:>10.2f}{seq[1] / par[1]:>10.2f}")
 
 
 if __name__ == "__main__":

@@ -40,11 +40,14 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 def serve(args: argparse.Namespace) -> int:
     """Serve registries, the built-in stages (`--policy`, the default when no registry is given), or both."""
     from interceptors_server.serving import (
+        LoopUnavailableError,
         RegistryLoadError,
         build_server,
         load_registry,
+        run_serving,
         serve_http,
         serve_stdio,
+        uvloop_available,
     )
 
     from .gateway.stages import build_stages
@@ -70,6 +73,9 @@ def serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.loop == "uvloop" and not uvloop_available():
+        print(f"error: --loop: {LoopUnavailableError.__doc__}", file=sys.stderr)
+        return 2
     _stop_on_sigterm()
     if args.http:
         host, _, port = args.http.rpartition(":")
@@ -82,7 +88,7 @@ def serve(args: argparse.Namespace) -> int:
                   flush=True)  # fmt: skip
 
         try:
-            anyio.run(serve_http, server, host, int(port), listening)
+            run_serving(serve_http, server, host, int(port), listening, loop=args.loop)
         except OSError as exc:
             print(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
             return 1
@@ -94,7 +100,7 @@ def serve(args: argparse.Namespace) -> int:
                   "client's pipes, or use serve --http HOST:PORT", file=sys.stderr)  # fmt: skip
             return 2
         try:
-            anyio.run(serve_stdio, server)
+            run_serving(serve_stdio, server, loop=args.loop)
         except KeyboardInterrupt:
             return 0
     return 0
@@ -335,6 +341,8 @@ def add_commands(sub: Any) -> None:
         "(default: standard when no --registry is given, else none)",
     )
     serve_parser.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP at /mcp instead of stdio")
+    serve_parser.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto",
+                              help="the event loop: uvloop's when installed (auto), or asyncio's")  # fmt: skip
     serve_parser.set_defaults(func=serve)
 
     for name, func, helptext in (
