@@ -2,19 +2,24 @@
 
 A detector with a `reach` is matched only at the starts near its hints (`matches_near_hints`) instead of by a
 search over every position: on texts dense in labels, separators, values and the non-ASCII letters `re.I`
-folds to ASCII, those tries find the same matches, spans and groups as `finditer`.
+folds to ASCII, those tries find the same matches, spans and groups as `finditer`, and the standard scanner
+reports the same findings as one whose detectors all search every position.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from interceptors.testing import secrets
+from interceptors.transforms import STANDARD_TRANSFORMS, Redactor, assemble_output
 from interceptors.transforms.catalog import BUILTIN_DETECTORS
 from interceptors.transforms.detectors import (
     Detector,
+    Scanner,
     hint_anchors,
     matches_at_anchors,
     matches_near_hints,
@@ -75,3 +80,22 @@ def test_an_empty_match_is_left_to_finditer(text: str) -> None:
     pattern = re.compile(r"(?=a)|b")
     folded = fold_for_hints(text)
     assert _spans(matches_near_hints(pattern, text, folded, ("a", "b"), 0)) == _spans(pattern.finditer(text))
+
+
+def _unreached(scanner: Scanner) -> Scanner:
+    return Scanner(tuple(dataclasses.replace(d, reach=None) for d in scanner.detectors))
+
+
+STANDARD_SCANNER = next(
+    t for t in assemble_output(STANDARD_TRANSFORMS).transforms if isinstance(t, Redactor)
+).scanner
+PLAIN_SCANNER = _unreached(STANDARD_SCANNER)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(texts | secrets().map(lambda s: s.text), min_size=1, max_size=3).map(" ".join))
+def test_the_standard_scanner_finds_the_same_with_and_without_reach(text: str) -> None:
+    def seen(scanner: Scanner) -> list[tuple[int, int, str, str, str]]:
+        return [(f.start, f.end, f.value, f.entity, f.detector.name) for f in scanner.scan(text)]
+
+    assert seen(STANDARD_SCANNER) == seen(PLAIN_SCANNER)
