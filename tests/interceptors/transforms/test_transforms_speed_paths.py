@@ -86,9 +86,7 @@ def _unreached(scanner: Scanner) -> Scanner:
     return Scanner(tuple(dataclasses.replace(d, reach=None) for d in scanner.detectors))
 
 
-STANDARD_SCANNER = next(
-    t for t in assemble_output(STANDARD_TRANSFORMS).transforms if isinstance(t, Redactor)
-).scanner
+STANDARD_SCANNER = next(t for t in assemble_output(STANDARD_TRANSFORMS).transforms if isinstance(t, Redactor)).scanner
 PLAIN_SCANNER = _unreached(STANDARD_SCANNER)
 
 
