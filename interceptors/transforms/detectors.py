@@ -137,20 +137,23 @@ def matches_near_hints(
     before an occurrence of a hint in `folded` (`text` folded for hints, index for index)."""
     if len(folded) != len(text):
         return pattern.finditer(text)
-    anchors = hint_anchors(folded, hints)
-    if 2 * len(anchors) * (reach + 1) > len(text):
+    anchors = hint_anchors(folded, hints, len(text) // (2 * (reach + 1)))
+    if anchors is None:
         return pattern.finditer(text)  # hints everywhere: one search costs less than a try per start
     found = matches_at_anchors(pattern, text, anchors, reach)
     return pattern.finditer(text) if found is None else found
 
 
-def hint_anchors(folded: str, hints: Sequence[str]) -> list[int]:
-    """Every position where a hint starts in `folded`, overlapping ones included, in order."""
+def hint_anchors(folded: str, hints: Sequence[str], limit: int | None = None) -> list[int] | None:
+    """Every position where a hint starts in `folded`, overlapping ones included, in order; None when there are
+    more than `limit`."""
     anchors: list[int] = []
     for hint in hints:
         at = folded.find(hint)
         while at >= 0:
             anchors.append(at)
+            if limit is not None and len(anchors) > limit:
+                return None
             at = folded.find(hint, at + 1)
     anchors.sort()
     return anchors

@@ -68,7 +68,9 @@ def test_tries_near_hints_find_what_the_search_finds(text: str, detector: Detect
     assert detector.reach is not None
     folded = fold_for_hints(text)
     assert len(folded) == len(text)
-    tried = matches_at_anchors(detector.pattern, text, hint_anchors(folded, detector.hints), detector.reach)
+    anchors = hint_anchors(folded, detector.hints)
+    assert anchors is not None
+    tried = matches_at_anchors(detector.pattern, text, anchors, detector.reach)
     searched = _spans(detector.pattern.finditer(text))
     if tried is not None:  # (None: an empty match, left to finditer)
         assert _spans(tried) == searched
