@@ -234,6 +234,7 @@ def _d(
     fallback: bool = False,
     spec: str = "",
     source: str = "",
+    reach: int | None = None,
 ) -> Detector:
     return Detector(
         name=name,
@@ -251,6 +252,7 @@ def _d(
         fallback=fallback,
         spec=spec,
         source=source,
+        reach=reach,
     )
 
 
@@ -309,7 +311,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         "aws_secret_access_key", "aws_secret_access_key", "secret", 0.95,
         r"(?i)(?<![a-z0-9])aws[\w. -]{0,24}?(?:secret|_sk\b|sk_)[\w. -]{0,24}" + _SEP
         + r"(?-i:([A-Za-z0-9/+]{40}))(?![A-Za-z0-9/+=])",
-        hints=("aws",), group=1, min_length=44,
+        hints=("aws",), group=1, min_length=44, reach=0,
         spec="('aws_secret_access_key = '|'AWS_SECRET_ACCESS_KEY='|'aws_secret_key: ') <[A-Za-z0-9/+]{40}>",
         source="AWS IAM access keys (docs.aws.amazon.com/IAM/latest/UserGuide/id_credentials_access-keys.html)",
         description="40 base64 characters shortly after an 'aws ... secret' label",
@@ -322,6 +324,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         _ASSIGNED_SECRET,
         hints=("pass", "pwd", "secret", "key", "token", "bearer", "pswd", "psswd", "psswrd", "paswd"),
         group=(1, 2, 3, 4, 5), min_length=8, validator=_validate_assigned,
+        reach=17,  # a match starts at its label, whose hint is at most 17 in (`[a-z0-9]{1,16}[_.-]pass`)
         spec="('password'|'db_pass'|'DB_PASSWORD'|'client_secret'|'api_key'|'PGPASSWORD'|'smtp_pass'|'auth_token') "
         "(': '|'='|' = ') <[A-Za-z0-9!#%^*_+]{10,30}>",
         source="labelled assignments in .env, YAML, INI, JSON, TOML and shell",
@@ -389,6 +392,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
         "labelled_key", "secret_value", "secret", 0.75,
         _LABELLED_KEY,
         hints=("key", "credential", "auth", "token", "secret"), group=(1, 2, 3), min_length=16,
+        reach=8,  # a match starts at its label, whose hint is at most 8 in (`license_key`)
         validator=lambda value, entity: entity if looks_secret(value) else None,
         spec="('DD_API_KEY'|'license_key'|'x-api-key'|'app_key'|'key'|'access_key'|'credential') "
         "(': '|'='|' = ') <[0-9a-f]{32}>",

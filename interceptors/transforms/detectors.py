@@ -46,6 +46,10 @@ class Detector:
     """Texts the detector must report (a format given by examples instead of, or next to, a spec)."""
     source: str = ""
     """Where the format is documented (doc/TRANSFORMS.md lists it)."""
+    reach: int | None = None
+    """For a hinted detector whose every match starts at most `reach` characters before an occurrence of one of
+    its hints (in the text folded for hints): the scanner tries only those starts instead of every position
+    (same matches; the regex's own search has no literal to skip to). None: the whole text is searched."""
 
     @property
     def entities(self) -> tuple[str, ...]:
@@ -124,6 +128,58 @@ def _span(match: re.Match[str], group: int | tuple[int, ...]) -> tuple[int, int]
         if start >= 0:
             return start, end
     return -1, -1
+
+
+def matches_near_hints(
+    pattern: re.Pattern[str], text: str, folded: str, hints: Sequence[str], reach: int
+) -> Iterable[re.Match[str]]:
+    """What `pattern.finditer(text)` yields, for a pattern whose every match starts at most `reach` characters
+    before an occurrence of a hint in `folded` (`text` folded for hints, index for index)."""
+    if len(folded) != len(text):
+        return pattern.finditer(text)
+    anchors = hint_anchors(folded, hints, len(text) // (2 * (reach + 1)))
+    if anchors is None:
+        return pattern.finditer(text)  # hints everywhere: one search costs less than a try per start
+    found = matches_at_anchors(pattern, text, anchors, reach)
+    return pattern.finditer(text) if found is None else found
+
+
+def hint_anchors(folded: str, hints: Sequence[str], limit: int | None = None) -> list[int] | None:
+    """Every position where a hint starts in `folded`, overlapping ones included, in order; None when there are
+    more than `limit`."""
+    anchors: list[int] = []
+    for hint in hints:
+        at = folded.find(hint)
+        while at >= 0:
+            anchors.append(at)
+            if limit is not None and len(anchors) > limit:
+                return None
+            at = folded.find(hint, at + 1)
+    anchors.sort()
+    return anchors
+
+
+def matches_at_anchors(
+    pattern: re.Pattern[str], text: str, anchors: Sequence[int], reach: int
+) -> list[re.Match[str]] | None:
+    """The leftmost non-overlapping matches starting in `[anchor - reach, anchor]` for some anchor (sorted), each
+    tried with `match` (which, like a search, sees the text before it for look-behinds); None: an empty match,
+    which `finditer` steps past by its own rule."""
+    match = pattern.match
+    found: list[re.Match[str]] = []
+    start = 0  # the first start not tried yet and not inside an earlier match
+    for anchor in anchors:
+        start = max(start, anchor - reach)
+        while start <= anchor:
+            hit = match(text, start)
+            if hit is None:
+                start += 1
+            elif hit.end() == start:
+                return None
+            else:
+                found.append(hit)
+                start = hit.end()
+    return found
 
 
 _RUN_GATE = re.compile(r"\(\?<!\[([^\]\\^\[]+)\]\)\[\1\]\{([1-9][0-9]{0,3})\}")
@@ -255,7 +311,12 @@ class Scanner:
                 else:
                     continue
             validator = detector.validator
-            for match in detector.pattern.finditer(text):
+            matches: Iterable[re.Match[str]]
+            if detector.reach is not None and folded is not None:
+                matches = matches_near_hints(detector.pattern, text, folded, detector.hints, detector.reach)
+            else:
+                matches = detector.pattern.finditer(text)
+            for match in matches:
                 start, end = _span(match, detector.group)
                 if start < 0 or start == end:
                     continue
