@@ -30,6 +30,8 @@ _CREDENTIAL = re.compile(
     r"PRIVATE KEY-----|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30,}|github_pat_|\b[sr]k_(?:live|test)_[0-9A-Za-z]"
     r"|_secret_[0-9A-Za-z]{10,}|\bxox[abposr]-|\bAIza[0-9A-Za-z_-]{30}|\bglpat-|\bnpm_[A-Za-z0-9]{30}|\bek_test_"
     r"|\bwhsec_|\bpst_(?:live|test)_|\"client_secret\":\s*\"[^\"]"
+    # a TOTP seed in an AWS MFA response; a Ceph key (`AQ…==`) or its base64 (`QVFB…`) in Kubernetes' examples
+    r"|<Base32StringSeed>[A-Z2-7]|\bAQ[A-Za-z0-9+/]{38}==|\bQVFB[A-Za-z0-9+/]{48,}"
 )
 
 
