@@ -20,6 +20,7 @@ import re
 import subprocess
 import sysconfig
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,7 @@ def _excerpts(text: str, count: int, lines: int, salt: str) -> list[str]:
 def _certs() -> list[tuple[str, Any]]:
     from cryptography import x509
 
+    warnings.filterwarnings("ignore", message="Parsed a serial number", module=__name__)
     out = []
     for path in sorted(Path("/etc/ssl/certs").glob("*.pem")):
         try:
@@ -129,7 +131,9 @@ def public_key_pem(src: Sources) -> Iterator[str]:
     from cryptography.hazmat.primitives import serialization
 
     for _, cert in _certs()[30 : 30 + PER_CATEGORY]:
-        key = cert.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        key = cert.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
         yield f"Public key of {_cn(cert)}:\n{key.decode()}"
 
 
@@ -216,14 +220,16 @@ def lock_excerpts(repo: str, path: str, lines: int, count: int = PER_CATEGORY) -
 
 
 def npm_integrity(src: Sources) -> Iterator[str]:
-    text = src.show("panva/jose", "package-lock.json") or src.show("modelcontextprotocol/conformance", "package-lock.json")
+    text = src.show("panva/jose", "package-lock.json") or src.show(
+        "modelcontextprotocol/conformance", "package-lock.json"
+    )
     if not text:
         return
     entries = [(k, v) for k, v in json.loads(text).get("packages", {}).items() if k and "integrity" in v]
     for name, entry in _pick(entries, PER_CATEGORY, "npm"):
         pkg = name.rsplit("node_modules/", 1)[-1]
-        yield (f"{pkg}@{entry.get('version')} | {entry.get('license', 'MIT')}\n\ndist\n.tarball: {entry.get('resolved')}\n"
-               f".integrity: {entry['integrity']}\n")  # fmt: skip
+        yield (f"{pkg}@{entry.get('version')} | {entry.get('license', 'MIT')}\n\ndist\n"
+               f".tarball: {entry.get('resolved')}\n.integrity: {entry['integrity']}\n")  # fmt: skip
 
 
 def manifests(pattern: str, repos: tuple[str, ...], count: int = PER_CATEGORY) -> Callable[[Sources], Iterator[str]]:
@@ -312,7 +318,8 @@ def ids_json(src: Sources) -> Iterator[Any]:
             ulid = "".join(rng.choice(_CROCKFORD[:8] if i == 0 else _CROCKFORD) for i in range(26))
             ksuid = "".join(rng.choice(_BASE62) for _ in range(27))
             uid = str(__import__("uuid").UUID(bytes=rng.randbytes(16), version=4))
-            rows.append({"id": [ulid, ksuid, uid][(n + k) % 3], "request_id": uid, "name": names[(n * 4 + k) % len(names)],
+            rows.append({"id": [ulid, ksuid, uid][(n + k) % 3], "request_id": uid,
+                         "name": names[(n * 4 + k) % len(names)],
                          "created_at": f"2026-0{1 + n % 9}-1{k}T08:1{k}:00Z"})  # fmt: skip
         yield {"data": rows, "next_cursor": rows[-1]["id"], "has_more": n % 2 == 0}
 
@@ -352,7 +359,11 @@ def html_sri(src: Sources) -> Iterator[str]:
             sri = "sha384-" + base64.b64encode(hashlib.sha384(body).digest()).decode()
             tags.append(f'  <script src="https://cdn.jsdelivr.net/npm/jose@6/dist/{path[4:-3]}.js" integrity="{sri}" '
                         f'crossorigin="anonymous"></script>')  # fmt: skip
-        yield f"<!doctype html>\n<html>\n<head>\n  <title>page {index}</title>\n" + "\n".join(tags) + "\n</head>\n</html>\n"
+        yield (
+            f"<!doctype html>\n<html>\n<head>\n  <title>page {index}</title>\n"
+            + "\n".join(tags)
+            + "\n</head>\n</html>\n"
+        )
 
 
 def csp_nonce(src: Sources) -> Iterator[str]:
@@ -374,9 +385,10 @@ def mime_png(src: Sources) -> Iterator[str]:
     for n, path in enumerate(_pngs()[:PER_CATEGORY]):
         data = base64.encodebytes(path.read_bytes()).decode()
         yield (f"From: builds@example.org\nTo: team@example.org\nSubject: screenshot {n}\nMIME-Version: 1.0\n"
-               f"Content-Type: multipart/mixed; boundary=\"b{n}\"\n\n--b{n}\nContent-Type: text/plain\n\nSee attached.\n"
-               f"\n--b{n}\nContent-Type: image/png; name=\"{path.name}\"\nContent-Transfer-Encoding: base64\n"
-               f"Content-Disposition: attachment; filename=\"{path.name}\"\n\n{data}\n--b{n}--\n")[:MAX_ITEM * 4]  # fmt: skip
+               f"Content-Type: multipart/mixed; boundary=\"b{n}\"\n\n--b{n}\nContent-Type: text/plain\n\n"
+               f"See attached.\n\n--b{n}\nContent-Type: image/png; name=\"{path.name}\"\n"
+               f"Content-Transfer-Encoding: base64\nContent-Disposition: attachment; filename=\"{path.name}\"\n\n"
+               f"{data}\n--b{n}--\n")  # fmt: skip
 
 
 def data_url(src: Sources) -> Iterator[str]:

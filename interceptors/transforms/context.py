@@ -159,9 +159,7 @@ _TOKEN_LIKE = re.compile(r"[A-Za-z]{1,16}(?:[_-][A-Za-z]{1,16}){0,2}[_-][A-Za-z0
 _RECORD_PATH = re.compile(r"[^\s,]{0,200},sha256=")
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_=-]{1,8192}")
 _NOT_B64 = re.compile(r"[^A-Za-z0-9+/_=-]")
-_CALL_OPEN = re.compile(
-    _DOTTED_NAME + r"\((?:[ \t]{0,2}" + _ARG + r"(?:[ \t]{0,2},[ \t]{0,2}" + _ARG + r"){0,6})?,?"
-)
+_CALL_OPEN = re.compile(_DOTTED_NAME + r"\((?:[ \t]{0,2}" + _ARG + r"(?:[ \t]{0,2},[ \t]{0,2}" + _ARG + r"){0,6})?,?")
 # A name of code with digits inside (`base64.b64encode`, `standard_b64encode`): dotted or snake_case, then a call.
 _IDENTIFIER_CALL = re.compile(r"[A-Za-z_][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)+")
 _PRIVATE_NAME = re.compile(r"_{1,2}[a-z][a-z]{1,30}(?:_[a-z]{2,30}){0,6}")
@@ -187,8 +185,10 @@ _PEM_HEADER_LINE = re.compile(r"(?m)^[A-Za-z-]{2,40}:[^\n]*$")
 _BASE64_LINE = re.compile(r"(?m)^[ \t]*[A-Za-z0-9+/]{40,120}={0,2}[ \t]*\r?$")
 _B64_LAST_LINE = re.compile(r"[ \t]*[A-Za-z0-9+/]{1,119}={0,2}[ \t]*(?=\r?\n|$)")
 # A data URL with base64 content (`data:image/png;base64,iVBOR…`): its bytes decide whether it is binary.
-_DATA_URL = re.compile(r"(?i)\bdata:([\w.+-]{1,40}/[\w.+-]{1,60})(?:;[\w.+-]{1,40}=[\w.+-]{1,40}){0,3};base64,"
-                       r"([A-Za-z0-9+/]{16,}={0,2})")
+_DATA_URL = re.compile(
+    r"(?i)\bdata:([\w.+-]{1,40}/[\w.+-]{1,60})(?:;[\w.+-]{1,40}=[\w.+-]{1,40}){0,3};base64,"
+    r"([A-Za-z0-9+/]{16,}={0,2})"
+)
 _CONTENT_TYPE = re.compile(r"(?i)content-type:\s*([\w.+-]+/[\w.+-]+)")
 # Magic numbers of binary formats (decoded bytes): images, audio, video, fonts, archives, documents, executables.
 _MAGIC = (
@@ -398,7 +398,10 @@ def _digest(text: str, finding: Finding, facts: _TextFacts) -> bool:
 def _public_id(text: str, finding: Finding, facts: _TextFacts) -> bool:
     value = finding.value
     return (
-        ((_PUBLIC_ID.fullmatch(value) is not None or _STRIPE_ID.fullmatch(value) is not None) and "_secret_" not in value)
+        (
+            (_PUBLIC_ID.fullmatch(value) is not None or _STRIPE_ID.fullmatch(value) is not None)
+            and "_secret_" not in value
+        )
         or _CONTENT_ID.fullmatch(value) is not None
         or _inside_freenet_request(text, finding.start, finding.end)
     )
@@ -759,10 +762,12 @@ def describes(data: Mapping[Any, Any]) -> str | None:
         or keys & {"$ref", "properties", "items", "oneof", "anyof", "allof"}
     ):
         return "schema"
-    if keys <= _SHAPE_WORDS and (
-        (isinstance(kind, str) and kind in _SHAPE_TYPES) or (kind is None and isinstance(data.get("shape"), str))
+    if (
+        keys <= _SHAPE_WORDS
+        and ((isinstance(kind, str) and kind in _SHAPE_TYPES) or (kind is None and isinstance(data.get("shape"), str)))
+        and all(isinstance(data[k], dict) for k in ("key", "value", "member", "members") if k in data)
     ):
-        return "schema"
+        return "schema"  # a map's `key`/`value` and a list's `member` point at shapes: a string there holds one
     if isinstance(kind, str) and kind.lower() in _SCHEME_TYPES and keys <= _SCHEME_WORDS and len(keys) >= 2:
         return "security_scheme"
     if "kty" in keys and keys <= _JWK_PUBLIC:
