@@ -21,6 +21,14 @@ def block(item: dict[str, Any]) -> dict[str, Any]:
     return {"type": "text", "text": item["text"]}
 
 
+def result_of(item: dict[str, Any]) -> dict[str, Any]:
+    """The tool result an item travels in: its block, plus `structuredContent` when the item has one."""
+    result: dict[str, Any] = {"content": [block(item)]}
+    if isinstance(item.get("structured"), dict):
+        result["structuredContent"] = item["structured"]
+    return result
+
+
 def main() -> int:
     with open(os.environ["CORPUS_ITEMS"], encoding="utf-8") as handle:
         items = [json.loads(line) for line in handle if line.strip()]
@@ -40,7 +48,7 @@ def main() -> int:
             result = {"tools": [{"name": "item", "inputSchema": {"type": "object"}}]}
         elif method == "tools/call":
             index = int((params.get("arguments") or {}).get("index", 0))
-            result = {"content": [block(items[index])]}
+            result = result_of(items[index])
         else:
             result = {}
         out.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode() + b"\n")

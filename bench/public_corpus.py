@@ -24,11 +24,16 @@ image sent as an image block):
   detect-secrets is installed (its maintainers' test data; labels are its own findings);
 - `realworld_benign`: real files of installed packages (`--packages`, default this interpreter's
   site-packages and `/usr/share/doc`): Python sources, docs, `RECORD` digests and lockfile-like manifests,
-  JSON/TOML/YAML, certificate bundles split per certificate, and images sent as image blocks.
+  JSON/TOML/YAML, certificate bundles split per certificate, and images sent as image blocks;
+- `tool_outputs`: realistic benign tool results in 40 categories (`bench.public_tooloutputs`), built from
+  snapshots of public repositories under `--tool-sources DIR` (Stripe's OpenAPI fixtures, botocore's test
+  responses, lockfiles, manifests, git history, OpenTelemetry examples, …) and the machine's public files
+  (CA certificates and what a tool prints for them, apt's PGP public keys, PostgreSQL's SQL, PNGs); an item
+  with `structured` also travels as `structuredContent`.
 
 Each item goes to the `tune` or the `heldout` split by the first byte of the SHA-256 of its id, so the split
 never changes between builds. `python -m bench.public_corpus build --gitleaks DIR --credsweeper DIR
-[--detect-secrets DIR] [--out DIR]`.
+[--detect-secrets DIR] [--tool-sources DIR] [--out DIR]`.
 """
 
 from __future__ import annotations
@@ -543,7 +548,7 @@ def default_package_roots() -> list[Path]:
 
 
 def build(out: Path, gitleaks: Path | None, credsweeper: Path | None, detect_secrets: Path | None,
-          packages: list[Path]) -> dict[str, int]:  # fmt: skip
+          packages: list[Path], tool_sources: Path | None = None) -> dict[str, int]:  # fmt: skip
     """Write every corpus whose source is given; returns the item count per corpus."""
     out.mkdir(parents=True, exist_ok=True)
     streams: dict[str, list[dict[str, Any]]] = {}
@@ -556,6 +561,13 @@ def build(out: Path, gitleaks: Path | None, credsweeper: Path | None, detect_sec
         sources.append(detect_secrets_items(detect_secrets))
     if packages:
         sources.append(realworld_items(packages))
+    tool_summary: dict[str, Any] | None = None
+    if tool_sources is not None:
+        from .public_tooloutputs import tool_output_items
+
+        raw, tool_summary = tool_output_items(tool_sources)
+        sources.append(_item("tool_outputs", r["id"], r["family"], "benign", r["text"]) | (
+            {"structured": r["structured"]} if "structured" in r else {}) for r in raw)  # fmt: skip
     for source in sources:
         for item in source:
             streams.setdefault(item["corpus"], []).append(item)
@@ -567,9 +579,20 @@ def build(out: Path, gitleaks: Path | None, credsweeper: Path | None, detect_sec
             for item in unique:
                 handle.write(json.dumps(item, ensure_ascii=False) + "\n")
         counts[name] = len(unique)
-    (out / "SOURCES.json").write_text(json.dumps({
-        "gitleaks": str(gitleaks), "credsweeper": str(credsweeper), "detect_secrets": str(detect_secrets),
-        "packages": [str(p) for p in packages], "counts": counts}, indent=2))  # fmt: skip
+    record_path = out / "SOURCES.json"
+    try:
+        record = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    except ValueError:
+        record = {}
+    # A partial build keeps what an earlier build recorded for the corpora it did not rebuild.
+    fresh = {"gitleaks": gitleaks, "credsweeper": credsweeper, "detect_secrets": detect_secrets}
+    record.update({k: str(v) for k, v in fresh.items() if v is not None})
+    if packages:
+        record["packages"] = [str(p) for p in packages]
+    if tool_summary is not None:
+        record["tool_outputs"] = {"folder": str(tool_sources), **tool_summary}
+    record["counts"] = {**record.get("counts", {}), **counts}
+    record_path.write_text(json.dumps(record, indent=2))
     return counts
 
 
@@ -589,6 +612,7 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--gitleaks", type=Path, help="a checkout of gitleaks (cmd/generate/config/...)")
     b.add_argument("--credsweeper", type=Path, help="a checkout of CredSweeper (tests/samples, tests/data)")
     b.add_argument("--detect-secrets", type=Path, help="a checkout of detect-secrets (test_data)")
+    b.add_argument("--tool-sources", type=Path, help="a folder of public repository snapshots (owner+name/repo)")
     b.add_argument("--packages", type=Path, action="append", help="a folder of installed files (repeatable)")
     b.add_argument("--no-packages", action="store_true", help="skip the real-world benign corpus")
     b.add_argument("--out", type=Path, default=None, help=f"output folder (default $MCPI_CORPORA or {DEFAULT_OUT})")
@@ -598,7 +622,7 @@ def main(argv: list[str] | None = None) -> int:
     if out.resolve().is_relative_to(repo):
         parser.error("the corpora are built from public material and must live outside the repository")
     packages = [] if args.no_packages else (args.packages or default_package_roots())
-    counts = build(out, args.gitleaks, args.credsweeper, args.detect_secrets, packages)
+    counts = build(out, args.gitleaks, args.credsweeper, args.detect_secrets, packages, args.tool_sources)
     for name, count in sorted(counts.items()):
         print(f"{name}: {count} items")
     print(f"written to {out}")

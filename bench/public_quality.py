@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .corpus_upstream import block
+from .corpus_upstream import result_of
 from .public_corpus import corpora_dir, load
 
 CORPORA: tuple[tuple[str, str, str], ...] = (
@@ -52,6 +52,7 @@ CORPORA: tuple[tuple[str, str, str], ...] = (
     ("credsweeper_neg", "benign", "CredSweeper's labelled non-credentials (rule matches its report rejects)"),
     ("detect_secrets_pos", "secret", "detect-secrets' test data (lines its own scan reports)"),
     ("realworld_benign", "benign", "real files of installed packages (sources, docs, digests, certs, images)"),
+    ("tool_outputs", "benign", "realistic benign tool outputs built from public material (40 categories)"),
 )
 PEERS = ("detect-secrets", "CredSweeper")
 SPLITS = ("heldout", "tune")
@@ -73,7 +74,7 @@ class Run:
 
 
 def _payload(item: dict[str, Any]) -> dict[str, Any]:
-    return {"content": [block(item)]}
+    return result_of(item)
 
 
 def _text_of(result: Any) -> str:
@@ -321,7 +322,7 @@ def _corpus_rows(run: Run, kind: str, title: str) -> dict[str, Any]:
     else:
         altered_by: Counter[str] = Counter(i["family"] for i, o in zip(run.items, run.ours, strict=True) if o.flagged)
         seen: Counter[str] = Counter(i["family"] for i in run.items)
-        rows["altered_by_category"] = {k: f"{v}/{seen[k]}" for k, v in altered_by.most_common(30)}
+        rows["altered_by_category"] = {k: f"{v}/{seen[k]}" for k, v in altered_by.most_common(50)}
         examples: dict[str, list[str]] = {}
         for item, outcome in zip(run.items, run.ours, strict=True):
             if outcome.flagged and len(examples.setdefault(item["family"], [])) < 3:

@@ -63,7 +63,7 @@ _DIGEST_VALUE = re.compile(r"(?i)(?:h1:|sha\d{1,3}[-=:]|sha3-\d{3}[-=]|md5[-=:]|
 # Labels of public, per-request or per-object ids (written right before the value).
 _ID_LABEL = re.compile(
     r"(?i)(?:\bhost[-_ ]?id|\bx-amz-id-2|\bx-amz-(?:request|version|cf)-id|\bversion[-_]?id|\brequest[-_ ]?id|"
-    r"\btrace[-_]?id|\bspan[-_]?id|\bcorrelation[-_]?id|\bx-request-id|\bcf-ray|\betag|\bksuid|\bulid|"
+    r"\btrace[-_]?id|\bspan[-_]?id|\breceipt[-_]?handle|\bcorrelation[-_]?id|\bx-request-id|\bcf-ray|\betag|\bksuid|\bulid|"
     r"\b(?:run|job|event|message|build|execution|operation|transaction|order|invoice|charge)[-_ ]?id)"
     r"[\"'>\\]{0,3}\s{0,3}[:=]?\s{0,3}[\"'\\]{0,3}$"
 )
@@ -72,6 +72,14 @@ _PUBLIC_ID = re.compile(
     r"(?:pi|ch|pm|in|il|ii|evt|cus|txn|prod|price|sub|si|src|card|ba|re|py|po|tr|acct|seti|cs|plink|prom|promo|"
     r"coupon|cbtxn|dp|du|file|link|mandate|payatt|pyr|qt|sched|sli|tax|tok|trr|fr|iar|ich|ipi|or|sku|bt|cn|"
     r"inrb|ldr|pmc|ppage|rcpt|req|acctsess|btok|fca|ic)_(?:(?:live|test)_)?[A-Za-z0-9]{8,64}"
+)
+# Any Stripe object id (its API has hundreds of prefixes: `fa_`, `trxn_`, `credrev_`, `mtr_test_`): a lower-case
+# prefix, then an account-scoped body of 24 to 32 letters and digits of both cases that starts with a digit (a hex
+# key such as Lob's `test_pub_<hex>` is not one). Stripe's secrets
+# (`sk_`, `rk_`, `whsec_`, `ek_`, `pst_` and client secrets) are left out.
+_STRIPE_ID = re.compile(
+    r"(?!(?:sk|rk|ek|pst|whsec|live|test|key|api|token|secret)_)[a-z]{2,10}_(?:(?:live|test)_)?"
+    r"[0-9](?=[a-z0-9]{0,30}[A-Z])(?=[A-Z0-9]{0,30}[a-z])[A-Za-z0-9]{23,31}"
 )
 _WORD = re.compile(r"[a-z]{0,20}[aeiou][a-z]{1,20}")
 _PATH_PIECES = re.compile(r"[/_-]")
@@ -116,11 +124,14 @@ _ARG = r"[@$:]?" + _DOTTED_NAME  # a name, a bound parameter (`@new`, `:name`) o
 _CALL = re.compile(
     _DOTTED_NAME + r"\((?:[ \t]{0,2}" + _ARG + r"(?:[ \t]{0,2},[ \t]{0,2}" + _ARG + r"){0,6}[ \t]{0,2})?\);?"
 )
+# A call whose one argument is such a call (`bytes(memoryview(password))`).
+_NESTED_CALL = re.compile(_DOTTED_NAME + r"\([ \t]{0,2}" + _CALL.pattern.removesuffix(";?") + r"[ \t]{0,2}\);?")
 _SNAKE = re.compile(r"[a-z]{2,}(?:_[a-z]{2,}){1,6}|[a-z]{2,}(?:[A-Z][a-z]{1,})+")
 _KEYWORDS = frozenset(
     {"await", "new", "none", "null", "nil", "true", "false", "self", "this", "undefined", "lambda", "yield",
      "return", "not", "function", "async", "typeof", "kwargs", "args", "options", "opts", "params", "request",
-     "req", "ctx", "getpass", "input", "str", "bytes", "string", "os", "env", "config", "settings", "props"}
+     "req", "ctx", "getpass", "input", "str", "bytes", "string", "os", "env", "config", "settings", "props",
+     "read", "write"}
 )  # fmt: skip
 _CODE_AFTER = re.compile(r"\s{0,3}(?:\(|\.[A-Za-z_]|\bor\b|\band\b|\|\||&&|\?\?|\bif\b)")
 # A per-request anti-forgery token's label, right before its value (`name="authenticity_token" value="`).
@@ -148,7 +159,7 @@ _TOKEN_LIKE = re.compile(r"[A-Za-z]{1,16}(?:[_-][A-Za-z]{1,16}){0,2}[_-][A-Za-z0
 _RECORD_PATH = re.compile(r"[^\s,]{0,200},sha256=")
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_=-]{1,8192}")
 _NOT_B64 = re.compile(r"[^A-Za-z0-9+/_=-]")
-_CALL_OPEN = re.compile(_DOTTED_NAME + r"\((?:[ \t]{0,2}" + _ARG + r"(?:[ \t]{0,2},[ \t]{0,2}" + _ARG + r"){0,6})?")
+_CALL_OPEN = re.compile(_DOTTED_NAME + r"\((?:[ \t]{0,2}" + _ARG + r"(?:[ \t]{0,2},[ \t]{0,2}" + _ARG + r"){0,6})?,?")
 # A name of code with digits inside (`base64.b64encode`, `standard_b64encode`): dotted or snake_case, then a call.
 _IDENTIFIER_CALL = re.compile(r"[A-Za-z_][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)+")
 _PRIVATE_NAME = re.compile(r"_{1,2}[a-z][a-z]{1,30}(?:_[a-z]{2,30}){0,6}")
@@ -172,6 +183,12 @@ _OWN_RUNS = frozenset(
 _PEM_BODY = re.compile(r"-----BEGIN[ A-Z0-9]{0,40}-----(.*?)(?:-----END[ A-Z0-9]{0,40}-----|\Z)", re.S)
 _PEM_HEADER_LINE = re.compile(r"(?m)^[A-Za-z-]{2,40}:[^\n]*$")
 _BASE64_LINE = re.compile(r"(?m)^[ \t]*[A-Za-z0-9+/]{40,120}={0,2}[ \t]*\r?$")
+_B64_LAST_LINE = re.compile(r"[ \t]*[A-Za-z0-9+/]{1,119}={0,2}[ \t]*(?=\r?\n|$)")
+# A data URL with base64 content (`data:image/png;base64,iVBOR…`): its bytes decide whether it is binary.
+_DATA_URL = re.compile(
+    r"(?i)\bdata:([\w.+-]{1,40}/[\w.+-]{1,60})(?:;[\w.+-]{1,40}=[\w.+-]{1,40}){0,3};base64,"
+    r"([A-Za-z0-9+/]{16,}={0,2})"
+)
 _CONTENT_TYPE = re.compile(r"(?i)content-type:\s*([\w.+-]+/[\w.+-]+)")
 # Magic numbers of binary formats (decoded bytes): images, audio, video, fonts, archives, documents, executables.
 _MAGIC = (
@@ -300,6 +317,8 @@ def _binary_blocks(text: str) -> list[tuple[int, int]]:
         ):
             j += 1
         start, end = first.start(), lines[j].end()
+        if j > i and (last := _B64_LAST_LINE.match(text, end + 1)) is not None and len(last.group().strip()) < width:
+            end = last.end()  # the block's last, shorter line (below the 40 characters a line needs on its own)
         if j > i or width >= 60:
             chunk = text[start:end]
             header = text[max(0, start - 600) : start]
@@ -312,6 +331,9 @@ def _binary_blocks(text: str) -> list[tuple[int, int]]:
             if mime_binary or decoded_binary(chunk, strict_magic=True):
                 blocks.append((start, end))
         i = j + 1
+    for found in _DATA_URL.finditer(text) if "base64," in text else ():
+        if decoded_binary(found.group(2)) and not found.group(1).lower().startswith("text/"):
+            blocks.append(found.span(2))
     return blocks
 
 
@@ -327,7 +349,9 @@ def _code_value(text: str, finding: Finding) -> bool:
     core = value.strip()
     if core.lower() in _KEYWORDS:
         return True
-    if _DOTTED.fullmatch(core) or _CALL.fullmatch(core):
+    if core.startswith("```"):
+        return True  # a Markdown code fence opens where the value would be (`create the secret:\n\n```console`)
+    if _DOTTED.fullmatch(core) or _CALL.fullmatch(core) or _NESTED_CALL.fullmatch(core):
         return not core.replace(".", "").isdigit()
     if _SNAKE.fullmatch(core) and not any(c.isdigit() for c in core):
         return True
@@ -374,7 +398,10 @@ def _digest(text: str, finding: Finding, facts: _TextFacts) -> bool:
 def _public_id(text: str, finding: Finding, facts: _TextFacts) -> bool:
     value = finding.value
     return (
-        (_PUBLIC_ID.fullmatch(value) is not None and "_secret_" not in value)
+        (
+            (_PUBLIC_ID.fullmatch(value) is not None or _STRIPE_ID.fullmatch(value) is not None)
+            and "_secret_" not in value
+        )
         or _CONTENT_ID.fullmatch(value) is not None
         or _inside_freenet_request(text, finding.start, finding.end)
     )
@@ -698,6 +725,17 @@ _SCHEMA_WORDS = frozenset(
      "xml", "externaldocs", "propertynames", "dependentrequired", "if", "then", "else", "$comment", "sensitive",
      "x-sensitive", "secret", "x-secret"}
 )  # fmt: skip
+# A shape of an AWS (botocore, Smithy JSON) service model: `{"type": "structure", "members": {…}}`, or a member
+# that points at one (`{"shape": "SecretIdType", "documentation": "…"}`).
+_SHAPE_TYPES = frozenset({"structure", "string", "list", "map", "blob", "integer", "long", "timestamp", "boolean",
+                          "double", "float", "union", "enum", "short", "byte", "bigdecimal", "biginteger"})  # fmt: skip
+_SHAPE_WORDS = frozenset(
+    {"type", "members", "member", "key", "value", "shape", "documentation", "required", "sensitive", "min", "max",
+     "pattern", "enum", "box", "error", "exception", "fault", "deprecated", "deprecatedmessage", "flattened",
+     "locationname", "location", "idempotencytoken", "jsonvalue", "timestampformat", "xmlnamespace",
+     "xmlattribute", "streaming", "requireslength", "eventstream", "event", "union", "document", "retryable",
+     "hostlabel", "contextparam", "querystringname", "wrapper", "payload", "tags"}
+)  # fmt: skip
 _SCHEME_TYPES = frozenset({"http", "apikey", "oauth2", "openidconnect", "mutualtls"})
 SCHEME_TYPES = frozenset({"http", "apiKey", "oauth2", "openIdConnect", "mutualTLS"})
 """OpenAPI security scheme types as written (a mapping with one is checked by `describes`)."""
@@ -724,6 +762,12 @@ def describes(data: Mapping[Any, Any]) -> str | None:
         or keys & {"$ref", "properties", "items", "oneof", "anyof", "allof"}
     ):
         return "schema"
+    if (
+        keys <= _SHAPE_WORDS
+        and ((isinstance(kind, str) and kind in _SHAPE_TYPES) or (kind is None and isinstance(data.get("shape"), str)))
+        and all(isinstance(data[k], dict) for k in ("key", "value", "member", "members") if k in data)
+    ):
+        return "schema"  # a map's `key`/`value` and a list's `member` point at shapes: a string there holds one
     if isinstance(kind, str) and kind.lower() in _SCHEME_TYPES and keys <= _SCHEME_WORDS and len(keys) >= 2:
         return "security_scheme"
     if "kty" in keys and keys <= _JWK_PUBLIC:

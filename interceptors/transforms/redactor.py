@@ -56,7 +56,7 @@ _HASH_KEY = re.compile(
     r"(?:^|_)(?:sha\d*|md5|hash|hashes|digest|checksum|integrity|etag|fingerprint|crc\d*|blake\d*\w*|xxhash|"
     r"node_id|commit|tree|parents?|revision|rev|oid|object_id|trace_id|span_id|nonce|salt_id)(?:_|$)"
     # ids: what names a thing is no credential (a session or a secret id may be one: those stay scanned in full)
-    r"|(?<!secret_)(?<!session_)(?<!sess_)(?:^|_)(?:ids?|uid|guid|ulid|ksuid|host_id|request_id|version_id)$"
+    r"|(?<!secret_)(?<!session_)(?<!sess_)(?:^|_)(?:ids?|uid|guid|ulid|ksuid|host_id|request_id|version_id|receipt_handle)$"
 )
 # Entities whose replaced values are not chased through the rest of the payload: secrets have no
 # business being mentioned anywhere else, and tag values and chunk ids are too generic to chase.
