@@ -102,8 +102,8 @@ MAX_LINE = 200
 """A one-line value this short is read token by token (longer text is a document: the detectors' call)."""
 _LABEL = re.compile(
     r"(?i)(?:(?<![A-Za-z0-9+])|(?<=[_.-]))"  # a label word starts a name or follows `_`, `.`, `-` in one
-    r"(?:pa{0,2}s{0,2}wo?r?s?d|pa?ss(?:phrase)?|pw|secret|token|api[_-]?key|key|authori[sz]ation|authentication|auth|"
-    r"credentials?|nonce|salt|session|identified[ \t]+by|" + FOREIGN_PASSWORD_WORDS + r")"
+    r"(?:" + FOREIGN_PASSWORD_WORDS + r"|pa{0,2}s{0,2}wo?r?s?d|pa?ss(?:phrase)?|pw|secret|token|api[_-]?key|key|"
+    r"authori[sz]ation|authentication|auth|credentials?|nonce|salt|session|identified[ \t]+by)"
     r"(?P<tail>[A-Za-z0-9_.-]{0,24}?)\)?(?P<gap>(?:[ \t]{1,2}for[ \t]{1,2}[A-Za-z]{1,16}|,[A-Za-z]{1,12})?)"
     r"[ \t]{0,3}[\"']?[ \t]{0,3}(?P<sep>:=|:{1,3}=?|=>|!?==?=?|[ \t]|/|[\uac00-\ud7a3]{1,6}[ \t]{0,2}[:=]?)[ \t]{0,3}[\"'(]?"
     r"(?P<value>[^\s\"'`<>;,(){}\[\]]{8,1024})(?![^\s\"'`<>;,(){}\[\]])"
