@@ -100,12 +100,13 @@ FOREIGN_PASSWORD_WORDS = (
 _SPLIT = re.compile(r"[\s\"'`,;=(){}\[\]<>]+")
 MAX_LINE = 200
 """A one-line value this short is read token by token (longer text is a document: the detectors' call)."""
-_LABEL = re.compile(
+_LABEL = re.compile(  # (after a Korean label word, Hangul words may stand where a separator would)
     r"(?i)(?:(?<![A-Za-z0-9+])|(?<=[_.-]))"  # a label word starts a name or follows `_`, `.`, `-` in one
     r"(?:" + FOREIGN_PASSWORD_WORDS + r"|pa{0,2}s{0,2}wo?r?s?d|pa?ss(?:phrase)?|pw|secret|token|api[_-]?key|key|"
     r"authori[sz]ation|authentication|auth|credentials?|nonce|salt|session|identified[ \t]+by)"
     r"(?P<tail>[A-Za-z0-9_.-]{0,24}?)\)?(?P<gap>(?:[ \t]{1,2}for[ \t]{1,2}[A-Za-z]{1,16}|,[A-Za-z]{1,12})?)"
-    r"[ \t]{0,3}[\"']?[ \t]{0,3}(?P<sep>:=|:{1,3}=?|=>|!?==?=?|[ \t]|/|[\uac00-\ud7a3]{1,6}[ \t]{0,2}[:=]?)[ \t]{0,3}[\"'(]?"
+    r"[ \t]{0,3}[\"']?[ \t]{0,3}(?P<sep>:=|:{1,3}=?|=>|!?==?=?|[ \t]|/|[\uac00-\ud7a3]{1,6}[ \t]{0,2}[:=]?)"
+    r"[ \t]{0,3}[\"'(]?"
     r"(?P<value>[^\s\"'`<>;,(){}\[\]]{8,1024})(?![^\s\"'`<>;,(){}\[\]])"
 )
 _NOT_A_SECRET_LABEL = re.compile(
@@ -300,9 +301,7 @@ def labelled_secret(text: str) -> bool:
         prefix, before = _name_before(text, match.start())
         tail = match.group("tail")
         slash = (before == "/") != (match.group("sep") == "/") and match.group(0).isascii()
-        if before == "+" or slash or _NOT_A_SECRET_LABEL.search(
-            prefix + tail
-        ):
+        if before == "+" or slash or _NOT_A_SECRET_LABEL.search(prefix + tail):
             continue  # `/` only around a URL's path segment (`/token/<value>`), never inside base64
         if _WORD_GOES_ON.match(tail):
             continue  # `keying`, `tokenizer`: the label word goes on as another word
@@ -438,7 +437,10 @@ def paired_secret(text: str) -> bool:
 
 _PREFIX_HINT = re.compile(r"[a-z][a-z0-9]{1,11}[_-]")
 KNOWN_PREFIXES = frozenset(
-    hint for detector in BUILTIN_DETECTORS if detector.category == "secret" for hint in detector.hints
+    hint
+    for detector in BUILTIN_DETECTORS
+    if detector.category == "secret"
+    for hint in detector.hints
     if _PREFIX_HINT.fullmatch(hint)
 )
 """The vendor prefixes the catalog's secret detectors start at (`ntn_`, `hrku-`, `glpat-`), lower case."""

@@ -370,7 +370,8 @@ def test_an_escaped_labelled_value_is_judged_as_the_characters_it_spells(seed: i
 
 
 @pytest.mark.parametrize(
-    "label", ["비밀번호:", "비번:", "암호:", "パスワード:", "密码=", "пароль:", "Passwort:", "contraseña =", "password설정은"]
+    "label",
+    ["비밀번호:", "비번:", "암호:", "パスワード:", "密码=", "пароль:", "Passwort:", "contraseña =", "password설정은"],
 )
 @given(seed=st.integers(0, 2**32))
 def test_a_password_label_in_another_language_is_a_label(label: str, seed: int) -> None:
@@ -393,10 +394,18 @@ def test_a_misspelt_password_label_is_a_label(seed: int, label: str) -> None:
 
 @given(
     seed=st.integers(0, 2**32),
-    line=st.sampled_from([
-        "ID/PW {user}({pw})", "ANYID(PW):{user}({pw})", "ID/PW->{user}/{pw}", "ID/Pass:xxxx:{user}/{pw}",
-        "아이디/PW:{user}/{pw}", "192.168.0.1,{user}/{pw}", "98.76.54.32 ({user}/{pw})", "IP ID PW 10.0.0.7 {user} {pw}",
-    ]),
+    line=st.sampled_from(
+        [
+            "ID/PW {user}({pw})",
+            "ANYID(PW):{user}({pw})",
+            "ID/PW->{user}/{pw}",
+            "ID/Pass:xxxx:{user}/{pw}",
+            "아이디/PW:{user}/{pw}",
+            "192.168.0.1,{user}/{pw}",
+            "98.76.54.32 ({user}/{pw})",
+            "IP ID PW 10.0.0.7 {user} {pw}",
+        ]
+    ),
     user=st.sampled_from(["master", "admin", "deploy", "j.smith"]),
     encoding=st.sampled_from(range(6)),
 )
