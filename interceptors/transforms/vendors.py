@@ -21,8 +21,6 @@ from .tokenspec import bech32_valid, crc32_token_valid
 
 _B62 = "A-Za-z0-9"
 _URLSAFE = "A-Za-z0-9_-"
-_B64 = "A-Za-z0-9+/_-"
-"""Base64 of either alphabet: a token inside a longer run of it (a data URL's JPEG) is no token."""
 
 
 def _word_like(payload: str) -> bool:
@@ -612,15 +610,6 @@ GAP_DETECTORS: tuple[Detector, ...] = (
     _v("posthog_personal_api_key", _lb() + r"phx_[A-Za-z0-9]{40,70}+" + _la(), ("phx_",), "'phx_' [A-Za-z0-9]{60}",
        "PostHog personal API keys (posthog.com/docs/api: phx_; the project key phc_ is public and not matched)",
        "PostHog personal API keys: phx_ + 40-70 base62"),
-    _v("facebook_access_token", _lb(_B64) + r"EAA[B-Z][A-Za-z0-9]{96,400}+" + _la("=" + _B64), ("eaa",),
-       "'EAA' [B-Z] [A-Za-z0-9]{180}",
-       "Facebook (Meta Graph API) user and page access tokens (developers.facebook.com/docs/facebook-login/guides/"
-       "access-tokens; observed: EAA, a letter naming the app, 100+ base62; Square's EAAA… is 60)",
-       "Facebook user and page access tokens: EAA + a letter + 96-400 base62"),
-    _v("instagram_access_token", _lb(_B64) + r"IGQV[A-Za-z0-9_-]{96,400}+" + _la("=" + _B64), ("igqv",),
-       "'IGQV' [A-Za-z0-9_-]{180}",
-       "Instagram API access tokens (developers.facebook.com/docs/instagram-platform; observed: IGQV, 100+ URL-safe)",
-       "Instagram access tokens: IGQV + 96-400 URL-safe base64"),
     _v("notion_token", _lb() + r"ntn_\d{11}[A-Za-z0-9]{35}" + _la(), ("ntn_",), "'ntn_' [0-9]{11} [A-Za-z0-9]{35}",
        "Notion integration tokens, ntn_ format (developers.notion.com, 'Authorization')",
        "Notion integration tokens: ntn_ + 11 digits + 35 base62"),
