@@ -91,10 +91,9 @@ def names_a_key(value: str) -> bool:
     return False
 
 
-FOREIGN_PASSWORD_WORDS = (
-    "비밀번호|비번|암호|패스워드|パスワード|密码|密碼|口令|пароль|passwort|kennwort|contraseña|senha|wachtwoord|hasło|"
-    "mot de passe"
-)
+_FOREIGN_ASCII = "passwort|kennwort|senha|wachtwoord|mot de passe"
+_FOREIGN_OTHER = "비밀번호|비번|암호|패스워드|パスワード|密码|密碼|口令|пароль|contraseña|hasło"
+FOREIGN_PASSWORD_WORDS = _FOREIGN_ASCII + "|" + _FOREIGN_OTHER
 """`password` in other languages (lower case): a label as good as the English word."""
 
 _SPLIT = re.compile(r"[\s\"'`,;=(){}\[\]<>]+")
@@ -279,9 +278,12 @@ def _name_before(text: str, end: int) -> tuple[str, str]:
 
 _LABEL_WORD = re.compile(
     r"p(?:a{0,2}s{0,2}wo?r?s?d|a?ss|w)|secret|token|key|auth|credential|nonce|salt|session|identified|"
-    + FOREIGN_PASSWORD_WORDS
+    + _FOREIGN_ASCII
 )
 """Where `_LABEL` can start, in lower-cased text: found first, because a case-blind scan is several times slower."""
+_FOREIGN_WORD = re.compile(_FOREIGN_OTHER)
+"""The labels outside ASCII, looked for only in a text that is not ASCII (in one alternation they would double the
+cost of `_LABEL_WORD` on every text)."""
 
 
 def _labels(text: str) -> Iterator[re.Match[str]]:
@@ -293,6 +295,11 @@ def _labels(text: str) -> Iterator[re.Match[str]]:
         match = _LABEL.match(text, hit.start())
         if match is not None:
             yield match
+    if not low.isascii():
+        for hit in _FOREIGN_WORD.finditer(low):
+            match = _LABEL.match(text, hit.start())
+            if match is not None:
+                yield match
 
 
 def labelled_secret(text: str) -> bool:
@@ -415,23 +422,40 @@ _IP_PAIR = re.compile(_IPV4 + r"[ \t,;(:]{1,3}" + _PAIR)
 """A host's address then `user/password` (`192.168.0.1 master/iP30dT_o`): an account written down with its host."""
 
 
+def _short_line(text: str, at: int) -> bool:
+    """Whether the line of `text` holding position `at` is at most `MAX_LINE` characters."""
+    start, end = text.rfind("\n", 0, at) + 1, text.find("\n", at)
+    return (len(text) if end < 0 else end) - start <= MAX_LINE
+
+
+_PW_MARK = re.compile("pw|pass|비번|암호|비밀번호")
+"""What `_ID_PW_LABEL` ends with, in lower-cased text: found first (literals), because the label's pattern has no
+literal to start at."""
+_DOTTED_QUAD = re.compile(r"\d\.\d{1,3}\.\d{1,3}\.\d")
+"""What an IPv4 address holds, without the look-behind that makes `_IP_PAIR` try every position."""
+
+
 def paired_secret(text: str) -> bool:
     """Whether a short line of `text` (of its first `SHAPED_LINES`) writes an account as `user/password`,
     `user(password)` or `user password` after a label that names both (`ID/PW master(…)`) or after a host's IPv4
-    address, with a password that could be a credential (`credential_like`: not a word, a path, a placeholder)."""
+    address, with a password that could be a credential (`credential_like`: not a word, a path, a placeholder).
+    Each pattern runs once over those lines (none crosses a line), the label's only when a literal it needs is
+    there."""
     head = text if text.count("\n") < SHAPED_LINES else "\n".join(text.split("\n", SHAPED_LINES)[:-1])
-    for line in head.split("\n"):
-        if len(line) > MAX_LINE:
-            continue
-        label = _ID_PW_LABEL.search(line)
-        after = _AFTER_LABEL_PAIR.match(line, label.end()) if label is not None else None
-        pairs = [after] if after is not None and not after.group("sep").isspace() else []
-        if "." in line:
-            pairs.extend(_IP_PAIR.finditer(line))
-        for match in pairs:
-            value = match.group("value")
-            if value != match.group("user") and credential_like(value):
-                return True
+    pairs: list[re.Match[str]] = []
+    low = head.lower()
+    if len(low) == len(head):  # (a character whose lower case is longer: positions would not line up)
+        for mark in _PW_MARK.finditer(low):  # the password word first, then the account's word just before it
+            label = _ID_PW_LABEL.search(head, max(0, mark.start() - 12), mark.end() + 6)
+            after = _AFTER_LABEL_PAIR.match(head, label.end()) if label is not None else None
+            if after is not None and not after.group("sep").isspace():
+                pairs.append(after)
+    if _DOTTED_QUAD.search(head) is not None:
+        pairs.extend(_IP_PAIR.finditer(head))
+    for match in pairs:
+        value = match.group("value")
+        if value != match.group("user") and _short_line(head, match.start()) and credential_like(value):
+            return True
     return False
 
 
