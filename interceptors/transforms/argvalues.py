@@ -277,8 +277,7 @@ def _name_before(text: str, end: int) -> tuple[str, str]:
 
 
 _LABEL_WORD = re.compile(
-    r"p(?:a{0,2}s{0,2}wo?r?s?d|a?ss|w)|secret|token|key|auth|credential|nonce|salt|session|identified|"
-    + _FOREIGN_ASCII
+    r"p(?:a{0,2}s{0,2}wo?r?s?d|a?ss|w)|secret|token|key|auth|credential|nonce|salt|session|identified|" + _FOREIGN_ASCII
 )
 """Where `_LABEL` can start, in lower-cased text: found first, because a case-blind scan is several times slower."""
 _FOREIGN_WORD = re.compile(_FOREIGN_OTHER)
