@@ -42,7 +42,7 @@ from urllib.parse import unquote
 
 import orjson
 
-from .catalog import BUILTIN_BY_NAME, GUID
+from .catalog import BUILTIN_BY_NAME, BUILTIN_DETECTORS, GUID
 from .context import decoded_binary
 from .docvalues import ciphertext, documentation_value
 from .encoded import decode_base64, decode_gzip_base64, decode_hex, decode_percent
@@ -91,15 +91,21 @@ def names_a_key(value: str) -> bool:
     return False
 
 
+_FOREIGN_ASCII = "passwort|kennwort|senha|wachtwoord|mot de passe"
+_FOREIGN_OTHER = "비밀번호|비번|암호|패스워드|パスワード|密码|密碼|口令|пароль|contraseña|hasło"
+FOREIGN_PASSWORD_WORDS = _FOREIGN_ASCII + "|" + _FOREIGN_OTHER
+"""`password` in other languages (lower case): a label as good as the English word."""
+
 _SPLIT = re.compile(r"[\s\"'`,;=(){}\[\]<>]+")
 MAX_LINE = 200
 """A one-line value this short is read token by token (longer text is a document: the detectors' call)."""
-_LABEL = re.compile(
+_LABEL = re.compile(  # (after a Korean label word, Hangul words may stand where a separator would)
     r"(?i)(?:(?<![A-Za-z0-9+])|(?<=[_.-]))"  # a label word starts a name or follows `_`, `.`, `-` in one
-    r"(?:pa?s{0,2}wo?r?d|pa?ss(?:phrase)?|pw|secret|token|api[_-]?key|key|authori[sz]ation|authentication|auth|credentials?|"
-    r"nonce|salt|session|identified[ \t]+by)"
+    r"(?:" + FOREIGN_PASSWORD_WORDS + r"|pa{0,2}s{0,2}wo?r?s?d|pa?ss(?:phrase)?|pw|secret|token|api[_-]?key|key|"
+    r"authori[sz]ation|authentication|auth|credentials?|nonce|salt|session|identified[ \t]+by)"
     r"(?P<tail>[A-Za-z0-9_.-]{0,24}?)\)?(?P<gap>(?:[ \t]{1,2}for[ \t]{1,2}[A-Za-z]{1,16}|,[A-Za-z]{1,12})?)"
-    r"[ \t]{0,3}[\"']?[ \t]{0,3}(?P<sep>:=|:{1,3}=?|=>|!?==?=?|[ \t]|/)[ \t]{0,3}[\"'(]?"
+    r"[ \t]{0,3}[\"']?[ \t]{0,3}(?P<sep>:=|:{1,3}=?|=>|!?==?=?|[ \t]|/|[\uac00-\ud7a3]{1,6}[ \t]{0,2}[:=]?)"
+    r"[ \t]{0,3}[\"'(]?"
     r"(?P<value>[^\s\"'`<>;,(){}\[\]]{8,1024})(?![^\s\"'`<>;,(){}\[\]])"
 )
 _NOT_A_SECRET_LABEL = re.compile(
@@ -270,8 +276,13 @@ def _name_before(text: str, end: int) -> tuple[str, str]:
     return text[start:end], text[start - 1 : start]
 
 
-_LABEL_WORD = re.compile(r"p(?:a?s{0,2}wo?r?d|a?ss|w)|secret|token|key|auth|credential|nonce|salt|session|identified")
+_LABEL_WORD = re.compile(
+    r"p(?:a{0,2}s{0,2}wo?r?s?d|a?ss|w)|secret|token|key|auth|credential|nonce|salt|session|identified|" + _FOREIGN_ASCII
+)
 """Where `_LABEL` can start, in lower-cased text: found first, because a case-blind scan is several times slower."""
+_FOREIGN_WORD = re.compile(_FOREIGN_OTHER)
+"""The labels outside ASCII, looked for only in a text that is not ASCII (in one alternation they would double the
+cost of `_LABEL_WORD` on every text)."""
 
 
 def _labels(text: str) -> Iterator[re.Match[str]]:
@@ -283,6 +294,11 @@ def _labels(text: str) -> Iterator[re.Match[str]]:
         match = _LABEL.match(text, hit.start())
         if match is not None:
             yield match
+    if not low.isascii():
+        for hit in _FOREIGN_WORD.finditer(low):
+            match = _LABEL.match(text, hit.start())
+            if match is not None:
+                yield match
 
 
 def labelled_secret(text: str) -> bool:
@@ -290,9 +306,8 @@ def labelled_secret(text: str) -> bool:
     for match in _labels(text):
         prefix, before = _name_before(text, match.start())
         tail = match.group("tail")
-        if (before == "+" or (before == "/") != (match.group("sep") == "/")) or _NOT_A_SECRET_LABEL.search(
-            prefix + tail
-        ):
+        slash = (before == "/") != (match.group("sep") == "/") and match.group(0).isascii()
+        if before == "+" or slash or _NOT_A_SECRET_LABEL.search(prefix + tail):
             continue  # `/` only around a URL's path segment (`/token/<value>`), never inside base64
         if _WORD_GOES_ON.match(tail):
             continue  # `keying`, `tokenizer`: the label word goes on as another word
@@ -394,6 +409,85 @@ def shaped_secret(text: str) -> bool:
     return False
 
 
+_ID_PW_LABEL = re.compile(
+    r"(?i)(?:id|user|login|계정|아이디)[ \t]*[/(,]?[ \t]*(?:pw|pwd|pass(?:wd|word)?|비번|암호|비밀번호)(?![a-z])"
+)
+"""A label naming an account and its password together (`ID/PW`, `ID/Pass`, `IP ID PW`, `아이디/PW`)."""
+_IPV4 = r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])"
+_PAIR = r"(?P<user>[A-Za-z][\w.@-]{1,31})(?P<sep>/|\(|[ \t]+)(?P<value>[^\s/()\"'`,;]{8,64})(?!/)"
+_AFTER_LABEL_PAIR = re.compile(r"(?:->|[ \t:()]){1,3}(?:[xX]{2,8}:)?" + _PAIR)
+"""Right after the label (`ID/PW->`, `ID/Pass:xxxx:`): a pair further on, or after `-`, `/port:`, is another field."""
+_IP_PAIR = re.compile(_IPV4 + r"[ \t,;(:]{1,3}" + _PAIR)
+"""A host's address then `user/password` (`192.168.0.1 master/iP30dT_o`): an account written down with its host."""
+
+
+def _short_line(text: str, at: int) -> bool:
+    """Whether the line of `text` holding position `at` is at most `MAX_LINE` characters."""
+    start, end = text.rfind("\n", 0, at) + 1, text.find("\n", at)
+    return (len(text) if end < 0 else end) - start <= MAX_LINE
+
+
+_PW_MARK = re.compile("pw|pass|비번|암호|비밀번호")
+"""What `_ID_PW_LABEL` ends with, in lower-cased text: found first (literals), because the label's pattern has no
+literal to start at."""
+_DOTTED_QUAD = re.compile(r"\d\.\d{1,3}\.\d{1,3}\.\d")
+"""What an IPv4 address holds, without the look-behind that makes `_IP_PAIR` try every position."""
+
+
+def paired_secret(text: str) -> bool:
+    """Whether a short line of `text` (of its first `SHAPED_LINES`) writes an account as `user/password`,
+    `user(password)` or `user password` after a label that names both (`ID/PW master(…)`) or after a host's IPv4
+    address, with a password that could be a credential (`credential_like`: not a word, a path, a placeholder).
+    Each pattern runs once over those lines (none crosses a line), the label's only when a literal it needs is
+    there."""
+    head = text if text.count("\n") < SHAPED_LINES else "\n".join(text.split("\n", SHAPED_LINES)[:-1])
+    pairs: list[re.Match[str]] = []
+    low = head.lower()
+    if len(low) == len(head):  # (a character whose lower case is longer: positions would not line up)
+        for mark in _PW_MARK.finditer(low):  # the password word first, then the account's word just before it
+            label = _ID_PW_LABEL.search(head, max(0, mark.start() - 12), mark.end() + 6)
+            after = _AFTER_LABEL_PAIR.match(head, label.end()) if label is not None else None
+            if after is not None and not after.group("sep").isspace():
+                pairs.append(after)
+    if _DOTTED_QUAD.search(head) is not None:
+        pairs.extend(_IP_PAIR.finditer(head))
+    for match in pairs:
+        value = match.group("value")
+        if value != match.group("user") and _short_line(head, match.start()) and credential_like(value):
+            return True
+    return False
+
+
+_PREFIX_HINT = re.compile(r"[a-z][a-z0-9]{1,11}[_-]")
+KNOWN_PREFIXES = frozenset(
+    hint
+    for detector in BUILTIN_DETECTORS
+    if detector.category == "secret"
+    for hint in detector.hints
+    if _PREFIX_HINT.fullmatch(hint)
+)
+"""The vendor prefixes the catalog's secret detectors start at (`ntn_`, `hrku-`, `glpat-`), lower case."""
+_PREFIXED = re.compile(r"(?P<prefix>[A-Za-z][A-Za-z0-9]{1,11}[_-])[_-]*(?P<rest>[A-Za-z0-9_-]{16,1024})")
+MIN_UNKNOWN_PREFIXED = 32
+"""A token behind a prefix no detector knows (`figd_`) must be this long: ids behind a prefix (`pi_…`, `cus_…`) are
+shorter."""
+
+
+def prefixed_secret(text: str) -> bool:
+    """Whether `text`, whole, is a vendor's prefix then a random run: a prefix a secret detector knows (its format
+    otherwise off: a sample cut short, a character outside its alphabet) and 16+ random characters, or another
+    lower-case prefix and `MIN_UNKNOWN_PREFIXED`+. For values with no name (a URI's path), where a lone random token
+    is otherwise an id."""
+    match = _PREFIXED.fullmatch(text.strip())
+    if match is None:
+        return False
+    rest, prefix = match.group("rest"), match.group("prefix")
+    known = prefix.lower() in KNOWN_PREFIXES
+    if not known and (not prefix[:-1].islower() or len(rest) < MIN_UNKNOWN_PREFIXED):
+        return False
+    return _random(rest) and not _not_secret_shape(rest)
+
+
 _ANSI = re.compile(
     r"(?:\x1b|\\x1[bB]|\\033|\\u001[bB]|\\e)\[[0-9;?]{0,16}[A-Za-z]|(?<![\w\]])\[(?:\d{1,3};){0,4}\d{1,3}m"
 )
@@ -464,7 +558,9 @@ def _text_holds(text: str, key: str | None, depth: int) -> bool:
         return True  # a line of text where no name was given (a URI's path): an id is one token, a line is not
     if key is None and "=" in text and depth < MAX_DEPTH and _query_holds(text, depth):
         return True
-    if labelled_secret(text) or shaped_secret(text):
+    if key is None and prefixed_secret(text):
+        return True  # a vendor's prefix says what a lone token is, even where a one-token value is an id
+    if labelled_secret(text) or shaped_secret(text) or paired_secret(text):
         return True
     if depth >= MAX_DEPTH:
         return False

@@ -17,7 +17,16 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from interceptors.transforms.argvalues import bare_secret, credential_like, holds_secret, labelled_secret, opaque_key
+from interceptors.transforms.argvalues import (
+    KNOWN_PREFIXES,
+    bare_secret,
+    credential_like,
+    holds_secret,
+    labelled_secret,
+    opaque_key,
+    paired_secret,
+    prefixed_secret,
+)
 from interceptors.transforms.base import TransformContext
 from interceptors.transforms.entities import looks_random
 from interceptors.transforms.guard import SecretGuard, SecretsRefused
@@ -358,3 +367,112 @@ def test_an_escaped_labelled_value_is_judged_as_the_characters_it_spells(seed: i
     spelled = "".join(escape.format(ord(c)) for c in secret)
     assert GUARD.findings({"query": f'password = "{spelled}"'})[1]
     assert not GUARD.findings({"query": 'sep = "\\x00\\x1f"'})[1]
+
+
+@pytest.mark.parametrize(
+    "label",
+    ["비밀번호:", "비번:", "암호:", "パスワード:", "密码=", "пароль:", "Passwort:", "contraseña =", "password설정은"],
+)
+@given(seed=st.integers(0, 2**32))
+def test_a_password_label_in_another_language_is_a_label(label: str, seed: int) -> None:
+    """`password` in Korean, Japanese, Chinese, Russian, German, Spanish (or followed by Korean words) labels a
+    value as the English word does; a word after it is still a word."""
+    secret = _mixed(seed, 12)
+    assume(credential_like(secret))  # not a word-like run (`Apa4Foodifog`)
+    assert labelled_secret(f"{label}{secret}")
+    assert GUARD.findings({"query": f"계정:master {label}{secret}"})[1]
+    assert not labelled_secret(f"{label}incorrect")
+
+
+@given(seed=st.integers(0, 2**32), label=st.sampled_from(["paasword", "passworsd", "pasword", "passwd", "paswrd"]))
+def test_a_misspelt_password_label_is_a_label(seed: int, label: str) -> None:
+    secret = _mixed(seed, 10)
+    assume(credential_like(secret))
+    assert labelled_secret(f"{label}: {secret}")
+    assert labelled_secret(f'if {label} != "{secret}":')
+
+
+@given(
+    seed=st.integers(0, 2**32),
+    line=st.sampled_from(
+        [
+            "ID/PW {user}({pw})",
+            "ANYID(PW):{user}({pw})",
+            "ID/PW->{user}/{pw}",
+            "ID/Pass:xxxx:{user}/{pw}",
+            "아이디/PW:{user}/{pw}",
+            "192.168.0.1,{user}/{pw}",
+            "98.76.54.32 ({user}/{pw})",
+            "IP ID PW 10.0.0.7 {user} {pw}",
+        ]
+    ),
+    user=st.sampled_from(["master", "admin", "deploy", "j.smith"]),
+    encoding=st.sampled_from(range(6)),
+)
+def test_an_account_written_with_its_password_is_refused(seed: int, line: str, user: str, encoding: int) -> None:
+    """`user/password`, `user(password)` or `user password` right after a label naming both (`ID/PW`) or after a
+    host's address: the password is a credential, in any encoding."""
+    password = _mixed(seed, 10)
+    assume(credential_like(password))
+    text = line.format(user=user, pw=password)
+    assert paired_secret(text)
+    assert GUARD.findings({"query": _encodings(text)[encoding]})[1]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Default ID/PW are wpasp/wpasp.",  # the same word twice: a sample account
+        "ID/PW master/password",  # a word
+        "ANYID PW master iPp12@GRq",  # no separator the label's pair uses
+        "계정/Password-xxxx:master/IhqSb1Gg",  # another field after the label
+        "id/pw/port:master/IhqSb1Gg/xxxx",  # a path, not a pair
+        "192.168.0.1 src/main.py",
+        "10.0.0.1 GET /index.html 200",
+        "ID/PW: see the vault entry ops/db",
+    ],
+)
+def test_pairs_that_are_not_accounts_pass(line: str) -> None:
+    assert not paired_secret(line)
+
+
+def _prefixed(seed: int, prefix: str, size: int) -> str:
+    return prefix + _token(seed, size, _BASE62 + "_-")
+
+
+@given(
+    seed=st.integers(0, 2**32),
+    prefix=st.sampled_from(sorted(KNOWN_PREFIXES)),
+    size=st.integers(16, 60),
+    encoding=st.sampled_from(range(4)),
+)
+def test_a_known_vendor_prefix_alone_in_a_uri_is_refused(seed: int, prefix: str, size: int, encoding: int) -> None:
+    """A URI's lone token is an id, unless it starts with a prefix a secret detector knows and the rest is random:
+    then it is that vendor's credential (its format off: cut short, a character outside its alphabet)."""
+    token = _prefixed(seed, prefix.upper() if seed % 2 else prefix, size)
+    assume(looks_random(token[len(prefix) :]) or bare_secret(token[len(prefix) :]))
+    assert prefixed_secret(token)
+    payload = _encodings(token)[encoding]
+    message = _read_refusal("notes://n/" + quote(payload, safe=""))
+    assert message is not None and "at '/uri'" in message and token not in message
+
+
+@given(seed=st.integers(0, 2**32), prefix=st.sampled_from(["figd_", "cfk_", "acme_"]))
+def test_an_unknown_vendor_prefix_needs_a_long_random_run(seed: int, prefix: str) -> None:
+    long, short = _prefixed(seed, prefix, 44), _prefixed(seed, prefix, 24)
+    assume(looks_random(long[len(prefix) :]))
+    assert prefixed_secret(long)
+    assert not prefixed_secret(short)  # `pi_…`, `cus_…`, `price_…`: ids behind a prefix are shorter
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "stripe://payment_intents/pi_3MtwBwLkdIwHu7ix28a3tqPa",
+        "stripe://prices/price_1MoBy5LkdIwHu7ixZhnattbh",
+        "notes://n/ghp_wordsandmorewordsandletters",  # a known prefix, but words, not random
+        "notes://n/ntn_12345678901234567890",  # digits only
+    ],
+)
+def test_prefixed_ids_in_uris_pass(uri: str) -> None:
+    assert _read_refusal(uri) is None
