@@ -136,12 +136,40 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        "SQL: MySQL and Oracle IDENTIFIED BY, PostgreSQL WITH PASSWORD, MySQL SET PASSWORD",
        "the password of a SQL statement that creates or changes a login", entity="password", group=(1, 2)),
     _a("prose_password",
-       r"[Pp](?<![\w-].)(?i:w|wd|asswd|assword|assphrase|asscode)(?:[ \t]{0,3}(?::=|=>|[:=])[ \t]{0,3}|[ \t]{1,3}"
-       r"(?i:(?:is|was)[ \t]{1,3})?)(?:\"([^\"\r\n]{4,128})\"|'([^'\r\n]{4,128})'|([^\s\"'<>;,&(){}\[\]]{4,128}))",
+       # `-pw:` as a flag of its own (`-User:bob -pw:…`), never `my-pw`; `ID/PW` and `ID(PW)` are left to
+       # `id_password_pair`, which keeps the user name; `pass` alone only with `:` (`pass: true` is no password)
+       r"[Pp](?<!\w.)(?<!\w-.)(?<![Ii][Dd][/(].)(?<!\uacc4\uc815/.)"
+       r"(?:(?i:w|wd|asswd|assword|assphrase|asscode)(?:[ \t]{1,3}for[ \t]{1,3}[\w.@-]{1,64}(?=[ \t]{0,3}:))?"
+       r"(?:[ \t]{0,3}(?::=|=>|[:=])[ \t]{0,3}|[\uac00-\ud7a3]{1,4}[ \t]{0,3}|[ \t]{1,3}(?i:(?:is|was)[ \t]{1,3})?)"
+       r"|(?i:ass):(?![:=])[ \t]{0,3})"
+       r"(?:\"([^\"\r\n]{4,128})\"|'([^'\r\n]{4,128})'|([^\s\"'<>;,&(){}\[\]]{4,128}))",
        ("pw", "pwd", "pass"),
-       "('pw:'|'PW:'|'the password is '|'my pw is '|'the pw is ') " + _SAMPLE + " (' ID:admin'|'')",
-       "prose and notes: pw:…, PW:… ID:…, 'password is …', passphrase \"…\"",
+       "('pw:'|'PW:'|'-pw:'|'pass:'|'the password is '|'my pw is '|'password for bob:') " + _SAMPLE
+       + " (' ID:admin'|'')",
+       "prose and notes: pw:…, PW:… ID:…, pass:…, 'password is …', 'password for bob:…', passphrase \"…\"",
        "a password written after the word in prose, when it looks like one", entity="password",
+       validator=_looks_like_password),
+    _a("prose_password_cjk",
+       # Korean, Japanese and Chinese words for a password, as notes write them: `비밀번호:…`, `암호 : …`
+       r"(?:\ube44\ubc00\ubc88\ud638|\ube44\ubc88|\uc554\ud638|\ud328\uc2a4\uc6cc\ub4dc|\u30d1\u30b9\u30ef\u30fc\u30c9|"
+       r"\u5bc6\u7801|\u5bc6\u78bc)(?:[ \t]{0,3}[:=\uff1a][ \t]{0,3}|[\uac00-\ud7a3]{1,4}[ \t]{0,3})"
+       r"(?:\"([^\"\r\n]{4,128})\"|'([^'\r\n]{4,128})'|([^\s\"'<>;,&(){}\[\]]{4,128}))",
+       ("\ube44\ubc00\ubc88\ud638", "\ube44\ubc88", "\uc554\ud638", "\ud328\uc2a4\uc6cc\ub4dc", "\u30d1\u30b9\u30ef\u30fc\u30c9",
+        "\u5bc6\u7801", "\u5bc6\u78bc"),
+       "('\ube44\ubc00\ubc88\ud638:'|'\ube44\ubc88:'|'\uc554\ud638 : '|'\u30d1\u30b9\u30ef\u30fc\u30c9\uff1a'|'\u5bc6\u7801:') " + _SAMPLE,
+       "notes in Korean, Japanese and Chinese: 비밀번호:…, 비번:…, 암호:…, パスワード：…, 密码:…",
+       "a password written after a CJK word for password, when it looks like one", entity="password",
+       validator=_looks_like_password),
+    _a("id_password_pair",
+       # `ID/PW:bob/…`, `ID(PW):bob(…)`, `ID/PW -> bob/…`, `ID/PW bob(…)`, `계정/PW:bob/…`: the user is kept
+       r"(?i:id|user(?:name)?|login|account|\uacc4\uc815|\uc544\uc774\ub514)[ \t]{0,2}[/(][ \t]{0,2}"
+       r"(?i:pw|pwd|passwd|password|pass|\ube44\ubc88|\uc554\ud638|\ube44\ubc00\ubc88\ud638)\)?"
+       r"[ \t]{0,3}(?:[:=]|->|=>|(?i:is|are))?[ \t(]{0,3}(?:[^\s/:()]{1,64}:)?[^\s/:()]{1,64}[/(]"
+       r"([^\s()/,]{4,128})",
+       ("/pw", "(pw", "/pass", "(pass", "/\ube44\ubc88", "/\uc554\ud638", "/\ube44\ubc00"),
+       "('ID/PW:'|'ID/Pass: '|'id/pw -> '|'User/Password ') [a-z]{4,10} '/' " + _SAMPLE,
+       "prose and notes that give a login as user/password after an ID/PW label",
+       "the password of an ID/PW pair (the user name is kept)", entity="password", group=1,
        validator=_looks_like_password),
     _a("curl_combined_user",
        r"""-(?<![\w-]-)[a-zA-Z]{1,6}u(?:[ \t]{1,4}|=)["']?[^\s:"'@]{1,128}:([^\s"'@]{4,256})""",
