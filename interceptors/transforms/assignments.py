@@ -44,6 +44,17 @@ def _looks_like_password(value: str, entity: str) -> str | None:
     return entity if letters and (digits or symbols or mixed) else None
 
 
+def _strong_password(value: str, entity: str) -> str | None:
+    """A value with no label of its own (`10.0.0.5 bob/…`): a password mixes three of lower case, upper case,
+    digits and symbols, and is no path (`src/main.py` has no digit and no upper case)."""
+    core = value.rstrip(".,;:!?)")
+    if len(core) < 6 or is_placeholder(core):
+        return None
+    kinds = (any(c.islower() for c in core) + any(c.isupper() for c in core) + any(c.isdigit() for c in core)
+             + any(not c.isalnum() for c in core))  # fmt: skip
+    return entity if kinds >= 3 and any(c.isdigit() for c in core) else None
+
+
 def _validate_value(value: str, entity: str) -> str | None:
     """Not a placeholder, a variable, a flag or a path; not digits alone."""
     core = value.strip().lstrip("=:>")
@@ -171,6 +182,40 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        "prose and notes that give a login as user/password after an ID/PW label",
        "the password of an ID/PW pair (the user name is kept)", entity="password", group=1,
        validator=_looks_like_password),
+    _a("ip_user_password",
+       # an address, then `user/password` (`192.168.0.1 bob/…`, `10.0.0.5,bob/…`, `10.0.0.5 (bob/…)`)
+       r"(?<![\d.])(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}(?![\d.])"
+       r"[ \t]{0,2}[,(]?[ \t]{0,2}[A-Za-z][\w.-]{0,31}/([^\s()/,]{6,128})",
+       ("/",),
+       "('192.168.0.1 '|'10.0.0.5,'|'98.76.54.32 (') [a-z]{4,10} '/' <[A-Za-z]{3}[0-9]{2}[!#%^*_+][A-Za-z]{3}>",
+       "notes that list a host's address with its login as user/password",
+       "the password after an IPv4 address and a user name", entity="password", group=1, min_length=13,
+       validator=_strong_password),
+    _a("sql_password_bare",
+       # Oracle takes the password unquoted (`IDENTIFIED BY pa5sW0rd;`); bind variables and keywords are not one
+       r"(?i:identified)[ \t]{1,4}(?i:by)[ \t]{1,4}([A-Za-z0-9_#$!%^*+~@-]{4,128})(?=[ \t]{0,4}(?:;|$|\r?\n))",
+       ("identified",),
+       "('CREATE USER app IDENTIFIED BY '|'ALTER USER app IDENTIFIED BY ') <[A-Za-z]{4}[0-9]{3}[A-Za-z]{4}> ';'",
+       "SQL: Oracle IDENTIFIED BY with an unquoted password",
+       "the unquoted password of a SQL statement that creates or changes a login", entity="password", group=1,
+       validator=_strong_password),
+    _a("env_default_secret",
+       # the fallback a program uses when the variable is unset is a credential written in the code
+       r"""(?:getenv|environ\.get|env\.get|ENV\.fetch|env)\([ \t]{0,4}\\?["']?[\w.-]{0,40}?"""
+       r"(?i:" + _WORD[3:-1] + r")[\w.-]{0,20}\\?[\"']?[ \t]{0,4}(?:,|\)[ \t]{0,4}(?:or|\|\||\?\?|\?:))[ \t]{0,4}"
+       r"""\\?(?:"([^"\\\r\n]{4,256})\\?"|'([^'\\\r\n]{4,256})\\?')""",
+       ("getenv", "environ.get", "env.get", "env.fetch", "env("),
+       "('os.getenv(\"DB_PASSWORD\", \"'|'os.environ.get(\"API_KEY\") or \"'|'ENV.fetch(\"SECRET_TOKEN\", \"') "
+       + _SAMPLE + " '\")'",
+       "code that falls back to a literal when a credential's environment variable is unset",
+       "the default of a credential-named environment lookup", group=(1, 2)),
+    _a("sonar_login",
+       # SonarQube's scanner takes its token as `sonar.login` (older) or `sonar.token`
+       r"""[Ss](?<![\w].)(?i:onar)[_.-]?(?i:login|token)["']?[ \t]{0,4}(?::{1,3}=|\?=|=>|[:=])[ \t]{0,4}""" + _VALUE,
+       ("sonar",),
+       "('sonar.login='|'SONAR_LOGIN := '|'sonar_token: ') <[a-f0-9]{40}>",
+       "SonarQube scanner properties and environment (sonar.login, SONAR_TOKEN)",
+       "the token assigned to sonar.login or sonar.token"),
     _a("curl_combined_user",
        r"""-(?<![\w-]-)[a-zA-Z]{1,6}u(?:[ \t]{1,4}|=)["']?[^\s:"'@]{1,128}:([^\s"'@]{4,256})""",
        ("curl",),
