@@ -25,6 +25,22 @@ _WORD = (
     r"apikey|access[_.-]?key|private[_.-]?key|auth[_.-]?token|access[_.-]?token|refresh[_.-]?token|token|"
     r"credentials?|key[_.-]?base)"
 )
+# A name that ends with a credential word, just before a comparison (`password == `, `apiToken !== `): one
+# fixed-width look-behind per word and spacing, placed after the operator it precedes.
+_COMPARED_NAME = "|".join(
+    f"(?<=(?i:{word}){gap}{re.escape(op)}{pad})"
+    for word in ("password", "passwd", "pwd", "secret", "token", "apikey", "api_key", "passphrase")
+    for gap in ("", " ")
+    for op, pad in (("==", ""), ("==", " "), ("===", ""), ("===", " "), ("!=", ""), ("!=", " "), ("!==", ""),
+                    ("!==", " "), (".equals(", ""))  # fmt: skip
+    if not (op == ".equals(" and gap)
+)
+# `ID/`, `user(`, `계정/`: what comes before the slash or parenthesis of an ID/PW label (a look-behind each).
+_ID_LABEL = "|".join(
+    f"(?<={word}{gap}[/(])"
+    for word in ("(?i:id)", "(?i:user)", "(?i:username)", "(?i:login)", "(?i:account)", "\uacc4\uc815", "\uc544\uc774\ub514")
+    for gap in ("", " ")
+)
 _BARE = r"""([^\s"'`;,&<>(){}\[\]\\]{4,256})"""
 _QUOTED = r"""(?:"([^"\\\r\n]{4,256})"|'([^'\\\r\n]{4,256})')"""
 _VALUE = r"(?:" + _QUOTED + "|" + _BARE + ")"
@@ -172,8 +188,9 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        "a password written after a CJK word for password, when it looks like one", entity="password",
        validator=_looks_like_password),
     _a("id_password_pair",
-       # `ID/PW:bob/…`, `ID(PW):bob(…)`, `ID/PW -> bob/…`, `ID/PW bob(…)`, `계정/PW:bob/…`: the user is kept
-       r"(?i:id|user(?:name)?|login|account|\uacc4\uc815|\uc544\uc774\ub514)[ \t]{0,2}[/(][ \t]{0,2}"
+       # `ID/PW:bob/…`, `ID(PW):bob(…)`, `ID/PW -> bob/…`, `ID/PW bob(…)`, `계정/PW:bob/…`: the user is kept.
+       # Anchored at the slash or parenthesis, the label before it checked by fixed-width look-behinds.
+       r"[/(](?:" + _ID_LABEL + r")[ \t]{0,2}"
        r"(?i:pw|pwd|passwd|password|pass|\ube44\ubc88|\uc554\ud638|\ube44\ubc00\ubc88\ud638)\)?"
        r"[ \t]{0,3}(?:[:=]|->|=>|(?i:is|are))?[ \t(]{0,3}(?:[^\s/:()]{1,64}:)?[^\s/:()]{1,64}[/(]"
        r"([^\s()/,]{4,128})",
@@ -183,14 +200,23 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        "the password of an ID/PW pair (the user name is kept)", entity="password", group=1,
        validator=_looks_like_password),
     _a("ip_user_password",
-       # an address, then `user/password` (`192.168.0.1 bob/…`, `10.0.0.5,bob/…`, `10.0.0.5 (bob/…)`)
-       r"(?<![\d.])(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}(?![\d.])"
+       # an address, then `user/password` (`192.168.0.1 bob/…`, `10.0.0.5,bob/…`, `10.0.0.5 (bob/…)`); the first
+       # digit is a character class, its boundary checked after it, so the engine skips ahead at C speed
+       r"[0-9](?<![\w.][0-9])[0-9]{0,2}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(?![\d.])"
        r"[ \t]{0,2}[,(]?[ \t]{0,2}[A-Za-z][\w.-]{0,31}/([^\s()/,]{6,128})",
        ("/",),
        "('192.168.0.1 '|'10.0.0.5,'|'98.76.54.32 (') [a-z]{4,10} '/' <[A-Za-z]{3}[0-9]{2}[!#%^*_+][A-Za-z]{3}>",
        "notes that list a host's address with its login as user/password",
        "the password after an IPv4 address and a user name", entity="password", group=1, min_length=13,
        validator=_strong_password),
+    _a("ip_id_pw_triple",
+       # under an `IP ID PW` heading: address, user and password separated by blanks or slashes
+       r"[Ii](?<![\w].)[Pp][ \t/]{1,3}(?i:id)[ \t/]{1,3}(?i:pw)[ \t:]{1,3}[\d.]{7,15}[ \t/]{1,3}[A-Za-z][\w.-]{0,31}"
+       r"[ \t/]{1,3}([^\s()/,]{6,128})",
+       ("ip id pw", "ip/id/pw"),
+       "('IP ID PW 192.168.0.1 bob '|'IP/ID/PW 10.0.0.5/bob/') <[A-Za-z]{3}[0-9]{2}[!#%^*_+][A-Za-z]{3}>",
+       "notes with an IP ID PW heading and the three values after it",
+       "the password of an IP ID PW triple", entity="password", group=1, validator=_strong_password),
     _a("sql_password_bare",
        # Oracle takes the password unquoted (`IDENTIFIED BY pa5sW0rd;`); bind variables and keywords are not one
        r"(?i:identified)[ \t]{1,4}(?i:by)[ \t]{1,4}([A-Za-z0-9_#$!%^*+~@-]{4,128})(?=[ \t]{0,4}(?:;|$|\r?\n))",
@@ -209,6 +235,15 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        + _SAMPLE + " '\")'",
        "code that falls back to a literal when a credential's environment variable is unset",
        "the default of a credential-named environment lookup", group=(1, 2)),
+    _a("compared_secret",
+       # anchored at the operator (rare in text, so the engine skips ahead fast); the name before it ends with a
+       # credential word, checked by fixed-width look-behinds
+       r"(?:[=!]==?[ \t]{0,4}|\.equals(?:IgnoreCase)?\([ \t]{0,4})(?:" + _COMPARED_NAME + ")" + _QUOTED,
+       ("==", "!=", "equals"),
+       "('if password == \"'|'if (apiToken !== \"'|'password.equals(\"') <[A-Za-z]{4}[0-9]{3}[A-Z][a-z]{4}> '\"'",
+       "code that compares a credential with a literal (a hard-coded check)",
+       "the literal a credential-named variable is compared with, when it looks like a password",
+       validator=_strong_password),
     _a("sonar_login",
        # SonarQube's scanner takes its token as `sonar.login` (older) or `sonar.token`
        r"""[Ss](?<![\w].)(?i:onar)[_.-]?(?i:login|token)["']?[ \t]{0,4}(?::{1,3}=|\?=|=>|[:=])[ \t]{0,4}""" + _VALUE,
