@@ -166,8 +166,8 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        # `-pw:` as a flag of its own (`-User:bob -pw:…`), never `my-pw`; `ID/PW` and `ID(PW)` are left to
        # `id_password_pair`, which keeps the user name; `pass` alone only with `:` (`pass: true` is no password)
        r"[Pp](?<!\w.)(?<!\w-.)(?<![Ii][Dd][/(].)(?<!\uacc4\uc815/.)"
-       r"(?:(?i:w|wd|asswd|assword|assphrase|asscode)(?:[ \t]{1,3}for[ \t]{1,3}[\w.@-]{1,64}(?=[ \t]{0,3}:))?"
-       r"(?:[ \t]{0,3}(?::=|=>|[:=])[ \t]{0,3}|[\uac00-\ud7a3]{1,4}[ \t]{0,3}|[ \t]{1,3}(?i:(?:is|was)[ \t]{1,3})?)"
+       r"(?:(?i:w|wd|asswd|assword|assphrase|asscode)(?:[ \t]{1,3}for[ \t]{1,3}[\w.@-]{1,64}(?=[ \t]{0,3}:|[ \t]{1,3}is[ \t]))?"
+       r"(?:[ \t]{0,3}(?::=|=>|->|\u2192|[:=])[ \t]{0,3}|[\uac00-\ud7a3]{1,4}[ \t]{0,3}|[ \t]{1,3}(?i:(?:is|was)[ \t]{1,3})?)"
        r"|(?i:ass):(?![:=])[ \t]{0,3})"
        r"(?:\"([^\"\r\n]{4,128})\"|'([^'\r\n]{4,128})'|([^\s\"'<>;,&(){}\[\]]{4,128}))",
        ("pw", "pwd", "pass"),
@@ -192,7 +192,7 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        # Anchored at the slash or parenthesis, the label before it checked by fixed-width look-behinds.
        r"[/(](?:" + _ID_LABEL + r")[ \t]{0,2}"
        r"(?i:pw|pwd|passwd|password|pass|\ube44\ubc88|\uc554\ud638|\ube44\ubc00\ubc88\ud638)\)?"
-       r"[ \t]{0,3}(?:[:=]|->|=>|(?i:is|are))?[ \t(]{0,3}(?:[^\s/:()]{1,64}:)?[^\s/:()]{1,64}[/(]"
+       r"[ \t]{0,3}(?:[:=]|->|=>|(?i:is|are))?[ \t(]{0,3}(?:[^\s/:()]{1,64}:)?[^\s/:()]{1,64}(?:[ \t]{0,2}/[ \t]{0,2}|\()"
        r"([^\s()/,]{4,128})",
        ("/pw", "(pw", "/pass", "(pass", "/\ube44\ubc88", "/\uc554\ud638", "/\ube44\ubc00"),
        "('ID/PW:'|'ID/Pass: '|'id/pw -> '|'User/Password ') [a-z]{4,10} '/' " + _SAMPLE,
@@ -209,6 +209,13 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        "notes that list a host's address with its login as user/password",
        "the password after an IPv4 address and a user name", entity="password", group=1, min_length=13,
        validator=_strong_password),
+    _a("user_password_at_ip",
+       # `root:…@10.0.0.5`: a login written before a host's address without a scheme (a URL's is read elsewhere)
+       r":(?<=[\w.-]:)([^\s@:/\"'<>]{6,128})@(?=[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(?![\d.]))",
+       ("@",),
+       "('root:'|'deploy:') <[A-Za-z]{3}[0-9]{2}[!#%^*_+][A-Za-z]{3}> ('@10.0.0.5'|'@192.168.1.20:22')",
+       "notes and commands that give user:password@address",
+       "the password between a user name and an IPv4 address", entity="password", group=1, validator=_strong_password),
     _a("ip_id_pw_triple",
        # under an `IP ID PW` heading: address, user and password separated by blanks or slashes
        r"[Ii](?<![\w].)[Pp][ \t/]{1,3}(?i:id)[ \t/]{1,3}(?i:pw)[ \t:]{1,3}[\d.]{7,15}[ \t/]{1,3}[A-Za-z][\w.-]{0,31}"
