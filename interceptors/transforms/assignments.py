@@ -192,18 +192,19 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        # Anchored at the slash or parenthesis, the label before it checked by fixed-width look-behinds.
        r"[/(](?:" + _ID_LABEL + r")[ \t]{0,2}"
        r"(?i:pw|pwd|passwd|password|pass|\ube44\ubc88|\uc554\ud638|\ube44\ubc00\ubc88\ud638)\)?"
-       r"[ \t]{0,3}(?:[:=]|->|=>|(?i:is|are))?[ \t(]{0,3}(?:[^\s/:()]{1,64}:)?[^\s/:()]{1,64}(?:[ \t]{0,2}/[ \t]{0,2}|\()"
-       r"([^\s()/,]{4,128})",
+       r"(?=[ \t:=(]|[-=]>)[ \t]{0,3}(?:[:=]|->|=>|(?i:is|are))?[ \t(]{0,3}"
+       # the user (after an optional `xxxx:` tag), then the password; or the password alone (`ID/PW:…`)
+       r"(?:(?:[^\s/:()]{1,64}:)?[^\s/:()]{1,64}(?:[ \t]{0,2}/[ \t]{0,2}|\()([^\s()/,]{4,128})|([^\s()/,:]{4,128}))",
        ("/pw", "(pw", "/pass", "(pass", "/\ube44\ubc88", "/\uc554\ud638", "/\ube44\ubc00"),
        "('ID/PW:'|'ID/Pass: '|'id/pw -> '|'User/Password ') [a-z]{4,10} '/' " + _SAMPLE,
        "prose and notes that give a login as user/password after an ID/PW label",
-       "the password of an ID/PW pair (the user name is kept)", entity="password", group=1,
+       "the password of an ID/PW pair (the user name is kept)", entity="password", group=(1, 2),
        validator=_looks_like_password),
     _a("ip_user_password",
        # an address, then `user/password` (`192.168.0.1 bob/…`, `10.0.0.5,bob/…`, `10.0.0.5 (bob/…)`); the first
        # digit is a character class, its boundary checked after it, so the engine skips ahead at C speed
        r"[0-9](?<![\w.][0-9])[0-9]{0,2}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(?![\d.])"
-       r"[ \t]{0,2}[,(]?[ \t]{0,2}[A-Za-z][\w.-]{0,31}/([^\s()/,]{6,128})",
+       r"[ \t]{0,2}[,(]?[ \t]{0,2}[A-Za-z][\w.-]{0,31}/([^\s()/,:]{6,128})",
        ("/",),
        "('192.168.0.1 '|'10.0.0.5,'|'98.76.54.32 (') [a-z]{4,10} '/' <[A-Za-z]{3}[0-9]{2}[!#%^*_+][A-Za-z]{3}>",
        "notes that list a host's address with its login as user/password",
