@@ -41,6 +41,11 @@ _ID_LABEL = "|".join(
     for word in ("(?i:id)", "(?i:user)", "(?i:username)", "(?i:login)", "(?i:account)", "\uacc4\uc815", "\uc544\uc774\ub514")
     for gap in ("", " ")
 )
+# The same labels seen from the `P` of `PW` (`ID/PW`, `User(Password`): `prose_password` leaves them to the pair.
+_NOT_AFTER_ID_LABEL = "".join(
+    f"(?<!{word}[/(].)"
+    for word in ("(?i:id)", "(?i:user)", "(?i:name)", "(?i:login)", "(?i:account)", "\uacc4\uc815", "\uc544\uc774\ub514")
+)
 _BARE = r"""([^\s"'`;,&<>(){}\[\]\\]{4,256})"""
 _QUOTED = r"""(?:"([^"\\\r\n]{4,256})"|'([^'\\\r\n]{4,256})')"""
 _VALUE = r"(?:" + _QUOTED + "|" + _BARE + ")"
@@ -165,7 +170,7 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
     _a("prose_password",
        # `-pw:` as a flag of its own (`-User:bob -pw:…`), never `my-pw`; `ID/PW` and `ID(PW)` are left to
        # `id_password_pair`, which keeps the user name; `pass` alone only with `:` (`pass: true` is no password)
-       r"[Pp](?<!\w.)(?<!\w-.)(?<![Ii][Dd][/(].)(?<!\uacc4\uc815/.)"
+       r"[Pp](?<!\w.)(?<!\w-.)" + _NOT_AFTER_ID_LABEL +
        r"(?:(?i:w|wd|asswd|assword|assphrase|asscode)(?:[ \t]{1,3}for[ \t]{1,3}[\w.@-]{1,64}(?=[ \t]{0,3}:|[ \t]{1,3}is[ \t]))?"
        r"(?:[ \t]{0,3}(?::=|=>|->|\u2192|[:=])[ \t]{0,3}|[\uac00-\ud7a3]{1,4}[ \t]{0,3}|[ \t]{1,3}(?i:(?:is|was)[ \t]{1,3})?)"
        r"|(?i:ass):(?![:=])[ \t]{0,3})"
@@ -203,7 +208,7 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
     _a("ip_user_password",
        # an address, then `user/password` (`192.168.0.1 bob/…`, `10.0.0.5,bob/…`, `10.0.0.5 (bob/…)`); the first
        # digit is a character class, its boundary checked after it, so the engine skips ahead at C speed
-       r"[0-9](?<![\w.][0-9])[0-9]{0,2}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(?![\d.])"
+       r"[0-9](?<![\w.][0-9])[0-9]{0,2}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(?!\d|\.\d)"
        r"[ \t]{0,2}[,(]?[ \t]{0,2}[A-Za-z][\w.-]{0,31}/([^\s()/,:]{6,128})",
        ("/",),
        "('192.168.0.1 '|'10.0.0.5,'|'98.76.54.32 (') [a-z]{4,10} '/' <[A-Za-z]{3}[0-9]{2}[!#%^*_+][A-Za-z]{3}>",
@@ -212,7 +217,7 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        validator=_strong_password),
     _a("user_password_at_ip",
        # `root:…@10.0.0.5`: a login written before a host's address without a scheme (a URL's is read elsewhere)
-       r":(?<=[\w.-]:)([^\s@:/\"'<>]{6,128})@(?=[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(?![\d.]))",
+       r":(?<=[\w.-]:)([^\s@:/\"'<>]{6,128})@(?=[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(?!\d|\.\d))",
        ("@",),
        "('root:'|'deploy:') <[A-Za-z]{3}[0-9]{2}[!#%^*_+][A-Za-z]{3}> ('@10.0.0.5'|'@192.168.1.20:22')",
        "notes and commands that give user:password@address",
@@ -239,8 +244,8 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        r"(?i:" + _WORD[3:-1] + r")[\w.-]{0,20}\\?[\"']?[ \t]{0,4}(?:,|\)[ \t]{0,4}(?:or|\|\||\?\?|\?:))[ \t]{0,4}"
        r"""\\?(?:"([^"\\\r\n]{4,256})\\?"|'([^'\\\r\n]{4,256})\\?')""",
        ("getenv", "environ.get", "env.get", "env.fetch", "env("),
-       "('os.getenv(\"DB_PASSWORD\", \"'|'os.environ.get(\"API_KEY\") or \"'|'ENV.fetch(\"SECRET_TOKEN\", \"') "
-       + _SAMPLE + " '\")'",
+       "('os.environ.get(\"DB_PASSWORD\") or \"'|'env.get(\"API_TOKEN\") || \"'|'getenv(SECRET_KEY, \"') "
+       + _SAMPLE + " '\"'",
        "code that falls back to a literal when a credential's environment variable is unset",
        "the default of a credential-named environment lookup", group=(1, 2)),
     _a("compared_secret",
@@ -253,12 +258,12 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        "the literal a credential-named variable is compared with, when it looks like a password",
        validator=_strong_password),
     _a("sonar_login",
-       # SonarQube's scanner takes its token as `sonar.login` (older) or `sonar.token`
-       r"""[Ss](?<![\w].)(?i:onar)[_.-]?(?i:login|token)["']?[ \t]{0,4}(?::{1,3}=|\?=|=>|[:=])[ \t]{0,4}""" + _VALUE,
+       # SonarQube's scanner took its token as `sonar.login` before `sonar.token` (which `secret_assignment` reads)
+       r"""[Ss](?<![\w].)(?i:onar)[_.-]?(?i:login)["']?[ \t]{0,4}(?::{1,3}=|\?=|=>|[:=])[ \t]{0,4}""" + _VALUE,
        ("sonar",),
-       "('sonar.login='|'SONAR_LOGIN := '|'sonar_token: ') <[a-f0-9]{40}>",
-       "SonarQube scanner properties and environment (sonar.login, SONAR_TOKEN)",
-       "the token assigned to sonar.login or sonar.token"),
+       "('sonar.login='|'SONAR_LOGIN := '|'SONAR.LOGIN :::= ') <[a-f0-9]{40}>",
+       "SonarQube scanner properties and environment (sonar.login, SONAR_LOGIN: the token, named as a login)",
+       "the token assigned to sonar.login"),
     _a("curl_combined_user",
        r"""-(?<![\w-]-)[a-zA-Z]{1,6}u(?:[ \t]{1,4}|=)["']?[^\s:"'@]{1,128}:([^\s"'@]{4,256})""",
        ("curl",),
