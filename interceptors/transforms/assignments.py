@@ -26,26 +26,22 @@ _WORD = (
     r"credentials?|key[_.-]?base)"
 )
 # A name that ends with a credential word, just before a comparison (`password == `, `apiToken !== `): one
-# fixed-width look-behind per word and spacing, placed after the operator it precedes.
+# fixed-width look-behind per word, spacing and operator, placed after the operator it precedes.
+_CHECKED_WORDS = ("password", "passwd", "pwd", "secret", "token", "apikey", "api_key", "passphrase")
+_COMPARISONS = ("==", "== ", "===", "=== ", "!=", "!= ", "!==", "!== ")
 _COMPARED_NAME = "|".join(
-    f"(?<=(?i:{word}){gap}{re.escape(op)}{pad})"
-    for word in ("password", "passwd", "pwd", "secret", "token", "apikey", "api_key", "passphrase")
-    for gap in ("", " ")
-    for op, pad in (("==", ""), ("==", " "), ("===", ""), ("===", " "), ("!=", ""), ("!=", " "), ("!==", ""),
-                    ("!==", " "), (".equals(", ""))  # fmt: skip
-    if not (op == ".equals(" and gap)
+    [f"(?<=(?i:{word}){gap}{op})" for word in _CHECKED_WORDS for gap in ("", " ") for op in _COMPARISONS]
+    + [rf"(?<=(?i:{word})\.equals\()" for word in _CHECKED_WORDS]
 )
+# Korean words for account and user id, and the Korean, Japanese and Chinese words for password.
+_KO_ACCOUNT, _KO_USER_ID = "\uacc4\uc815", "\uc544\uc774\ub514"
+_CJK_PASSWORD = ("\ube44\ubc00\ubc88\ud638", "\ube44\ubc88", "\uc554\ud638", "\ud328\uc2a4\uc6cc\ub4dc",
+                 "\u30d1\u30b9\u30ef\u30fc\u30c9", "\u5bc6\u7801", "\u5bc6\u78bc")  # fmt: skip
 # `ID/`, `user(`, `계정/`: what comes before the slash or parenthesis of an ID/PW label (a look-behind each).
-_ID_LABEL = "|".join(
-    f"(?<={word}{gap}[/(])"
-    for word in ("(?i:id)", "(?i:user)", "(?i:username)", "(?i:login)", "(?i:account)", "\uacc4\uc815", "\uc544\uc774\ub514")
-    for gap in ("", " ")
-)
+_ID_WORDS = ("(?i:id)", "(?i:user)", "(?i:username)", "(?i:login)", "(?i:account)", _KO_ACCOUNT, _KO_USER_ID)
+_ID_LABEL = "|".join(f"(?<={word}{gap}[/(])" for word in _ID_WORDS for gap in ("", " "))
 # The same labels seen from the `P` of `PW` (`ID/PW`, `User(Password`): `prose_password` leaves them to the pair.
-_NOT_AFTER_ID_LABEL = "".join(
-    f"(?<!{word}[/(].)"
-    for word in ("(?i:id)", "(?i:user)", "(?i:name)", "(?i:login)", "(?i:account)", "\uacc4\uc815", "\uc544\uc774\ub514")
-)
+_NOT_AFTER_ID_LABEL = "".join(f"(?<!{word}[/(].)" for word in (*_ID_WORDS, "(?i:name)") if word != "(?i:username)")
 _BARE = r"""([^\s"'`;,&<>(){}\[\]\\]{4,256})"""
 _QUOTED = r"""(?:"([^"\\\r\n]{4,256})"|'([^'\\\r\n]{4,256})')"""
 _VALUE = r"(?:" + _QUOTED + "|" + _BARE + ")"
@@ -170,9 +166,12 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
     _a("prose_password",
        # `-pw:` as a flag of its own (`-User:bob -pw:…`), never `my-pw`; `ID/PW` and `ID(PW)` are left to
        # `id_password_pair`, which keeps the user name; `pass` alone only with `:` (`pass: true` is no password)
-       r"[Pp](?<!\w.)(?<!\w-.)" + _NOT_AFTER_ID_LABEL +
-       r"(?:(?i:w|wd|asswd|assword|assphrase|asscode)(?:[ \t]{1,3}for[ \t]{1,3}[\w.@-]{1,64}(?=[ \t]{0,3}:|[ \t]{1,3}is[ \t]))?"
-       r"(?:[ \t]{0,3}(?::=|=>|->|\u2192|[:=])[ \t]{0,3}|[\uac00-\ud7a3]{1,4}[ \t]{0,3}|[ \t]{1,3}(?i:(?:is|was)[ \t]{1,3})?)"
+       r"[Pp](?<!\w.)(?<!\w-.)"
+       + _NOT_AFTER_ID_LABEL
+       +        r"(?:(?i:w|wd|asswd|assword|assphrase|asscode)"
+       r"(?:[ \t]{1,3}for[ \t]{1,3}[\w.@-]{1,64}(?=[ \t]{0,3}:|[ \t]{1,3}is[ \t]))?"
+       r"(?:[ \t]{0,3}(?::=|=>|->|\u2192|[:=])[ \t]{0,3}|[\uac00-\ud7a3]{1,4}[ \t]{0,3}"
+       r"|[ \t]{1,3}(?i:(?:is|was)[ \t]{1,3})?)"
        r"|(?i:ass):(?![:=])[ \t]{0,3})"
        r"(?:\"([^\"\r\n]{4,128})\"|'([^'\r\n]{4,128})'|([^\s\"'<>;,&(){}\[\]]{4,128}))",
        ("pw", "pwd", "pass"),
@@ -183,13 +182,11 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        validator=_looks_like_password),
     _a("prose_password_cjk",
        # Korean, Japanese and Chinese words for a password, as notes write them: `비밀번호:…`, `암호 : …`
-       r"(?:\ube44\ubc00\ubc88\ud638|\ube44\ubc88|\uc554\ud638|\ud328\uc2a4\uc6cc\ub4dc|\u30d1\u30b9\u30ef\u30fc\u30c9|"
-       r"\u5bc6\u7801|\u5bc6\u78bc)(?:[ \t]{0,3}[:=\uff1a][ \t]{0,3}|[\uac00-\ud7a3]{1,4}[ \t]{0,3})"
+       "(?:" + "|".join(_CJK_PASSWORD) + r")(?:[ \t]{0,3}[:=\uff1a][ \t]{0,3}|[\uac00-\ud7a3]{1,4}[ \t]{0,3})"
        r"(?:\"([^\"\r\n]{4,128})\"|'([^'\r\n]{4,128})'|([^\s\"'<>;,&(){}\[\]]{4,128}))",
-       ("\ube44\ubc00\ubc88\ud638", "\ube44\ubc88", "\uc554\ud638", "\ud328\uc2a4\uc6cc\ub4dc", "\u30d1\u30b9\u30ef\u30fc\u30c9",
-        "\u5bc6\u7801", "\u5bc6\u78bc"),
-       "('\ube44\ubc00\ubc88\ud638:'|'\ube44\ubc88:'|'\uc554\ud638 : '|'\u30d1\u30b9\u30ef\u30fc\u30c9\uff1a'|'\u5bc6\u7801:') " + _SAMPLE,
-       "notes in Korean, Japanese and Chinese: 비밀번호:…, 비번:…, 암호:…, パスワード：…, 密码:…",
+       _CJK_PASSWORD,
+       "(" + "|".join(f"'{word}:'" for word in _CJK_PASSWORD[:3]) + "|'\u5bc6\u7801 : ') " + _SAMPLE,
+       "notes in Korean, Japanese and Chinese (비밀번호, 비번, 암호, 패스워드, パスワード, 密码: password)",
        "a password written after a CJK word for password, when it looks like one", entity="password",
        validator=_looks_like_password),
     _a("id_password_pair",
@@ -217,7 +214,7 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        validator=_strong_password),
     _a("user_password_at_ip",
        # `root:…@10.0.0.5`: a login written before a host's address without a scheme (a URL's is read elsewhere)
-       r":(?<=[\w.-]:)([^\s@:/\"'<>]{6,128})@(?=[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(?!\d|\.\d))",
+       r":(?<=[\w.-]:)([^\s:/\"'<>]{6,128})@(?=[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(?!\d|\.\d))",
        ("@",),
        "('root:'|'deploy:') <[A-Za-z]{3}[0-9]{2}[!#%^*_+][A-Za-z]{3}> ('@10.0.0.5'|'@192.168.1.20:22')",
        "notes and commands that give user:password@address",
