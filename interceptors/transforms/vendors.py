@@ -637,7 +637,7 @@ GAP_DETECTORS: tuple[Detector, ...] = (
     _v("nats_nkey_seed", r"(?<![A-Z2-7])S[UAONCXP][A-Z2-7]{56}(?![A-Z2-7])", (),
        "'S' ('U'|'A'|'O'|'N'|'C') [A-Z2-7]{56}",
        "NATS NKEY seeds: private Ed25519 seeds, base32 with an S then the key's role (docs.nats.io, 'NKeys')",
-       "NATS NKEY private seeds: S + role letter + 56 base32", entity="private_key", confidence=0.9,
+       "NATS NKEY private seeds: S + role letter + 56 base32", confidence=0.9,
        gate=r"S[UAONCXP][A-Z2-7]{56}"),
 )  # fmt: skip
 

@@ -180,3 +180,12 @@ def test_a_token_that_ends_its_line_is_not_glued_to_the_next_line() -> None:
     nt_hash = "384932af3bda6fe8102c0fa7a26774e2"
     out = _out(f"{token}\nmynbiqpmzj:6824:aad3b435b51404eeaad3b435b51404ee:{nt_hash}:::")
     assert token not in out and nt_hash not in out
+
+
+def test_a_wrapped_nats_seed_is_redacted_in_place() -> None:
+    """A one-line seed is a token, not a key block: redacted where it stands, wrapped or not, the text around it
+    kept (it was the `private_key` entity, whose `drop` replaced the whole text; the property above found it)."""
+    seed = "SUAM" + "".join("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"[(i * 7 + 3) % 32] for i in range(54))
+    wrapped = seed[:32] + "\n" + seed[32:]
+    assert _out(f"key:\n{wrapped}\nend of output") == "key:\n[REDACTED:api_token]\nend of output"
+    assert _out(f"seed {seed} end") == "seed [REDACTED:api_token] end"
