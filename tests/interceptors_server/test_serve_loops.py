@@ -18,12 +18,8 @@ import pytest
 
 from interceptors_server.serving import LOOPS, LoopUnavailableError, run_serving, uvloop_available
 from tests.conftest import ROOT
+from tests.interceptors_server.test_express import ENVELOPE, without_durations
 
-ENVELOPE = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "loops", "version": "0"},
-}
 CLIENT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "loops", "version": "0"}}
 
 
@@ -61,15 +57,6 @@ def _script(era: str) -> bytes:
     return b"\n".join(lines) + b"\n"
 
 
-def _steady(value: Any) -> Any:
-    """The reply without its timings (`durationMs`), the one field that differs from run to run."""
-    if isinstance(value, dict):
-        return {key: _steady(item) for key, item in value.items() if key != "durationMs"}
-    if isinstance(value, list):
-        return [_steady(item) for item in value]
-    return value
-
-
 REPLIES = 9  # every request but the notification, and one error each for the two lines without a usable id
 
 
@@ -91,7 +78,7 @@ def _serve(loop: str, script: bytes) -> list[dict[str, Any]]:
     try:
         child.stdin.write(script)
         child.stdin.flush()
-        replies = [_steady(json.loads(lines.get(timeout=30))) for _ in range(REPLIES)]
+        replies = [without_durations(json.loads(lines.get(timeout=30))) for _ in range(REPLIES)]
         child.stdin.close()
         assert child.wait(timeout=30) == 0
     finally:
