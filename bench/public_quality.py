@@ -20,6 +20,16 @@ Definitions, the same for every scanner:
 - **altered** (benign corpora): flagged items / items; **precision** over a pair of corpora (the gitleaks
   tps/fps, CredSweeper's positives/negatives): flagged positives / all flagged items.
 
+Two rows are derived from those corpora rather than read from one:
+
+- **families** (secret corpora): the share of families every item of which ours flags, per split;
+- **encoded_public**: labelled single-line secrets nobody here wrote (one line per gitleaks family, every
+  second CredSweeper credential) rewritten in every encoding of the testing kit's `ENCODERS` (bare and
+  labelled base64, base64 twice, hex, `%XX`, quoted-printable, wrapping, escapes, gzip, homoglyphs,
+  invisible characters). Ours: **recall** is flagged items, **value recall** items of which no piece of the
+  encoded secret comes out (`interceptors.testing.encodings.leaked`), and **given plain** the value recall
+  over the items whose plain line ours redacts; peers: flagged items, and flagged given their plain flag.
+
 Each corpus is split by a hash of the item id into `tune` and `heldout`; both are reported (judge on
 `heldout`). `python -m bench.public_quality [--quick] [--json] [--no-gateway] [--latest PATH]`.
 """
@@ -55,6 +65,8 @@ CORPORA: tuple[tuple[str, str, str], ...] = (
     ("tool_outputs", "benign", "realistic benign tool outputs built from public material (40 categories)"),
 )
 PEERS = ("detect-secrets", "CredSweeper")
+ENCODED = "encoded_public"
+ENCODED_SOURCES = ("gitleaks_generated", "credsweeper_pos")
 SPLITS = ("heldout", "tune")
 
 
@@ -219,7 +231,7 @@ def gateway_sample(items: list[dict[str, Any]], inprocess: list[Outcome], count:
 
 
 def public_report(
-    quick: bool = False, gateway: int = 40, folder: Path | None = None, peers: bool = True
+    quick: bool = False, gateway: int = 40, folder: Path | None = None, peers: bool = True, encoded: bool = True
 ) -> dict[str, Any]:
     """The report (see the module docstring); corpora not built are listed under `not_built`."""
     folder = folder or corpora_dir()
@@ -235,12 +247,16 @@ def public_report(
         runs[name] = Run(items)
     if not runs:
         return report
+    if encoded and (derived := encoded_items(runs)):
+        runs[ENCODED] = Run(derived[::4] if quick else derived)
     timings: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as scratch:
         files = Path(scratch) / "items"
         all_paths: dict[str, list[Path]] = {}
         for name, run in runs.items():
             run.ours, seconds = run_ours(run.items)
+            if name == ENCODED:
+                _encoded_value_gone(run)
             timings["ours"] = timings.get("ours", 0.0) + seconds
             all_paths[name] = _write_items(run.items, files / name)
         ds = {name: run_detect_secrets(paths) if peers else None for name, paths in all_paths.items()}
@@ -271,6 +287,8 @@ def public_report(
                 [o for o, i in zip(runs[name].ours, runs[name].items, strict=True) if i["split"] == "heldout"],
                 gateway // (2 if quick else 1),
             )
+    if ENCODED in runs:
+        report["corpora"][ENCODED] = _encoded_rows(runs[ENCODED], runs)
     report["precision"] = _precision(runs)
     return report
 
@@ -301,6 +319,7 @@ def _corpus_rows(run: Run, kind: str, title: str) -> dict[str, Any]:
             known = [m and o.value_gone is not None for o, m in zip(run.ours, mask, strict=True)]
             if any(known):
                 row["ours_value_recall"], _ = _rates([bool(o.value_gone) for o in run.ours], known)
+            row["ours_families"], row["families"] = _families_caught(run, mask)
         for peer in PEERS:
             flags = run.peers.get(peer)
             if flags is not None:
@@ -330,6 +349,103 @@ def _corpus_rows(run: Run, kind: str, title: str) -> dict[str, Any]:
                     "(image data changed)" if str(item.get("kind", "")).startswith("image")
                     else _diff_snippet(outcome.before, outcome.after))  # fmt: skip
         rows["altered_examples"] = examples
+    return rows
+
+
+def _families_caught(run: Run, mask: Sequence[bool]) -> tuple[float, int]:
+    """The share of families (among the masked items) every item of which ours flags, and their count."""
+    missed: dict[str, bool] = {}
+    for item, outcome, chosen in zip(run.items, run.ours, mask, strict=True):
+        if chosen:
+            missed[item["family"]] = missed.get(item["family"], False) or not outcome.flagged
+    return (round(sum(not m for m in missed.values()) / len(missed), 4) if missed else float("nan")), len(missed)
+
+
+def encoded_items(runs: dict[str, Run]) -> list[dict[str, Any]]:
+    """`encoded_public`'s items (see the module docstring), from the loaded source corpora; each keeps the index
+    of its plain line in `plain` (`(corpus, index)`) and the pieces that must not come out in `pieces`."""
+    from interceptors.testing.encodings import encode_spelled
+
+    items: list[dict[str, Any]] = []
+    for source in ENCODED_SOURCES:
+        run = runs.get(source)
+        if run is None:
+            continue
+        seen: set[tuple[str, str]] = set()
+        eligible = 0
+        for index, item in enumerate(run.items):
+            text, value = item["text"].strip(), item.get("secret")
+            if not isinstance(value, str) or len(value) < 8 or value not in text or "\n" in text or len(text) > 2000:
+                continue
+            if source == "gitleaks_generated":
+                if (item["split"], item["family"]) in seen:
+                    continue
+                seen.add((item["split"], item["family"]))
+            else:
+                eligible += 1
+                if eligible % 2:
+                    continue
+            for case in encode_spelled(item["family"], text, value):
+                items.append({"id": f"{item['id']}:{case.encoding}", "corpus": ENCODED,
+                              "family": f"{source}:{case.encoding}", "encoding": case.encoding, "label": "secret",
+                              "text": case.text, "secret": value, "split": item["split"],
+                              "pieces": list(case.pieces), "plain": [source, index]})  # fmt: skip
+    return items
+
+
+def _encoded_value_gone(run: Run) -> None:
+    """Value recall for encoded items: no piece of the encoded secret (nor the value) in the output."""
+    from interceptors.testing.encodings import EncodedCase, leaked
+
+    for item, outcome in zip(run.items, run.ours, strict=True):
+        case = EncodedCase(item["family"], item["encoding"], item["text"], item["secret"], tuple(item["pieces"]))
+        outcome.value_gone = not leaked(case, outcome.after)
+
+
+def _encoded_rows(run: Run, runs: dict[str, Run]) -> dict[str, Any]:
+    rows: dict[str, Any] = {"title": "public labelled secrets in every encoding of the kit", "kind": "secret",
+                            "items": len(run.items), "metric": "recall"}  # fmt: skip
+
+    def plain_flag(item: dict[str, Any], scanner: str) -> bool:
+        source, index = item["plain"]
+        if scanner == "ours":
+            return bool(runs[source].ours[index].value_gone)
+        flags = runs[source].peers.get(scanner)
+        return bool(flags and flags[index])
+
+    for split in (*SPLITS, "all"):
+        mask = [split == "all" or i["split"] == split for i in run.items]
+        row: dict[str, Any] = {}
+        row["ours"], row["items"] = _rates([o.flagged for o in run.ours], mask)
+        gone = [bool(o.value_gone) for o in run.ours]
+        row["ours_value_recall"], _ = _rates(gone, mask)
+        given = [m and plain_flag(i, "ours") for i, m in zip(run.items, mask, strict=True)]
+        row["ours_given_plain"], row["items_given_plain"] = _rates(gone, given)
+        for peer in PEERS:
+            flags = run.peers.get(peer)
+            if flags is not None:
+                row[peer], _ = _rates(flags, mask)
+                peer_given = [m and plain_flag(i, peer) for i, m in zip(run.items, mask, strict=True)]
+                row[f"{peer}_given_plain"], _ = _rates(flags, peer_given)
+        rows[split] = row
+    by_encoding: dict[str, dict[str, float]] = {}
+    for encoding in dict.fromkeys(i["encoding"] for i in run.items):
+        mask = [i["split"] == "heldout" and i["encoding"] == encoding for i in run.items]
+        gone = [bool(o.value_gone) for o in run.ours]
+        given = [m and plain_flag(i, "ours") for i, m in zip(run.items, mask, strict=True)]
+        cells = {"ours_value_recall": _rates(gone, mask)[0], "ours_given_plain": _rates(gone, given)[0]}
+        for peer in PEERS:
+            flags = run.peers.get(peer)
+            if flags is not None:
+                cells[peer] = _rates(flags, mask)[0]
+        by_encoding[encoding] = cells
+    rows["heldout_by_encoding"] = by_encoding
+    missed: Counter[str] = Counter(
+        i["plain"][0] + ":" + i["encoding"] for i, o in zip(run.items, run.ours, strict=True)
+        if i["split"] == "heldout" and not o.value_gone
+    )  # fmt: skip
+    rows["missed_families"] = dict(missed.most_common(40))
+    rows["missed_but_a_peer_caught"] = {}
     return rows
 
 
@@ -373,7 +489,14 @@ def format_public_report(report: dict[str, Any]) -> str:
             ours = f"{row['ours']:.3f}"
             if "ours_value_recall" in row:
                 ours += f" (value {row['ours_value_recall']:.3f})"
+            if "ours_given_plain" in row:
+                ours += f" (given plain {row['ours_given_plain']:.3f} of {row['items_given_plain']})"
+                cells = " | ".join(f"{row[p]:.3f} (given plain {row[p + '_given_plain']:.3f})" if p in row else "—"
+                                   for p in PEERS)  # fmt: skip
             lines.append(f"| {name} ({split}) | {rows['metric']} | {row['items']} | {ours} | {cells} |")
+            if "ours_families" in row:
+                lines.append(f"| {name} ({split}) | families all caught | {row['families']} |"
+                             f" {row['ours_families']:.3f} |" + " — |" * len(PEERS))  # fmt: skip
     lines.append("")
     for label, row in report.get("precision", {}).items():
         lines.append(f"precision, {label}: " + ", ".join(f"{k} {v:.3f}" for k, v in row.items()))
@@ -385,6 +508,10 @@ def format_public_report(report: dict[str, Any]) -> str:
     for name, rows in report["corpora"].items():
         if rows.get("gateway"):
             lines.append(f"gateway sample, {name}: {rows['gateway']}")
+    if ENCODED in report["corpora"]:
+        lines.append(f"\n{ENCODED}, held out, by encoding (ours value recall, peers flagged):")
+        for encoding, cells in report["corpora"][ENCODED]["heldout_by_encoding"].items():
+            lines.append(f"  {encoding}: " + ", ".join(f"{k} {v:.3f}" for k, v in cells.items()))
     for name, rows in report["corpora"].items():
         if rows["kind"] == "secret":
             lines.append(f"\n{name}: ours missed, by family: {rows['missed_families']}")
@@ -404,9 +531,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gateway", type=int, default=40, help="items per corpus sent through the gateway (0: none)")
     parser.add_argument("--corpora", type=Path, default=None, help="the corpora folder (default $MCPI_CORPORA)")
     parser.add_argument("--no-peers", action="store_true", help="ours only (no detect-secrets, no CredSweeper)")
+    parser.add_argument("--no-encoded", action="store_true", help=f"skip the derived {ENCODED} corpus")
     parser.add_argument("--latest", type=Path, default=None, help="also write the Markdown report to this file")
     args = parser.parse_args(argv)
-    report = public_report(args.quick, args.gateway, args.corpora, peers=not args.no_peers)
+    report = public_report(args.quick, args.gateway, args.corpora, peers=not args.no_peers,
+                           encoded=not args.no_encoded)  # fmt: skip
     text = json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_public_report(report)
     print(text)
     if args.latest is not None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..transforms.catalog import BUILTIN_DETECTORS
 from ..transforms.tokenspec import parse_spec
 
-__all__ = ["ENCODERS", "EncodedCase", "encoded_cases", "leaked"]
+__all__ = ["ENCODERS", "EncodedCase", "encode_spelled", "encoded_cases", "leaked"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,19 +110,27 @@ def encoded_cases(families: Iterable[str] | None = None, *, seed: int = 29, per_
             spelled, value = parsed.generate(rng)
             if "\n" in spelled or len(value) < 8:
                 continue  # multi-line containers (PEM) have their own tests; short values carry no signal
-            for name, (encode, line) in ENCODERS.items():
-                if name in _INLINE:  # the value itself is spelled differently inside its context
-                    encoded = spelled.replace(value, encode(value))
-                    pieces: tuple[str, ...] = (value, *_lines(encode(value)))
-                elif name == "quoted_printable":  # text with a soft line break: the value, spelled or decoded
-                    encoded = encode(spelled)
-                    pieces = (value, value.replace("=", "=3D"))
-                else:
-                    encoded = encode(spelled)
-                    own = encode(value)
-                    pieces = (value, own) if name in _CHARWISE and own in encoded else (value, *_lines(encoded))
-                text = f"tool output begins\n{line.format(encoded)}\nend of output"
-                cases.append(EncodedCase(family, name, text, value, pieces))
+            cases.extend(encode_spelled(family, spelled, value))
+    return cases
+
+
+def encode_spelled(family: str, spelled: str, value: str) -> list[EncodedCase]:
+    """One secret (`value`, written in its context as `spelled`) in every encoding of `ENCODERS`: the kit's
+    specs feed it, and so can secrets nobody here wrote (the public corpora's labelled lines)."""
+    cases: list[EncodedCase] = []
+    for name, (encode, line) in ENCODERS.items():
+        if name in _INLINE:  # the value itself is spelled differently inside its context
+            encoded = spelled.replace(value, encode(value))
+            pieces: tuple[str, ...] = (value, *_lines(encode(value)))
+        elif name == "quoted_printable":  # text with a soft line break: the value, spelled or decoded
+            encoded = encode(spelled)
+            pieces = (value, value.replace("=", "=3D"))
+        else:
+            encoded = encode(spelled)
+            own = encode(value)
+            pieces = (value, own) if name in _CHARWISE and own in encoded else (value, *_lines(encoded))
+        text = f"tool output begins\n{line.format(encoded)}\nend of output"
+        cases.append(EncodedCase(family, name, text, value, pieces))
     return cases
 
 

@@ -35,6 +35,7 @@ from .keyrules import (
 )
 from .normalize import needs_normalizing, normalize_for_matching
 from .strategies import DROP, KEEP, Env, Strategy, StrategyTable, check_template, parse_strategies
+from .tails import with_wrapped_tails
 from .triepattern import literal_alternation
 from .verify import CHECKED, verdict
 
@@ -564,6 +565,7 @@ class _Run:
         """(result, report notes, whether a pseudonymizer was consulted)."""
         if not findings:
             return text, tuple(spared), False
+        findings = with_wrapped_tails(text, findings)
         parts: list[str] = []
         notes: list[tuple[str, str]] = list(spared)
         stateful = False
