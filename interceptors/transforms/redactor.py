@@ -565,12 +565,11 @@ class _Run:
         """(result, report notes, whether a pseudonymizer was consulted)."""
         if not findings:
             return text, tuple(spared), False
-        findings = with_wrapped_tails(text, findings)
         parts: list[str] = []
         notes: list[tuple[str, str]] = list(spared)
         stateful = False
         last = 0
-        for finding in findings:
+        for finding in with_wrapped_tails(text, findings):
             strategy = self.red.strategy_for(finding)
             if strategy.keep:
                 continue
