@@ -192,12 +192,24 @@ _SIGNATURE_BEFORE = re.compile(r"(?i)(?<![a-z])signature[\"']?[ \t]{0,3}[:=][ \t
 # A destructuring assignment's target, before the label (`exposed, token = `, `data, err := `).
 _TUPLE_TARGET = re.compile(r"[ \t]{0,40}(?:[A-Za-z_][\w.]{0,60}[ \t]{0,2},[ \t]{0,2}){1,6}")
 _TUPLE_VALUE = re.compile(r"[ \t]{0,3}:?=[ \t]{0,3}$")
+_AUTHORITY_END = re.compile(r"[/?#\s\"'<>`]")
 _LABEL_BEFORE = re.compile(r"[A-Za-z_][\w.]{0,60}$")
 # A quoted snake_case name (`"apiKey": "oa_citations"`), and the labels where a password may be written so.
 _SNAKE_NAME = re.compile(r"[a-z]{2,24}(?:_[a-z]{2,24}){1,5}")
 _PASSWORD_LABEL = re.compile(r"(?i)pass|pwd|pw\b|phrase")
-# The words a sentence goes on with after a labelled word (`pwd: expected bytes, got %s`).
-_PROSE_AFTER = re.compile(r"[ \t]{1,3}[a-z]{2,20},?[ \t]{1,3}[a-z%]{2,20}\b")
+# Words a message about a credential starts with after its name (`pwd: expected bytes, got %s`, `password: must
+# be 8 characters`, `token: invalid or expired`): function words and the verbs of validation messages.
+_MESSAGE_WORDS = frozenset(
+    {"expected", "expects", "expecting", "must", "should", "cannot", "could", "would", "will", "shall", "may",
+     "might", "is", "are", "was", "were", "has", "have", "had", "not", "does", "did", "required", "requires",
+     "missing", "invalid", "incorrect", "wrong", "empty", "unknown", "unsupported", "failed", "mismatch",
+     "mismatched", "too", "the", "an", "of", "for", "from", "with", "without", "into", "and", "when", "if",
+     "unless", "given", "provided", "supplied", "changed", "updated", "reset", "expired", "accepted", "rejected",
+     "denied", "ignored", "deprecated", "omitted", "unset", "undefined", "disabled", "enabled", "needed", "needs",
+     "see", "use", "uses", "used", "using", "set", "got", "found", "only", "then", "also"}
+)  # fmt: skip
+# What follows a message's first word: another word, the end of a sentence or of the line.
+_MESSAGE_AFTER = re.compile(r"[ \t]{1,3}[A-Za-z%]|[ \t]*(?:[.,;:!?)\"'`]|\r?\n|$)")
 # The literal prefix of a family's documented format (its `spec`): `'AIza'`, `'GOCSPX-'`, `'sk-ant-'`.
 _SPEC_PREFIX = re.compile(r"'([A-Za-z][A-Za-z0-9]{1,11}(?:[_-][A-Za-z0-9]{1,8}){0,2}[_-]?)'")
 _PEM_BODY = re.compile(r"-----BEGIN[ A-Z0-9]{0,40}-----(.*?)(?:-----END[ A-Z0-9]{0,40}-----|\Z)", re.S)
@@ -286,7 +298,8 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("code_identifier", LABELLED - {"url_credentials"},
            "a bare labelled value that is code: a dotted name, a call, a keyword or a snake_case name"),
     Signal("prose", LABELLED - {"url_credentials"},
-           "a labelled lower-case word that a sentence goes on from (`pwd: expected bytes, got %s`): a message"),
+           "a labelled word that starts a message about the credential (`pwd: expected bytes, got %s`, `password:"
+           " must be …`): a function word or a validation message's verb"),
     Signal("entry_name", LABELLED, "the `key` attribute of an element that holds the value in another"
            " (`<entry key=\"a.b\" value=\"…\"/>`, `<add key=\"ApiKey\" value=\"…\"/>`)"),
     Signal("binary_base64", ENTROPY,
@@ -624,7 +637,11 @@ def _documentation_value(text: str, finding: Finding, facts: _TextFacts) -> bool
 
 def _prose(text: str, finding: Finding, facts: _TextFacts) -> bool:
     value = finding.value
-    return value.isalpha() and value.islower() and _PROSE_AFTER.match(text, finding.end) is not None
+    return (
+        value.lower() in _MESSAGE_WORDS
+        and (value.islower() or value.istitle())
+        and _MESSAGE_AFTER.match(text, finding.end) is not None
+    )
 
 
 def _code_name(text: str, finding: Finding, facts: _TextFacts) -> bool:
@@ -651,49 +668,62 @@ def _cased_copy(text: str, finding: Finding, facts: _TextFacts) -> bool:
     return False
 
 
-def _url_run(text: str, finding: Finding, documents: bool) -> tuple[str | None, Finding]:
-    """The entropy fallback's run where it starts in an http(s) URL's host or among its path's fixed segments (its
-    alphabet has `/` but not `.`, so `…stripe.me/regulatory-receipt/<id>` is one run from the last label of the
-    host): (None, the run cut to the opaque segments after them), or (a reason, the finding) when it is spared: what
-    is left is not random on its own (`url_host`), or it is a public document's id (`public_document`). A run in a
-    query or fragment, or in the user name or password before `@`, is not this signal's business."""
-    start = finding.start
-    lo = max(0, start - 2000)
-    if text.rfind("://", lo, start) < 0:
-        return None, finding
-    url = _url_start(text, start)
-    if url < 0:
-        return None, finding
-    authority = text.find("://", url, start) + 3
-    before = text[authority:start]
-    if "?" in before or "#" in before:
-        return None, finding
-    value = finding.value
-    pieces = value.split("/")
-    if "/" in before:
-        path = authority + before.index("/")
-        if len(pieces) == 1 or not _FIXED_SEGMENT.fullmatch(pieces[0]):
-            return None, finding  # a run that starts in the path with an opaque segment: judged as it is
-    else:
-        host_end = start + len(pieces[0])
-        if "@" in text[host_end : host_end + 1] or (len(pieces) == 1 and "@" in text[finding.end : finding.end + 256]):
-            return None, finding  # a user name or password before `@` (`https://<token>@host/`)
-        path = host_end
-    skip = len(pieces[0]) + 1
-    for piece in pieces[1:]:
-        if not _FIXED_SEGMENT.fullmatch(piece):
-            break
-        skip += len(piece) + 1
-    cut = start + skip
+def _random_rest(finding: Finding, text: str, cut: int) -> Finding | None:
+    """The finding cut to start at `cut`, when its detector still accepts what is left; else None."""
     rest = text[cut : finding.end]
     detector = finding.detector
     if len(rest) < max(detector.min_length, 1) or (
         detector.validator is not None and detector.validator(rest, finding.entity) is None
     ):
+        return None
+    return Finding(cut, finding.end, rest, finding.entity, detector)
+
+
+def _url_run(text: str, finding: Finding, documents: bool) -> tuple[str | None, Finding]:
+    """The entropy fallback's run where it starts in an http(s) URL's host or among its path's fixed segments (its
+    alphabet has `/` but not `.`, so `…stripe.me/regulatory-receipt/<id>` is one run from the last label of the
+    host): (None, the run cut to the opaque segments after them), or (a reason, the finding) when it is spared: a
+    host name's label, or what is left is not random on its own (`url_host`), or a public document's id
+    (`public_document`). A run in a query or a fragment is left as it is; one in the user name or password before
+    `@` loses only the `//` it may start with."""
+    start = finding.start
+    value = finding.value
+    slashes = 2 if value.startswith("//") and text.endswith(":", 0, start) else 0  # `https:` + `//<token>@host`
+    inside = start + slashes
+    if text.rfind("://", max(0, inside - 2000), inside) < 0:
+        return None, finding
+    url = _url_start(text, inside)
+    if url < 0:
+        return None, finding
+    authority = text.find("://", url, inside) + 3
+    before = text[authority:inside]
+    if "?" in before or "#" in before:
+        return None, finding
+    pieces = value[slashes:].split("/")
+    if "/" in before:
+        path = authority + before.index("/")
+        if len(pieces) == 1 or not _FIXED_SEGMENT.fullmatch(pieces[0]):
+            return None, finding  # a run that starts in the path with an opaque segment: judged as it is
+    else:
+        path = inside + len(pieces[0])
+        ends = _AUTHORITY_END.search(text, path, path + 2048)
+        if "@" in text[path : ends.start() if ends else len(text)]:
+            # a user name or password before `@`: judged as it is, without the `//` before it
+            user = _random_rest(finding, text, inside) if slashes else finding
+            return ("url_host", finding) if user is None else (None, user)
+        if len(pieces) == 1:
+            return "url_host", finding  # a label of a host name: in every DNS answer
+    cut = inside + len(pieces[0]) + 1
+    for piece in pieces[1:]:
+        if not _FIXED_SEGMENT.fullmatch(piece):
+            break
+        cut += len(piece) + 1
+    rest = _random_rest(finding, text, cut)
+    if rest is None:
         return "url_host", finding
     if documents and PUBLIC_DOCUMENT_PATH.search(text, path, cut) is not None:
         return "public_document", finding
-    return None, Finding(cut, finding.end, rest, finding.entity, detector)
+    return None, rest
 
 
 def _empty_key(text: str, finding: Finding, facts: _TextFacts) -> bool:
