@@ -836,6 +836,14 @@ _REFUTED = "\x00refuted"
 _URL_RUNS = frozenset({"high_entropy_secret"})  # the detectors whose run `_url_run` may cut at a URL's path
 
 
+def _first_signal(signals: tuple[Signal, ...], text: str, finding: Finding, facts: _TextFacts) -> str | None:
+    """The name of the first signal that holds for a finding, or None."""
+    for signal in signals:
+        if _CHECKS[signal.name](text, finding, facts):
+            return signal.name
+    return None
+
+
 class Context:
     """The active signals (a redactor's `context` option) and the decision they make on findings."""
 
@@ -878,7 +886,8 @@ class Context:
         return found
 
     def spare(self, text: str, findings: list[Finding]) -> tuple[list[Finding], list[str]]:
-        """(the findings to act on, the names of the signals that spared the others, one per finding)."""
+        """(the findings to act on, the names of the signals that spared the others, one per finding). A finding
+        to act on may be cut shorter than it came (`url_host`: the entropy fallback's run without a URL's host)."""
         kept: list[Finding] = []
         spared: list[str] = []
         facts: _TextFacts | None = None
@@ -888,14 +897,16 @@ class Context:
                 name = finding.detector.name
                 if name in CHECKED and verdict(name, finding.value) == "refuted":
                     name = _REFUTED  # weaker evidence: what may overrule the entropy fallback may overrule it
-                if name in _URL_RUNS and self.urls:
-                    reason, finding = _url_run(text, finding, self.documents)
-                for signal in () if reason else self._for(name):
-                    if facts is None:
-                        facts = _TextFacts(text)
-                    if _CHECKS[signal.name](text, finding, facts):
-                        reason = signal.name
-                        break
+                signals = self._for(name)
+                if facts is None:
+                    facts = _TextFacts(text)
+                reason = _first_signal(signals, text, finding, facts)
+                if reason is None and self.urls and name in _URL_RUNS:
+                    # a run from a URL's host on: cut to its opaque segments, which the signals judge again
+                    reason, cut = _url_run(text, finding, self.documents)
+                    if reason is None and cut is not finding:
+                        finding = cut
+                        reason = _first_signal(signals, text, finding, facts)
             if reason is None:
                 kept.append(finding)
             else:
