@@ -5,7 +5,9 @@ the string is and where it sits: a digest after `h1:` or `sha256=`, base64 insid
 key block, an object id with a public prefix (`pi_`, `cus_`), a request id after `x-amz-id-2:`, a ULID, a value
 that is code (`secret.secret_value`, `saslprep(password)`), a placeholder (`your-api-key-here`), MIME-wrapped
 base64 of a PNG. A spared finding is left as it is and counted in the report's `spared` section under the
-signal's name, so the annotation says why.
+signal's name, so the annotation says why. One signal cuts instead of sparing: the entropy fallback's run that
+starts in a URL's host (`…stripe.` + `me/regulatory-receipt/<id>`: its alphabet has `/` but not `.`) loses the host
+and the path's fixed segments, and what is left is judged again (`url_host`, `public_document`).
 
 Each signal names the detectors it may overrule: only those that decide by shape or by a nearby label (the
 entropy fallback, labelled assignments, …), never a vendor format with a checksum or a fixed prefix, and never
@@ -321,12 +323,6 @@ SIGNALS: tuple[Signal, ...] = (
            " whose Bech32 checksum is wrong), which the format's detector rejected"),
     Signal("anchor_name", ENTROPY, "an HTML anchor: the value of an `id` attribute or of an `href` to `#` a fragment"),
     Signal("elided_excerpt", ENTROPY, "an excerpt of a longer run, elided on both sides (`...a9Fq…Zk2...`)"),
-    Signal("url_host", frozenset({"high_entropy_secret"}),
-           "the host and the fixed path segments of a URL the entropy fallback's run starts in: the run is cut to the"
-           " path's opaque segments, and spared when they are not random on their own"),
-    Signal("public_document", frozenset({"high_entropy_secret"}),
-           "an opaque URL path segment after a fixed path naming a document shown to whoever holds the link (a"
-           " receipt, an invoice, a Google document's `/d/<id>`): its id"),
     Signal("code_name", frozenset({"high_entropy_secret"}),
            "a run written as names in code's cases (`BenchmarkNew/WithEntropy-8`: a test's name and its sub-test)"),
     Signal("signature", frozenset({"high_entropy_secret"}),
@@ -338,6 +334,12 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("documentation_value", None,
            "a value with too little information to be issued: EXAMPLE, x runs, one character repeated, a short cycle,"
            " consecutive runs (`abcdef`, `0123456789`), few distinct characters, a mask right after it"),
+    Signal("url_host", frozenset({"high_entropy_secret"}),
+           "the host and the fixed path segments of a URL the entropy fallback's run starts in: the run is cut to the"
+           " path's opaque segments, and spared when they are not random on their own"),
+    Signal("public_document", frozenset({"high_entropy_secret"}),
+           "an opaque URL path segment after a fixed path naming a document shown to whoever holds the link (a"
+           " receipt, an invoice, a Google document's `/d/<id>`): its id"),
 )  # fmt: skip
 SIGNALS_BY_NAME: dict[str, Signal] = {s.name: s for s in SIGNALS}
 
@@ -456,7 +458,7 @@ def _tuple_target(text: str, start: int) -> bool:
 def _quoted_name(text: str, finding: Finding) -> bool:
     """A quoted snake_case name under a key or token label (`"apiKey": "oa_citations"`): an issued key is random;
     under a password's label a value may be words, so those are left out."""
-    if not _SNAKE_NAME.fullmatch(finding.value) or not text.startswith(("\"", "'"), finding.end):
+    if not _SNAKE_NAME.fullmatch(finding.value) or not text.startswith(('"', "'"), finding.end):
         return False
     return _PASSWORD_LABEL.search(text, max(0, finding.start - 40), finding.start) is None
 

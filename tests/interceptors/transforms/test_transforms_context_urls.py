@@ -177,7 +177,8 @@ def test_a_password_in_prose_is_still_caught() -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(st.from_regex(r"[a-z][a-z_]{1,12}", fullmatch=True), st.sampled_from(["token", "password", "secret", "key"]),
-       st.from_regex(r"[a-z_][a-z_]{1,20}(?:\.[a-z_]{1,12}){0,2}", fullmatch=True), st.sampled_from([" = ", " := "]))  # fmt: skip
+       st.from_regex(r"[a-z_][a-z_]{1,20}(?:\.[a-z_]{1,12}){0,2}", fullmatch=True),
+       st.sampled_from([" = ", " := "]))  # fmt: skip
 def test_a_name_unpacked_into_several_is_code(first: str, label: str, value: str, operator: str) -> None:
     assume(len(value) >= 8)
     text = f"        {first}, {label}{operator}{value}\n        use({label})\n"
