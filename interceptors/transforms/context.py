@@ -194,6 +194,8 @@ _SIGNATURE_BEFORE = re.compile(r"(?i)(?<![a-z])signature[\"']?[ \t]{0,3}[:=][ \t
 # A destructuring assignment's target, before the label (`exposed, token = `, `data, err := `).
 _TUPLE_TARGET = re.compile(r"[ \t]{0,40}(?:[A-Za-z_][\w.]{0,60}[ \t]{0,2},[ \t]{0,2}){1,6}")
 _TUPLE_VALUE = re.compile(r"[ \t]{0,3}:?=[ \t]{0,3}$")
+# What is left of the entropy fallback's run, cut at a URL's host, is kept as a token from this length.
+_SHORT_SEGMENT = 16
 _AUTHORITY_END = re.compile(r"[/?#\s\"'<>`]")
 _LABEL_BEFORE = re.compile(r"[A-Za-z_][\w.]{0,60}$")
 # A quoted snake_case name (`"apiKey": "oa_citations"`), and the labels where a password may be written so.
@@ -671,14 +673,24 @@ def _cased_copy(text: str, finding: Finding, facts: _TextFacts) -> bool:
 
 
 def _random_rest(finding: Finding, text: str, cut: int) -> Finding | None:
-    """The finding cut to start at `cut`, when its detector still accepts what is left; else None."""
+    """The finding cut to start at `cut`, when what is left could still be a token: its detector accepts it, or it
+    is 16 characters or more of two character classes or more (the whole run was read as random with the host glued
+    on, and a path token that the fallback would not read alone, `lAZkeNncJgQyVerdKK`, stays redacted as it was);
+    else None."""
     rest = text[cut : finding.end]
     detector = finding.detector
-    if len(rest) < max(detector.min_length, 1) or (
-        detector.validator is not None and detector.validator(rest, finding.entity) is None
+    if len(rest) >= max(detector.min_length, 1) and (
+        detector.validator is None or detector.validator(rest, finding.entity) is not None
     ):
-        return None
-    return Finding(cut, finding.end, rest, finding.entity, detector)
+        return Finding(cut, finding.end, rest, finding.entity, detector)
+    if len(rest) >= _SHORT_SEGMENT and _character_classes(rest) >= 2:
+        return Finding(cut, finding.end, rest, finding.entity, detector)
+    return None
+
+
+def _character_classes(text: str) -> int:
+    """How many of lower case, upper case and digits `text` has."""
+    return any(c.islower() for c in text) + any(c.isupper() for c in text) + any(c.isdigit() for c in text)
 
 
 def _url_run(text: str, finding: Finding, documents: bool) -> tuple[str | None, Finding]:
