@@ -37,6 +37,14 @@ _TLDS = (
 )
 TLDS = _TLDS
 """The top-level domains host names and e-mail values are recognised under (an alternation, for regexes)."""
+PUBLIC_DOCUMENT_PATH = re.compile(
+    r"(?:^|/)(?:receipts?|regulatory-receipts?|invoices?)/"
+    r"|/(?:document|spreadsheets|presentation|forms|drawings|file)/d/(?:e/)?$|/drive/folders/$"
+)
+"""The fixed part of a URL path (searched in it) after which an opaque segment is the id of a document shown to
+whoever holds the link: a receipt or invoice sent to a customer (Stripe's `pay.stripe.com/receipts/payment/…`,
+`…/regulatory-receipt/…`), a Google document, sheet, form or Drive file (`/document/d/<id>`). An id, not a
+credential: only a vendor family (a webhook URL) says a path segment is one."""
 
 
 def _validate_account(value: str, entity: str) -> str | None:

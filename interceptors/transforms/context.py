@@ -5,7 +5,9 @@ the string is and where it sits: a digest after `h1:` or `sha256=`, base64 insid
 key block, an object id with a public prefix (`pi_`, `cus_`), a request id after `x-amz-id-2:`, a ULID, a value
 that is code (`secret.secret_value`, `saslprep(password)`), a placeholder (`your-api-key-here`), MIME-wrapped
 base64 of a PNG. A spared finding is left as it is and counted in the report's `spared` section under the
-signal's name, so the annotation says why.
+signal's name, so the annotation says why. One signal cuts instead of sparing: the entropy fallback's run that
+starts in a URL's host (`…stripe.` + `me/regulatory-receipt/<id>`: its alphabet has `/` but not `.`) loses the host
+and the path's fixed segments, and what is left is judged again (`url_host`, `public_document`).
 
 Each signal names the detectors it may overrule: only those that decide by shape or by a nearby label (the
 entropy fallback, labelled assignments, …), never a vendor format with a checksum or a fixed prefix, and never
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .assignments import ASSIGNMENT_NAMES
-from .catalog import BUILTIN_BY_NAME, TLDS
+from .catalog import BUILTIN_BY_NAME, BUILTIN_DETECTORS, PUBLIC_DOCUMENT_PATH, TLDS
 from .detectors import Finding
 from .docvalues import ciphertext, documentation_value, sequence_runs
 from .tokenspec import bech32_valid
@@ -119,6 +121,7 @@ _NAME = (
 _NAME_RE = re.compile(_NAME)
 _DOTTED = re.compile(_NAME + r"(?:\." + _NAME + r"){1,6}(?:\(\))?;?")
 _DOTTED_NAME = _NAME + r"(?:\." + _NAME + r"){0,6}"
+_DOTTED_NAME_RE = re.compile(_DOTTED_NAME)
 # A call whose arguments are names too (`saslprep(password)`, `get(self.key, None)`): `xx(Zq9Xw8Yv)` is a password
 _ARG = r"[@$:]?" + _DOTTED_NAME  # a name, a bound parameter (`@new`, `:name`) or a variable (`$x`)
 _CALL = re.compile(
@@ -180,6 +183,39 @@ _OWN_RUNS = frozenset(
     {"twitter_bearer_token", "ntlm_authenticate_message", "ntlm_hash_dump", "jwt", "grafana_provisioned_key",
      "flyio_token", "aws_bedrock_api_key"}
 )  # fmt: skip
+# A fixed segment of a URL path: lower-case words (`regulatory-receipt`, `document`, `d`), a version, a number.
+_FIXED_SEGMENT = re.compile(r"[a-z]{1,24}(?:[-_.][a-z]{1,24}){0,6}|v\d{1,3}|\d{1,12}|")
+# A run written as names in code's cases, in segments (`BenchmarkNew/WithEntropy-8`, `TestParse/empty_input`): a
+# capitalised or lower-case word, then capitalised words (an acronym before one), each segment words or a number.
+_CAMEL_SEGMENT = r"(?:[A-Z][a-z]{2,20}|[a-z]{2,20})(?:[A-Z]{2,6}(?=[A-Z][a-z])|[A-Z][a-z]{1,20})*"
+_CODE_NAME = re.compile(r"[+-]?" + _CAMEL_SEGMENT + r"(?:[/_.-](?:" + _CAMEL_SEGMENT + r"|\d{1,4}))+")
+# The label of a signature, right before its value or a run of it (`CloudFront-Signature: …~…`, `X-Amz-Signature=`).
+_SIGNATURE_BEFORE = re.compile(r"(?i)(?<![a-z])signature[\"']?[ \t]{0,3}[:=][ \t]{0,3}[\"']?[\w~=+/-]{0,4096}$")
+# A destructuring assignment's target, before the label (`exposed, token = `, `data, err := `).
+_TUPLE_TARGET = re.compile(r"[ \t]{0,40}(?:[A-Za-z_][\w.]{0,60}[ \t]{0,2},[ \t]{0,2}){1,6}")
+_TUPLE_VALUE = re.compile(r"[ \t]{0,3}:?=[ \t]{0,3}$")
+# What is left of the entropy fallback's run, cut at a URL's host, is kept as a token from this length.
+_SHORT_SEGMENT = 16
+_AUTHORITY_END = re.compile(r"[/?#\s\"'<>`]")
+_LABEL_BEFORE = re.compile(r"[A-Za-z_][\w.]{0,60}$")
+# A quoted snake_case name (`"apiKey": "oa_citations"`), and the labels where a password may be written so.
+_SNAKE_NAME = re.compile(r"[a-z]{2,24}(?:_[a-z]{2,24}){1,5}")
+_PASSWORD_LABEL = re.compile(r"(?i)pass|pwd|pw\b|phrase")
+# Words a message about a credential starts with after its name (`pwd: expected bytes, got %s`, `password: must
+# be 8 characters`, `token: invalid or expired`): function words and the verbs of validation messages.
+_MESSAGE_WORDS = frozenset(
+    {"expected", "expects", "expecting", "must", "should", "cannot", "could", "would", "will", "shall", "may",
+     "might", "is", "are", "was", "were", "has", "have", "had", "not", "does", "did", "required", "requires",
+     "missing", "invalid", "incorrect", "wrong", "empty", "unknown", "unsupported", "failed", "mismatch",
+     "mismatched", "too", "the", "an", "of", "for", "from", "with", "without", "into", "and", "when", "if",
+     "unless", "given", "provided", "supplied", "changed", "updated", "reset", "expired", "accepted", "rejected",
+     "denied", "ignored", "deprecated", "omitted", "unset", "undefined", "disabled", "enabled", "needed", "needs",
+     "see", "use", "uses", "used", "using", "set", "got", "found", "only", "then", "also"}
+)  # fmt: skip
+# What follows a message's first word: another word, the end of a sentence or of the line.
+_MESSAGE_AFTER = re.compile(r"[ \t]{1,3}[A-Za-z%]|[ \t]*(?:[.,;:!?)\"'`]|\r?\n|$)")
+# The literal prefix of a family's documented format (its `spec`): `'AIza'`, `'GOCSPX-'`, `'sk-ant-'`.
+_SPEC_PREFIX = re.compile(r"'([A-Za-z][A-Za-z0-9]{1,11}(?:[_-][A-Za-z0-9]{1,8}){0,2}[_-]?)'")
 _PEM_BODY = re.compile(r"-----BEGIN[ A-Z0-9]{0,40}-----(.*?)(?:-----END[ A-Z0-9]{0,40}-----|\Z)", re.S)
 _PEM_HEADER_LINE = re.compile(r"(?m)^[A-Za-z-]{2,40}:[^\n]*$")
 _BASE64_LINE = re.compile(r"(?m)^[ \t]*[A-Za-z0-9+/]{40,120}={0,2}[ \t]*\r?$")
@@ -197,6 +233,22 @@ _MAGIC = (
     b"\x00\x01\x00\x00", b"ID3", b"\xff\xfb", b"\xff\xf3", b"OggS", b"fLaC", b"\x1aE\xdf\xa3", b"\x7fELF", b"MZ",
     b"\xca\xfe\xba\xbe", b"\xcf\xfa\xed\xfe", b"\x00asm", b"8BPS", b"\xd0\xcf\x11\xe0",
 )  # fmt: skip
+
+
+def _cased_prefixes() -> dict[str, tuple[str, ...]]:
+    """The literal prefixes (four characters or more, with a letter) of the built-in families whose format is
+    case-sensitive, by their first four characters in lower case."""
+    found: dict[str, set[str]] = {}
+    for detector in BUILTIN_DETECTORS:
+        literal = _SPEC_PREFIX.match(detector.spec)
+        if literal is None or detector.pattern.flags & re.IGNORECASE or len(literal.group(1)) < 4:
+            continue
+        prefix = literal.group(1)
+        found.setdefault(prefix[:4].lower(), set()).add(prefix)
+    return {key: tuple(sorted(values)) for key, values in found.items()}
+
+
+_CASED_PREFIXES = _cased_prefixes()
 
 
 def binary_magic(raw: bytes) -> bool:
@@ -249,6 +301,9 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("placeholder", LABELLED, "a labelled value that is a placeholder (`your-api-key-here`, `changeme`, `sk_…`)"),
     Signal("code_identifier", LABELLED - {"url_credentials"},
            "a bare labelled value that is code: a dotted name, a call, a keyword or a snake_case name"),
+    Signal("prose", LABELLED - {"url_credentials"},
+           "a labelled word that starts a message about the credential (`pwd: expected bytes, got %s`, `password:"
+           " must be …`): a function word or a validation message's verb"),
     Signal("entry_name", LABELLED, "the `key` attribute of an element that holds the value in another"
            " (`<entry key=\"a.b\" value=\"…\"/>`, `<add key=\"ApiKey\" value=\"…\"/>`)"),
     Signal("binary_base64", ENTROPY,
@@ -270,9 +325,23 @@ SIGNALS: tuple[Signal, ...] = (
            " whose Bech32 checksum is wrong), which the format's detector rejected"),
     Signal("anchor_name", ENTROPY, "an HTML anchor: the value of an `id` attribute or of an `href` to `#` a fragment"),
     Signal("elided_excerpt", ENTROPY, "an excerpt of a longer run, elided on both sides (`...a9Fq…Zk2...`)"),
+    Signal("code_name", frozenset({"high_entropy_secret"}),
+           "a run written as names in code's cases (`BenchmarkNew/WithEntropy-8`: a test's name and its sub-test)"),
+    Signal("signature", frozenset({"high_entropy_secret"}),
+           "a value after a label naming a signature (`CloudFront-Signature:`, `X-Amz-Signature=`): made with a key,"
+           " not the key"),
+    Signal("cased_copy", frozenset({"high_entropy_secret"}),
+           "a run in one case that starts with a family's case-sensitive prefix in the other (`AIZASY…` for `AIza…`):"
+           " a copy changed in case, which the family's format rejects"),
     Signal("documentation_value", None,
            "a value with too little information to be issued: EXAMPLE, x runs, one character repeated, a short cycle,"
            " consecutive runs (`abcdef`, `0123456789`), few distinct characters, a mask right after it"),
+    Signal("url_host", frozenset({"high_entropy_secret"}),
+           "the host and the fixed path segments of a URL the entropy fallback's run starts in: the run is cut to the"
+           " path's opaque segments, and spared when they are not random on their own"),
+    Signal("public_document", frozenset({"high_entropy_secret"}),
+           "an opaque URL path segment after a fixed path naming a document shown to whoever holds the link (a"
+           " receipt, an invoice, a Google document's `/d/<id>`): its id"),
 )  # fmt: skip
 SIGNALS_BY_NAME: dict[str, Signal] = {s.name: s for s in SIGNALS}
 
@@ -365,6 +434,8 @@ def _code_value(text: str, finding: Finding) -> bool:
         return True  # a call whose arguments the value stops inside (`password.encode(`, `base64.b64encode(…)`)
     if _PRIVATE_NAME.fullmatch(core):
         return True  # `_core_token=_core_token`
+    if _DOTTED_NAME_RE.fullmatch(core) and _tuple_target(text, finding.start):
+        return True  # a name unpacked into several (`exposed, token = result`, `data, err := x.y`)
     if _DOC_PARAM.search(text, max(0, finding.start - 80), finding.start):
         return True  # `:param refresh_token: should …` describes a parameter
     if _GENERIC_TYPE.fullmatch(core) and text.startswith("[", finding.end):
@@ -372,6 +443,26 @@ def _code_value(text: str, finding: Finding) -> bool:
     if _TYPE_NAME.fullmatch(core) and _ANNOTATION_AFTER.match(text, finding.end):
         return True  # a type annotation (`private_key: PrivateKeyTypes,`, `passwd: HTTPPasswordMgr`)
     return _CODE_AFTER.match(text, finding.end) is not None and _NAME_RE.fullmatch(core) is not None
+
+
+def _tuple_target(text: str, start: int) -> bool:
+    """Whether the label before `start` is one of several names a destructuring assignment binds (`a, token = `)."""
+    operator = _TUPLE_VALUE.search(text, max(0, start - 8), start)
+    if operator is None:
+        return False
+    label = _LABEL_BEFORE.search(text, max(0, operator.start() - 64), operator.start())
+    if label is None:
+        return False
+    line = text.rfind("\n", max(0, label.start() - 400), label.start()) + 1
+    return _TUPLE_TARGET.fullmatch(text, line, label.start()) is not None
+
+
+def _quoted_name(text: str, finding: Finding) -> bool:
+    """A quoted snake_case name under a key or token label (`"apiKey": "oa_citations"`): an issued key is random;
+    under a password's label a value may be words, so those are left out."""
+    if not _SNAKE_NAME.fullmatch(finding.value) or not text.startswith(('"', "'"), finding.end):
+        return False
+    return _PASSWORD_LABEL.search(text, max(0, finding.start - 40), finding.start) is None
 
 
 def _url_start(text: str, start: int) -> int:
@@ -450,7 +541,7 @@ def _placeholder(text: str, finding: Finding, facts: _TextFacts) -> bool:
 
 
 def _code_identifier(text: str, finding: Finding, facts: _TextFacts) -> bool:
-    return _code_value(text, finding)
+    return _code_value(text, finding) or _quoted_name(text, finding)
 
 
 def _entry_name(text: str, finding: Finding, facts: _TextFacts) -> bool:
@@ -548,6 +639,107 @@ def _documentation_value(text: str, finding: Finding, facts: _TextFacts) -> bool
     )
 
 
+def _prose(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    value = finding.value
+    return (
+        value.lower() in _MESSAGE_WORDS
+        and (value.islower() or value.istitle())
+        and _MESSAGE_AFTER.match(text, finding.end) is not None
+    )
+
+
+def _code_name(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return _CODE_NAME.fullmatch(finding.value) is not None
+
+
+def _signature(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    lo = max(0, finding.start - 4200)
+    if text.find("ignature", lo, finding.start) < 0 and text.find("IGNATURE", lo, finding.start) < 0:
+        return False
+    return _SIGNATURE_BEFORE.search(text, lo, finding.start) is not None
+
+
+def _cased_copy(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    value = finding.value
+    letters = value.upper() != value.lower()
+    if not letters or value not in (value.upper(), value.lower()):
+        return False  # letters of both cases: not a copy changed in case
+    head = value[:4]
+    for prefix in _CASED_PREFIXES.get(head.lower(), ()):
+        start = value[: len(prefix)]
+        if start != prefix and start.lower() == prefix.lower():
+            return True
+    return False
+
+
+def _random_rest(finding: Finding, text: str, cut: int) -> Finding | None:
+    """The finding cut to start at `cut`, when what is left could still be a token: its detector accepts it, or it
+    is 16 characters or more of two character classes or more (the whole run was read as random with the host glued
+    on, and a path token that the fallback would not read alone, `lAZkeNncJgQyVerdKK`, stays redacted as it was);
+    else None."""
+    rest = text[cut : finding.end]
+    detector = finding.detector
+    if len(rest) >= max(detector.min_length, 1) and (
+        detector.validator is None or detector.validator(rest, finding.entity) is not None
+    ):
+        return Finding(cut, finding.end, rest, finding.entity, detector)
+    if len(rest) >= _SHORT_SEGMENT and _character_classes(rest) >= 2:
+        return Finding(cut, finding.end, rest, finding.entity, detector)
+    return None
+
+
+def _character_classes(text: str) -> int:
+    """How many of lower case, upper case and digits `text` has."""
+    return any(c.islower() for c in text) + any(c.isupper() for c in text) + any(c.isdigit() for c in text)
+
+
+def _url_run(text: str, finding: Finding, documents: bool) -> tuple[str | None, Finding]:
+    """The entropy fallback's run where it starts in an http(s) URL's host or among its path's fixed segments (its
+    alphabet has `/` but not `.`, so `…stripe.me/regulatory-receipt/<id>` is one run from the last label of the
+    host): (None, the run cut to the opaque segments after them), or (a reason, the finding) when it is spared: a
+    host name's label, or what is left is not random on its own (`url_host`), or a public document's id
+    (`public_document`). A run in a query or a fragment is left as it is; one in the user name or password before
+    `@` loses only the `//` it may start with."""
+    start = finding.start
+    value = finding.value
+    slashes = 2 if value.startswith("//") and text.endswith(":", 0, start) else 0  # `https:` + `//<token>@host`
+    inside = start + slashes
+    if text.rfind("://", max(0, inside - 2000), inside) < 0:
+        return None, finding
+    url = _url_start(text, inside)
+    if url < 0:
+        return None, finding
+    authority = text.find("://", url, inside) + 3
+    before = text[authority:inside]
+    if "?" in before or "#" in before:
+        return None, finding
+    pieces = value[slashes:].split("/")
+    if "/" in before:
+        path = authority + before.index("/")
+        if len(pieces) == 1 or not _FIXED_SEGMENT.fullmatch(pieces[0]):
+            return None, finding  # a run that starts in the path with an opaque segment: judged as it is
+    else:
+        path = inside + len(pieces[0])
+        ends = _AUTHORITY_END.search(text, path, path + 2048)
+        if "@" in text[path : ends.start() if ends else len(text)]:
+            # a user name or password before `@`: judged as it is, without the `//` before it
+            user = _random_rest(finding, text, inside) if slashes else finding
+            return ("url_host", finding) if user is None else (None, user)
+        if len(pieces) == 1:
+            return "url_host", finding  # a label of a host name: in every DNS answer
+    cut = inside + len(pieces[0]) + 1
+    for piece in pieces[1:]:
+        if not _FIXED_SEGMENT.fullmatch(piece):
+            break
+        cut += len(piece) + 1
+    rest = _random_rest(finding, text, cut)
+    if rest is None:
+        return "url_host", finding
+    if documents and PUBLIC_DOCUMENT_PATH.search(text, path, cut) is not None:
+        return "public_document", finding
+    return None, rest
+
+
 def _empty_key(text: str, finding: Finding, facts: _TextFacts) -> bool:
     return _empty_key_block(finding.value)
 
@@ -613,6 +805,7 @@ _CHECKS: dict[str, Callable[[str, Finding, _TextFacts], bool]] = {
     "ulid": _ulid,
     "placeholder": _placeholder,
     "code_identifier": _code_identifier,
+    "prose": _prose,
     "entry_name": _entry_name,
     "binary_base64": _binary_base64,
     "uuencoded": _uuencoded,
@@ -626,6 +819,11 @@ _CHECKS: dict[str, Callable[[str, Finding, _TextFacts], bool]] = {
     "anchor_name": _anchor_name,
     "elided_excerpt": _elided,
     "empty_key_block": _empty_key,
+    "url_host": lambda text, finding, facts: False,  # (cuts or spares a run before the signals: `_url_run`)
+    "public_document": lambda text, finding, facts: False,
+    "code_name": _code_name,
+    "signature": _signature,
+    "cased_copy": _cased_copy,
     "documentation_value": _documentation_value,
 }
 
@@ -649,16 +847,28 @@ def _empty_key_block(value: str) -> bool:
 # Not those that judge only a random run by where it sits (a path, an asset URL, an excerpt): a hand-made token
 # planted in an icon's URL is still a token.
 _REFUTED = "\x00refuted"
+_URL_RUNS = frozenset({"high_entropy_secret"})  # the detectors whose run `_url_run` may cut at a URL's path
+
+
+def _first_signal(signals: tuple[Signal, ...], text: str, finding: Finding, facts: _TextFacts) -> str | None:
+    """The name of the first signal that holds for a finding, or None."""
+    for signal in signals:
+        if _CHECKS[signal.name](text, finding, facts):
+            return signal.name
+    return None
 
 
 class Context:
     """The active signals (a redactor's `context` option) and the decision they make on findings."""
 
-    __slots__ = ("by_detector", "signals")
+    __slots__ = ("by_detector", "documents", "signals", "urls")
 
     def __init__(self, signals: tuple[Signal, ...]) -> None:
         self.signals = signals
         self.by_detector: dict[str, tuple[Signal, ...]] = {}
+        names = {s.name for s in signals}
+        self.urls = "url_host" in names
+        self.documents = "public_document" in names
 
     @classmethod
     def from_option(cls, option: Any, path: str) -> Context | None:
@@ -690,7 +900,8 @@ class Context:
         return found
 
     def spare(self, text: str, findings: list[Finding]) -> tuple[list[Finding], list[str]]:
-        """(the findings to act on, the names of the signals that spared the others, one per finding)."""
+        """(the findings to act on, the names of the signals that spared the others, one per finding). A finding
+        to act on may be cut shorter than it came (`url_host`: the entropy fallback's run without a URL's host)."""
         kept: list[Finding] = []
         spared: list[str] = []
         facts: _TextFacts | None = None
@@ -700,12 +911,16 @@ class Context:
                 name = finding.detector.name
                 if name in CHECKED and verdict(name, finding.value) == "refuted":
                     name = _REFUTED  # weaker evidence: what may overrule the entropy fallback may overrule it
-                for signal in self._for(name):
-                    if facts is None:
-                        facts = _TextFacts(text)
-                    if _CHECKS[signal.name](text, finding, facts):
-                        reason = signal.name
-                        break
+                signals = self._for(name)
+                if facts is None:
+                    facts = _TextFacts(text)
+                reason = _first_signal(signals, text, finding, facts)
+                if reason is None and self.urls and name in _URL_RUNS:
+                    # a run from a URL's host on: cut to its opaque segments, which the signals judge again
+                    reason, cut = _url_run(text, finding, self.documents)
+                    if reason is None and cut is not finding:
+                        finding = cut
+                        reason = _first_signal(signals, text, finding, facts)
             if reason is None:
                 kept.append(finding)
             else:

@@ -150,6 +150,9 @@ _SAFE_KEY = re.compile(
     r"min_length|max_length|strength|complexity|required|requirements?|hint|prompt|description|doc|docs|help)$"
     # pagination cursors: redacted only where a detector finds a credential inside them
     r"|(?:^|_)(?:page|next|prev|previous|continuation|sync|resume|pagination|cursor|start)_tokens?$"
+    # idempotency tokens a client makes up so a retried request is not done twice (EC2 `ClientToken`, Secrets
+    # Manager `ClientRequestToken`, Smithy `idempotencyToken`): they authorise nothing
+    r"|^(?:client|client_request|idempotency)_token$"
 )
 _ASSET_SIBLINGS = frozenset({"asset_type", "arn", "provider", "resource_type", "account_id", "region"})
 _ORG_SIBLINGS = frozenset(
