@@ -304,6 +304,8 @@ class Run:
     """Per channel, `plain` and `encoded` tallies of the items set aside (`Secret.aside`), not in `channels`."""
     held: dict[str, Counter[str]] = field(default_factory=dict)
     """Per channel, how many cases of each family did not reach the upstream (refused, or lost)."""
+    leaks: dict[str, list[tuple[Secret, str]]] = field(default_factory=dict)
+    """Per channel, every counted `(secret, encoding)` that reached the upstream (`--leaks` prints them)."""
 
 
 async def run_cases(
@@ -337,6 +339,7 @@ async def run_cases(
     tallies = {c: {e: Tally() for e in encodings} for c in channels}
     aside = {c: {"plain": Tally(), "encoded": Tally()} for c in channels}
     held: dict[str, Counter[str]] = {c: Counter() for c in channels}
+    leaks: dict[str, list[tuple[Secret, str]]] = {c: [] for c in channels}
     audited: dict[str, int] = {}
     controls: dict[str, bool] = {}
     with tempfile.TemporaryDirectory() as folder:
@@ -377,6 +380,8 @@ async def run_cases(
                             tally.sent += 1
                             if any(marker in s for m in log.new() for s in _strings(m)):
                                 tally.reached += 1
+                                if not secret.aside:
+                                    leaks[channel].append((secret, encoding))
                                 if len(tally.examples) < 5:
                                     tally.examples.append(secret.family)
                                 continue
@@ -389,7 +394,7 @@ async def run_cases(
                     audited[channel] = counters.get("denied", 0) - denied_before
         finally:
             stages.close()
-    return Run(tallies, controls, time.process_time() - started, audited, aside, held)
+    return Run(tallies, controls, time.process_time() - started, audited, aside, held, leaks)
 
 
 # --- the report ----------------------------------------------------------------------------------------------
@@ -457,6 +462,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--benign", action="store_true", help="send the benign corpora instead (tool_args, plain) and count refusals"
     )
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--leaks", action="store_true", help="also print every counted item that reached the upstream (text cut)"
+    )
     args = parser.parse_args(argv)
     if args.benign:
         return _benign_main(args)
@@ -475,7 +483,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         split = f", split {args.split}" if args.split else ""
         print(f"policy {args.policy}, {len(secrets)} secrets ({args.source}{split}), {run.seconds:.1f} s CPU")
         print(format_summary(data))
+    if args.leaks:
+        print(format_leaks(run))
     return 0
+
+
+def format_leaks(run: Run, width: int = 160) -> str:
+    """Every counted item that reached the upstream, per channel: `encoding family | the text sent (cut)`."""
+    lines: list[str] = []
+    for channel, leaked in run.leaks.items():
+        for secret, encoding in leaked:
+            text = secret.spelled if len(secret.spelled) <= width else secret.spelled[: width - 1] + "…"
+            lines.append(f"leak {channel} {encoding} {secret.family} | {text!r}")
+    return "\n".join(lines)
 
 
 BENIGN_CORPORA = ("gitleaks_fps", "credsweeper_neg", "realworld_benign")
