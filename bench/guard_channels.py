@@ -107,19 +107,36 @@ class Secret:
 ID_FAMILY = re.compile(r"(?i)\buuid\b|\bclient id\b|\bapp id\b|\bdomain\b|\bs3 bucket\b|access-id|client-id")
 """Public families whose value names a thing (a GUID, an app or client id, a host, a bucket, a key's id half)."""
 KEY_ID = re.compile(r"(?:AKIA|ASIA|A3T)[A-Z0-9]{16}")
+OAUTH_CLIENT_ID = re.compile(r"\d{6,16}-[0-9a-z]{32}\.apps\.googleusercontent\.com")
+"""A Google OAuth client id, an id when it is the whole line (a line that also holds the client's secret counts)."""
+CLIENT_ID_LABEL = re.compile(r"(?i)client[_-]?id[\"']?\s*[:=]")
+"""A line that labels its value a client id (`t_client_id: 3MVG…`, a Salesforce consumer key: OAuth's public half)."""
 MARKED = re.compile(r"NEGATIVE|EXAMPLE|(?i:example)$")
+TYPE_TAG = re.compile(r"\s*\"(?:kty|type)\"\s*:\s*\"[^\"]*\"\s*,?\s*")
+"""A line that is one JSON member naming a credential's type (`"kty": "RSA",`, `"type": "service_account"`): the
+scanners report it for the object it starts, whose secret members are on other lines."""
+START_TAG = re.compile(r"\s*<[A-Za-z][\w:.-]*(?:\s+[\w:.-]+=\"[^\"]*\")*\s*>\s*")
+"""A line that is one XML start tag with attributes only (`<token name="token" comment="…">`): the element's value
+is on the lines after it."""
 SET_ASIDE = {
-    "id": "names a key or an object, not a secret (GUIDs, app and client ids, domains, buckets, AWS key ids):"
-    " the guard passes ids by design",
+    "id": "names a key or an object, not a secret (GUIDs, app and client ids, domains, buckets, AWS key ids, Google"
+    " OAuth client ids): the guard passes ids by design",
     "marked": "says it is test data (`NEGATIVE:`, `EXAMPLE`)",
+    "elsewhere": "holds no secret: the line the scanner reports starts a multi-line credential whose secret is on"
+    " other lines (a JSON member naming the credential's type, an XML start tag with no value in it)",
 }
 """Public items counted apart, and why: the corpora label every line their scanners report, ids included."""
 
 
-def set_aside(family: str, text: str, value: str) -> str:
-    """The `SET_ASIDE` reason for a public item, or empty (counted)."""
-    if ID_FAMILY.search(family) or KEY_ID.fullmatch(value.strip().strip("\"', ")):
+def set_aside(family: str, text: str, value: str, reported: str | None = None) -> str:
+    """The `SET_ASIDE` reason for a public item, or empty (counted). `reported`: the corpus's own value for the item
+    (empty or None when the scanner gave none)."""
+    if ID_FAMILY.search(family) or KEY_ID.fullmatch(value.strip().strip("\"', ")) or CLIENT_ID_LABEL.search(text):
         return "id"
+    if OAUTH_CLIENT_ID.fullmatch(text.strip().strip("\"', ")):
+        return "id"
+    if TYPE_TAG.fullmatch(text) or (not reported and START_TAG.fullmatch(text)):
+        return "elsewhere"
     return "marked" if MARKED.search(text) else ""
 
 
@@ -193,8 +210,9 @@ def public_secrets(limit: int | None = None, split: str | None = None) -> list[S
             if split is not None and item.get("split") != split:
                 continue
             family = str(item.get("family"))
+            reported = item.get("secret") if isinstance(item.get("secret"), str) else None
             out.append(Secret(f"{name}:{family}", text.strip(), value, str(item.get("split") or ""),
-                              set_aside(family, text.strip(), value)))  # fmt: skip
+                              set_aside(family, text.strip(), value, reported)))  # fmt: skip
     rng = random.Random(30)
     rng.shuffle(out)
     return out[:limit] if limit is not None else out
