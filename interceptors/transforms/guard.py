@@ -17,7 +17,7 @@ import orjson
 
 from ..errors import InterceptorsError
 from .argvalues import ENTITY as ARGUMENT_ENTITY
-from .argvalues import KEY_IDS, MAX_DEPTH, holds_secret, scrubbed
+from .argvalues import KEY_IDS, MAX_DEPTH, holds_secret, scrubbed, unescaped
 from .base import Options, Transform, TransformContext, count
 from .encoded import decode_base64, decode_gzip_base64, decode_hex, decode_percent
 from .entities import CATEGORIES, fold_for_hints
@@ -131,6 +131,23 @@ def _unwrap_json_strings(value: Any, depth: int = 0) -> Any:
     return value
 
 
+def _unescaped_strings(value: Any, depth: int = 0) -> Any:
+    """`value` with every string that holds terminal codes or `\\xNN` escapes read as `unescaped` reads it (the same
+    object back when none does)."""
+    if isinstance(value, str):
+        plain = unescaped(value)
+        return value if plain is None else plain
+    if depth >= 64:
+        return value
+    if isinstance(value, Mapping):
+        items = {key: _unescaped_strings(item, depth + 1) for key, item in value.items()}
+        return value if all(items[k] is value[k] for k in value) else items
+    if isinstance(value, list):
+        out = [_unescaped_strings(item, depth + 1) for item in value]
+        return value if all(a is b for a, b in zip(out, value, strict=True)) else out
+    return value
+
+
 class SecretGuard(Transform):
     type = "guard_secrets"
     direction = "input"
@@ -202,6 +219,12 @@ class SecretGuard(Transform):
             probe.kind, probe.principal, probe.pseudonymizer = ctx.kind, ctx.principal, ctx.pseudonymizer
         new = self._redactor_for(value).apply(value, probe)
         found: dict[str, int] = dict(probe.report.get("redacted", {}))
+        if not found and self.decode:
+            plain = _unescaped_strings(value)
+            if plain is not value:  # terminal colour codes glued to a value hide its start from the detectors
+                got = self.findings(plain, ctx, key)
+                if got[1]:
+                    return got
         if not found and self.decode:
             unwrapped = _unwrap_json_strings(value)
             if unwrapped is not value:  # JSON text of JSON text (or encoded): judged as the object it spells
