@@ -101,11 +101,11 @@ MAX_LINE = 200
 """A one-line value this short is read token by token (longer text is a document: the detectors' call)."""
 _LABEL = re.compile(  # (after a Korean label word, Hangul words may stand where a separator would)
     r"(?i)(?:(?<![A-Za-z0-9+])|(?<=[_.-]))"  # a label word starts a name or follows `_`, `.`, `-` in one
-    r"(?:" + FOREIGN_PASSWORD_WORDS + r"|pa{0,2}s{0,2}wo?r?s?d|pa?ss(?:phrase)?|pw|secret|token|api[_-]?key|key|"
+    r"(?:" + FOREIGN_PASSWORD_WORDS + r"|pa{0,2}s{0,2}wo?r?s?d|pa?ss(?:phrase)?|pw|p/w|secret|token|api[_-]?key|key|"
     r"authori[sz]ation|authentication|auth|credentials?|nonce|salt|session|identified[ \t]+by)"
-    r"(?P<tail>[A-Za-z0-9_.-]{0,24}?)\)?(?P<gap>(?:[ \t]{1,2}for[ \t]{1,2}[A-Za-z]{1,16}|,[A-Za-z]{1,12})?)"
+    r"(?P<tail>[A-Za-z0-9_.-]{0,24}?)(?:\([A-Za-z0-9_.-]{1,24}\)|\))?(?P<gap>(?:[ \t]{1,2}for[ \t]{1,2}[A-Za-z]{1,16}|,[A-Za-z]{1,12})?)"
     r"[ \t]{0,3}[\"']?[ \t]{0,3}(?P<sep>:=|:{1,3}=?|=>|!?==?=?|[ \t]|/|[\uac00-\ud7a3]{1,6}[ \t]{0,2}[:=]?)"
-    r"[ \t]{0,3}[\"'(]?"
+    r"[ \t]{0,3}(?:[bBuU](?=[\"']))?[\"'(]?"
     r"(?P<value>[^\s\"'`<>;,(){}\[\]]{8,1024})(?![^\s\"'`<>;,(){}\[\]])"
 )
 _NOT_A_SECRET_LABEL = re.compile(
@@ -277,7 +277,7 @@ def _name_before(text: str, end: int) -> tuple[str, str]:
 
 
 _LABEL_WORD = re.compile(
-    r"p(?:a{0,2}s{0,2}wo?r?s?d|a?ss|w)|secret|token|key|auth|credential|nonce|salt|session|identified|" + _FOREIGN_ASCII
+    r"p(?:a{0,2}s{0,2}wo?r?s?d|a?ss|w|/w)|secret|token|key|auth|credential|nonce|salt|session|identified|" + _FOREIGN_ASCII
 )
 """Where `_LABEL` can start, in lower-cased text: found first, because a case-blind scan is several times slower."""
 _FOREIGN_WORD = re.compile(_FOREIGN_OTHER)
@@ -306,9 +306,11 @@ def labelled_secret(text: str) -> bool:
     for match in _labels(text):
         prefix, before = _name_before(text, match.start())
         tail = match.group("tail")
-        slash = (before == "/") != (match.group("sep") == "/") and match.group(0).isascii()
+        sep = match.group("sep")
+        slash = (before == "/") != (sep == "/") and match.group(0).isascii() and not (before == "/" and sep[:1] == ":")
         if before == "+" or slash or _NOT_A_SECRET_LABEL.search(prefix + tail):
-            continue  # `/` only around a URL's path segment (`/token/<value>`), never inside base64
+            continue  # `/` only around a URL's path segment (`/token/<value>`), never inside base64; a `/` before
+            # a label then `:` is a field after another (`ID:master/PASS:<value>`): base64 has no `:`
         if _WORD_GOES_ON.match(tail):
             continue  # `keying`, `tokenizer`: the label word goes on as another word
         if _GUID.fullmatch(match.group("value")) and _SECRET_WORD.search(match.group(0)[: match.start("value")]):
@@ -414,7 +416,7 @@ _ID_PW_LABEL = re.compile(
 )
 """A label naming an account and its password together (`ID/PW`, `ID/Pass`, `IP ID PW`, `아이디/PW`)."""
 _IPV4 = r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])"
-_PAIR = r"(?P<user>[A-Za-z][\w.@-]{1,31})(?P<sep>/|\(|[ \t]+)(?P<value>[^\s/()\"'`,;]{8,64})(?!/)"
+_PAIR = r"(?P<user>[A-Za-z][\w.@-]{1,31})(?P<sep>[ \t]{0,2}//?[ \t]{0,2}|\(|,[ \t]{0,2}|[ \t]+)(?P<value>[^\s/()\"'`,;]{8,64})(?!/)"
 _AFTER_LABEL_PAIR = re.compile(r"(?:->|[ \t:()]){1,3}(?:[xX]{2,8}:)?" + _PAIR)
 """Right after the label (`ID/PW->`, `ID/Pass:xxxx:`): a pair further on, or after `-`, `/port:`, is another field."""
 _IP_PAIR = re.compile(_IPV4 + r"[ \t,;(:]{1,3}" + _PAIR)
@@ -447,7 +449,11 @@ def paired_secret(text: str) -> bool:
         for mark in _PW_MARK.finditer(low):  # the password word first, then the account's word just before it
             label = _ID_PW_LABEL.search(head, max(0, mark.start() - 12), mark.end() + 6)
             after = _AFTER_LABEL_PAIR.match(head, label.end()) if label is not None else None
-            if after is not None and not after.group("sep").isspace():
+            if label is None or after is None:
+                continue
+            if not after.group("sep").isspace() or (
+                all(_classes(after.group("value"))) and not head[max(0, label.start() - 1) : label.start()].isalpha()
+            ):  # `user password`: only after a label of its own (`ID PW`, not `ANYID PW`), all three classes
                 pairs.append(after)
     if _DOTTED_QUAD.search(head) is not None:
         pairs.extend(_IP_PAIR.finditer(head))
