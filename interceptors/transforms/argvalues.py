@@ -76,6 +76,8 @@ _TOKEN_PARTS = re.compile(r"[.|:~]")
 _SHORT_ALPHABET = re.compile(r"[A-Za-z0-9_-]+")
 """A token of 16 to 23 characters is judged only in this alphabet (`/` and `:` join names and paths)."""
 _BASE32 = re.compile(r"[A-Z2-7]{16,128}={0,6}")
+_ONE_CASE = re.compile(r"[A-Z0-9]{32,1024}")
+_LONG_PART = re.compile(r"(?:^|[.:])(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{32,}(?:$|[.:])")
 KEY_IDS = ("aws_access_key_id", "sumologic_access_id")
 """Credentials' public halves: the ids that name a key (`AKIA…`, `su…`). Results mask them (category `credential`),
 but the guard lets them pass by default (its default `disabled_detectors`): tools that manage keys take them as
@@ -156,8 +158,8 @@ def _not_secret_shape(token: str) -> bool:
         return True
     if _GUID.fullmatch(token) or _HEX_OR_DIGITS.fullmatch(token) or "://" in token or token.startswith(("/", "./")):
         return True
-    if _EMAIL.fullmatch(token) or _host(token) or _DOTTED.fullmatch(token):
-        return True
+    if _EMAIL.fullmatch(token) or _host(token) or (_DOTTED.fullmatch(token) and not _LONG_PART.search(token)):
+        return True  # (a dotted name's parts are names: a part of 32+ letters and digits is no name)
     if token.startswith(("...", "…")) or token.endswith(("...", "…")):
         return True  # an excerpt, elided
     if names_a_key(token):
@@ -174,6 +176,10 @@ def _random(token: str) -> bool:
         # An OTP seed or a base32 key: upper case and 2-7 only, digits spread through it, no words.
         digits = sum(c.isdigit() for c in token)
         return digits >= 2 and 3 * _wordy(token) <= 2 * len(token) and shannon_entropy(token) >= 3.5
+    if len(token) >= 32 and _ONE_CASE.fullmatch(token) and not _HEX_OR_DIGITS.fullmatch(token):
+        # Upper-case letters and digits (`dt0c01.<24>.<64>`'s parts): digits through it, no words, dense.
+        digits = sum(c.isdigit() for c in token)
+        return digits >= 4 and 3 * _wordy(token) <= len(token) and shannon_entropy(token) >= 4.0
     if not 16 <= len(token) < 24 or not all(_classes(token)) or _SHORT_ALPHABET.fullmatch(token) is None:
         return False
     return 3 * _wordy(token) < len(token) and shannon_entropy(token) >= 3.5
@@ -326,6 +332,29 @@ _ID_KEY_WORDS = re.compile(
     r"(?:CACHE|PRIMARY|SORT|PARTITION|IDEMPOTENCY|OBJECT|FOREIGN|ROUTING|DEDUP|LOOKUP|MAP|ROW|INDEX|REF|REQUEST|"
     r"TRACE|SESSION_ID|STORAGE|LOCK|QUEUE|TOPIC|EVENT|PUBLIC|PUB|SIGNING_KEY_ID)[_-]"
 )
+_CAMEL_GUID_KEY = re.compile(
+    r"(?<![A-Za-z0-9_])(?P<name>[a-z][a-z0-9]{1,24}(?:Api)?(?:Key|Token|Secret))[\"']?[ \t]{0,3}(?::=|:|=)[ \t]{0,3}[\"']"
+    r"\{?" + GUID + r"\}?[\"']"
+)
+"""`hubspotKey = "<GUID>"`: a camelCase name for one service's key, token or secret, then a quoted GUID."""
+_CAMEL_ID_WORDS = re.compile(
+    r"(?i)^(?:cache|primary|sort|partition|idempotency|object|foreign|routing|dedup|lookup|map|row|index|ref|request|"
+    r"trace|session|storage|lock|queue|topic|event|public|pub|signing|unique|item|entity|record|instrumentation|"
+    r"license|product|registration|csrf|xsrf|page|next|continuation|cursor|sync|resume|push|device|node|cluster)"
+)
+_NTLM_AUTHENTICATE = re.compile(r"(?<![A-Za-z0-9+/])TlRMTVNTUAAD[A-Za-z0-9+/]{40,}")
+"""An NTLM AUTHENTICATE message in base64 (`TlRMTVNTUAAD…`, MS-NLMP 2.2.1.3): it carries the challenge responses,
+crackable, whether or not its fields add up."""
+_SQL_HASH = re.compile(
+    r"(?i)identified[ \t]+(?:with[ \t]+'?\w{1,40}'?[ \t]+)?(?:as|by[ \t]+password)[ \t]+'\*[0-9A-F]{40}'"
+)
+"""`IDENTIFIED WITH 'mysql_native_password' AS '*92FD…'`: a MySQL password hash (SHA-1 twice), crackable."""
+_DEFAULT_ARG = re.compile(
+    r"(?i)(?:getenv|environ\.get|env\.get|\.get|GetEnvOrDefault|env)[ \t]*\([ \t]*[\"'][^\"'\n]{1,64}[\"'][ \t]*,[ \t]*"
+    r"[bu]?[\"'](?P<value>[^\s\"'`]{8,128})[\"']"
+)
+"""A literal default of an environment lookup (`getenv("DBPW", b"GEHE1MNIS")`): on a line that names a password or a
+secret, the value the program runs with when the variable is unset."""
 _GUID_KEY = re.compile(
     r"(?<![A-Za-z0-9_])(?P<name>[A-Z][A-Z0-9_-]{3,40})[\"']?[ \t]{0,3}(?::=|:|=)[ \t]{0,3}[\"']?"
     r"\{?" + GUID + r"\}?(?![0-9A-Za-z-])"
@@ -364,6 +393,17 @@ def _distinct_bytes(run: str) -> bool:
     return len(values) >= 5
 
 
+def _default_secret(value: str) -> bool:
+    """Whether an environment lookup's literal default could be a password: letters and digits, not a placeholder,
+    a template, a documentation value, code, a path or a URL (a word with digits counts: `GEHEIMN1S`)."""
+    lower, upper, digit = _classes(value)
+    if not digit or not (lower or upper) or is_placeholder(value) or is_template(value) or _CODE.search(value):
+        return False
+    if "://" in value or value.startswith(("/", "./", "~")) or _DOTTED.fullmatch(value) or _GUID.fullmatch(value):
+        return False
+    return not (documentation_value(value, strict=False) or _HEX_OR_DIGITS.fullmatch(value))
+
+
 SHAPED_LINES = 64
 """The shaped rules read a value's first lines only (a longer text is a document: the detectors' call)."""
 
@@ -380,12 +420,22 @@ def shaped_secret(text: str) -> bool:
             name = match.group("name").upper()
             if _GUID_KEY_NAME.fullmatch(name) and not _ID_KEY_WORDS.match(name):
                 return True
+    if "Key" in head or "Token" in head or "Secret" in head:
+        for match in _CAMEL_GUID_KEY.finditer(head):
+            if not _CAMEL_ID_WORDS.match(match.group("name")):
+                return True
+    if "TlRMTVNTUAAD" in head:
+        for match in _NTLM_AUTHENTICATE.finditer(head):
+            if not documentation_value(match.group(), shape=False):
+                return True
     if "," in head:
         for match in _BYTE_RUN.finditer(head):  # the run first (it starts at a bracket), then its label
             label = _BYTES_LABEL.search(head, max(0, match.start() - 64), match.start())
             if label is not None and _distinct_bytes(match.group("bytes")):
                 return True
     low = head.lower()
+    if "identified" in low and _SQL_HASH.search(head):
+        return True
     if "uthori" in low:
         for match in _AUTH_SCHEME.finditer(head):
             value = match.group("value")
@@ -407,6 +457,9 @@ def shaped_secret(text: str) -> bool:
                 for match in _LITERAL.finditer(line):
                     value = match.group("value")
                     if not _SECRET_LABEL_WORD.search(value) and credential_like(value):
+                        return True
+                for match in _DEFAULT_ARG.finditer(line) if "(" in line else ():
+                    if _default_secret(match.group("value")):
                         return True
     return False
 
