@@ -222,6 +222,27 @@ def short_line_secret(text: str, decode: bool = True) -> bool:
     return False
 
 
+_UNSEPARATED_PREFIX = re.compile(r"EAA[A-Z][A-Za-z0-9]{90,}|IGQ[VW][A-Za-z0-9_-]{90,}")
+"""Facebook and Instagram Graph API access tokens (`EAA…`, `IGQV…`): a vendor's prefix with no separator after it."""
+
+
+def lone_secret(text: str) -> bool:
+    """Whether `text`, whole, is a token `bare_secret` calls random that has what ids in a URI's path lack: an id
+    joined to a secret by `|` (`<app id>|<secret>`), base64's `+`, or a run of upper-case letters and digits only
+    (a base32 OTP seed, `dt0c01.<upper-case runs>`). For values with no name, where a lone token is otherwise an id
+    (mixed-case and lower-case ids, `_`, `-`, `/` are what ids are made of)."""
+    token = text.strip()
+    if len(token) < 16 or not bare_secret(token):
+        return False
+    if "|" in token or "+" in token:
+        return True
+    parts = [part for part in _TOKEN_PARTS.split(token) if part]
+    core = max(parts, key=len) if parts else ""
+    if _BASE32.fullmatch(core) is not None or _ONE_CASE.fullmatch(core) is not None:
+        return True
+    return _UNSEPARATED_PREFIX.match(token) is not None
+
+
 _B64_TOKEN = re.compile(r"[A-Za-z0-9+/]{20,}={0,2}|[A-Za-z0-9_-]{20,}")
 
 
@@ -588,6 +609,8 @@ def _decoded(text: str) -> Iterator[Any]:
         yield parsed
 
 
+DECODED_KEY = "decoded"
+"""The name a nameless value's decoded view is judged under (no name that says opaque: the bare rule applies)."""
 _QUERY_PAIR = re.compile(r"(?:^|[?&;\n])(?P<name>[A-Za-z][A-Za-z0-9_.-]{0,63})=(?P<value>[^&#;\s]{16,1024})")
 """A URI's query member (`?name=value`): its value judged as the member `name` (the bare rule by its name)."""
 
@@ -617,13 +640,16 @@ def _text_holds(text: str, key: str | None, depth: int) -> bool:
         return True  # a line of text where no name was given (a URI's path): an id is one token, a line is not
     if key is None and "=" in text and depth < MAX_DEPTH and _query_holds(text, depth):
         return True
-    if key is None and prefixed_secret(text):
-        return True  # a vendor's prefix says what a lone token is, even where a one-token value is an id
+    if key is None and (prefixed_secret(text) or lone_secret(text)):
+        return True  # a vendor's prefix or a secret's alphabet says what a lone token is, where one is an id
     if labelled_secret(text) or shaped_secret(text) or paired_secret(text):
         return True
     if depth >= MAX_DEPTH:
         return False
-    return any(holds_secret(view, key, depth + 1) for view in _decoded(text))
+    # What an encoded value spells is judged as a member's value even where the value had no name: an id is an opaque
+    # token as sent, never base64 or hex of a line of text.
+    named = DECODED_KEY if key is None else key
+    return any(holds_secret(view, named, depth + 1) for view in _decoded(text))
 
 
 def holds_secret(value: Any, key: str | None = None, depth: int = 0, nesting: int = 0) -> bool:
