@@ -640,7 +640,7 @@ def _text_holds(text: str, key: str | None, depth: int) -> bool:
         return True  # a line of text where no name was given (a URI's path): an id is one token, a line is not
     if key is None and "=" in text and depth < MAX_DEPTH and _query_holds(text, depth):
         return True
-    if key is None and (prefixed_secret(text) or lone_secret(text)):
+    if (key is None or key == DECODED_KEY) and (prefixed_secret(text) or lone_secret(text)):
         return True  # a vendor's prefix or a secret's alphabet says what a lone token is, where one is an id
     if labelled_secret(text) or shaped_secret(text) or paired_secret(text):
         return True
