@@ -124,6 +124,9 @@ SET_ASIDE = {
     "marked": "says it is test data (`NEGATIVE:`, `EXAMPLE`)",
     "elsewhere": "holds no secret: the line the scanner reports starts a multi-line credential whose secret is on"
     " other lines (a JSON member naming the credential's type, an XML start tag with no value in it)",
+    "false": "its sample file puts it under a `FALSE` header (CredSweeper's documentation samples: a line the"
+    " documentation mode reports that the samples' authors mark as no credential); needs the CredSweeper checkout"
+    " the corpora were built from (`SOURCES.json`)",
 }
 """Public items counted apart, and why: the corpora label every line their scanners report, ids included."""
 
@@ -190,11 +193,26 @@ def generated_secrets(seed: int = 30, families: Iterable[str] | None = None) -> 
     return out
 
 
+def _false_lines() -> set[str]:
+    """Item ids (`cs:<sample>:<line>`) of the CredSweeper lines under a `FALSE` header, read from the checkout the
+    corpora's `SOURCES.json` names (empty when it is not there)."""
+    from bench.public_corpus import corpora_dir, credsweeper_false_lines
+
+    try:
+        root = json.loads((corpora_dir() / "SOURCES.json").read_text(encoding="utf-8")).get("credsweeper")
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(root, str) or not Path(root).is_dir():
+        return set()
+    return {f"cs:{name}:{number}" for name, number in credsweeper_false_lines(Path(root))}
+
+
 def public_secrets(limit: int | None = None, split: str | None = None) -> list[Secret]:
     """gitleaks' true positives and CredSweeper's positives (single-line, with a known value), read now; `split`:
     only the items of that split (`tune`, `heldout`)."""
     from bench.public_corpus import corpora_dir
 
+    false_lines = _false_lines()
     out: list[Secret] = []
     for name in ("gitleaks_tps", "credsweeper_pos"):
         path = corpora_dir() / f"{name}.jsonl"
@@ -211,8 +229,8 @@ def public_secrets(limit: int | None = None, split: str | None = None) -> list[S
                 continue
             family = str(item.get("family"))
             reported = item.get("secret") if isinstance(item.get("secret"), str) else None
-            out.append(Secret(f"{name}:{family}", text.strip(), value, str(item.get("split") or ""),
-                              set_aside(family, text.strip(), value, reported)))  # fmt: skip
+            aside = "false" if item.get("id") in false_lines else set_aside(family, text.strip(), value, reported)
+            out.append(Secret(f"{name}:{family}", text.strip(), value, str(item.get("split") or ""), aside))
     rng = random.Random(30)
     rng.shuffle(out)
     return out[:limit] if limit is not None else out
