@@ -103,8 +103,9 @@ def _encoded_json(text: str) -> Any:
 def _unwrap_json_strings(value: Any, depth: int = 0) -> Any:
     """`value` with every string that is the JSON text of a string replaced by what it spells (again, while it
     still is one, `MAX_JSON_LAYERS` at most): the redactor parses JSON inside a string once, so an object
-    encoded twice reaches it as text, where a key rule (a JWK's `d` beside `kty`) cannot see it. The same
-    object back when there is nothing to unwrap."""
+    encoded twice reaches it as text, where a key rule (a JWK's `d` beside `kty`) cannot see it. A string with
+    terminal codes or `\\xNN` escapes is read as `unescaped` reads it. The same object back when there is nothing
+    to unwrap."""
     if isinstance(value, str):
         text = value.strip()
         layers = 0
@@ -119,7 +120,10 @@ def _unwrap_json_strings(value: Any, depth: int = 0) -> Any:
         if layers:
             return text
         spelled = _encoded_json(text)
-        return value if spelled is None or depth >= 64 else _unwrap_json_strings(spelled, depth + 1)
+        if spelled is None:
+            plain = unescaped(value)  # terminal colour codes glued to a key hide its start from the detectors
+            return value if plain is None else plain
+        return value if depth >= 64 else _unwrap_json_strings(spelled, depth + 1)
     if depth >= 64:
         return value
     if isinstance(value, Mapping):
@@ -127,23 +131,6 @@ def _unwrap_json_strings(value: Any, depth: int = 0) -> Any:
         return value if all(items[k] is value[k] for k in value) else items
     if isinstance(value, list):
         out = [_unwrap_json_strings(item, depth + 1) for item in value]
-        return value if all(a is b for a, b in zip(out, value, strict=True)) else out
-    return value
-
-
-def _unescaped_strings(value: Any, depth: int = 0) -> Any:
-    """`value` with every string that holds terminal codes or `\\xNN` escapes read as `unescaped` reads it (the same
-    object back when none does)."""
-    if isinstance(value, str):
-        plain = unescaped(value)
-        return value if plain is None else plain
-    if depth >= 64:
-        return value
-    if isinstance(value, Mapping):
-        items = {key: _unescaped_strings(item, depth + 1) for key, item in value.items()}
-        return value if all(items[k] is value[k] for k in value) else items
-    if isinstance(value, list):
-        out = [_unescaped_strings(item, depth + 1) for item in value]
         return value if all(a is b for a, b in zip(out, value, strict=True)) else out
     return value
 
@@ -219,12 +206,6 @@ class SecretGuard(Transform):
             probe.kind, probe.principal, probe.pseudonymizer = ctx.kind, ctx.principal, ctx.pseudonymizer
         new = self._redactor_for(value).apply(value, probe)
         found: dict[str, int] = dict(probe.report.get("redacted", {}))
-        if not found and self.decode:
-            plain = _unescaped_strings(value)
-            if plain is not value:  # terminal colour codes glued to a value hide its start from the detectors
-                got = self.findings(plain, ctx, key)
-                if got[1]:
-                    return got
         if not found and self.decode:
             unwrapped = _unwrap_json_strings(value)
             if unwrapped is not value:  # JSON text of JSON text (or encoded): judged as the object it spells
