@@ -354,10 +354,12 @@ _ID_KEY_WORDS = re.compile(
     r"TRACE|SESSION_ID|STORAGE|LOCK|QUEUE|TOPIC|EVENT|PUBLIC|PUB|SIGNING_KEY_ID)[_-]"
 )
 _CAMEL_GUID_KEY = re.compile(
-    r"(?<![A-Za-z0-9_])(?P<name>[a-z][a-z0-9]{1,24}(?:Api)?(?:Key|Token|Secret))[\"']?[ \t]{0,3}(?::=|:|=)[ \t]{0,3}[\"']"
-    r"\{?" + GUID + r"\}?[\"']"
+    r"(?:Key|Token|Secret)[\"']?[ \t]{0,3}(?::=|:|=)[ \t]{0,3}[\"']\{?" + GUID + r"\}?[\"']"
 )
-"""`hubspotKey = "<GUID>"`: a camelCase name for one service's key, token or secret, then a quoted GUID."""
+"""`hubspotKey = "<GUID>"`: a camelCase name for one service's key, token or secret, then a quoted GUID (found from
+the name's last word, the rest of the name read back from there: a pattern starting at a lower-case letter would
+be tried at every position)."""
+_CAMEL_HEAD = re.compile(r"(?<![A-Za-z0-9_])[a-z][a-z0-9]{1,24}(?:Api)?$")
 _CAMEL_ID_WORDS = re.compile(
     r"(?i)^(?:cache|primary|sort|partition|idempotency|object|foreign|routing|dedup|lookup|map|row|index|ref|request|"
     r"trace|session|storage|lock|queue|topic|event|public|pub|signing|unique|item|entity|record|instrumentation|"
@@ -443,7 +445,8 @@ def shaped_secret(text: str) -> bool:
                 return True
     if "Key" in head or "Token" in head or "Secret" in head:
         for match in _CAMEL_GUID_KEY.finditer(head):
-            if not _CAMEL_ID_WORDS.match(match.group("name")):
+            name = _CAMEL_HEAD.search(head, max(0, match.start() - 30), match.start())
+            if name is not None and not _CAMEL_ID_WORDS.match(name.group()):
                 return True
     if "TlRMTVNTUAAD" in head:
         for match in _NTLM_AUTHENTICATE.finditer(head):
@@ -576,6 +579,18 @@ or an SGR code that lost its ESC: `[0m`): glued to a value, it hides the value's
 _ESCAPE_MARKS = ("\x1b", "[0m", "[m", "\\x", "\\u", "\\033", "\\e[")
 """Substrings one of which any text `unescaped` changes holds (a cheap test before the patterns run)."""
 _ESCAPE = re.compile(r"\\x([0-9A-Fa-f]{2})|\\u([0-9A-Fa-f]{4})")
+
+
+_TERMINAL_MARKS = ("\x1b", "[0m", "\\x1b", "\\x1B", "\\033", "\\u001b", "\\u001B", "\\e[")
+
+
+def without_terminal_codes(text: str) -> str | None:
+    r"""`text` without terminal colour and cursor codes (raw, escaped, or an SGR code that lost its ESC), or None when
+    it has none: a code glued to a key (`ESC[93msk-…`) hides the key's start from a detector's boundary."""
+    if not any(mark in text for mark in _TERMINAL_MARKS):
+        return None
+    out = _ANSI.sub("", text)
+    return out if out != text else None
 
 
 def unescaped(text: str) -> str | None:
