@@ -22,7 +22,9 @@ member's value (an argument, or a member of JSON inside one):
   literal fallback, a product key after a label.
 
 Where no name was given (a URI's views), a line with blanks or quotes gets the short-line rule and a query
-member is judged under its own name; a one-token value stays an id.
+member is judged under its own name; a one-token value stays an id unless a vendor's prefix or a secret's
+alphabet marks it (`lone_secret`: `|`, `+`, upper case and digits only), and what it spells decoded is judged as a
+member's value (`DECODED_KEY`).
 
 Each text is also read decoded (`%XX`, base64, hex, gzip then base64, JSON inside a string, terminal codes
 stripped and `\\xNN` escapes read), the views the redactor reads, so an encoded value is judged as what it
@@ -105,7 +107,8 @@ _LABEL = re.compile(  # (after a Korean label word, Hangul words may stand where
     r"(?i)(?:(?<![A-Za-z0-9+])|(?<=[_.-]))"  # a label word starts a name or follows `_`, `.`, `-` in one
     r"(?:" + FOREIGN_PASSWORD_WORDS + r"|pa{0,2}s{0,2}wo?r?s?d|pa?ss(?:phrase)?|pw|p/w|secret|token|api[_-]?key|key|"
     r"authori[sz]ation|authentication|auth|credentials?|nonce|salt|session|identified[ \t]+by)"
-    r"(?P<tail>[A-Za-z0-9_.-]{0,24}?)(?:\([A-Za-z0-9_.-]{1,24}\)|\))?(?P<gap>(?:[ \t]{1,2}for[ \t]{1,2}[A-Za-z]{1,16}|,[A-Za-z]{1,12})?)"
+    r"(?P<tail>[A-Za-z0-9_.-]{0,24}?)(?:\([A-Za-z0-9_.-]{1,24}\)|\))?"
+    r"(?P<gap>(?:[ \t]{1,2}for[ \t]{1,2}[A-Za-z]{1,16}|,[A-Za-z]{1,12})?)"
     r"[ \t]{0,3}[\"']?[ \t]{0,3}(?P<sep>:=|:{1,3}=?|=>|!?==?=?|[ \t]|/|[\uac00-\ud7a3]{1,6}[ \t]{0,2}[:=]?)"
     r"[ \t]{0,3}(?:[bBuU](?=[\"']))?[\"'(]?"
     r"(?P<value>[^\s\"'`<>;,(){}\[\]]{8,1024})(?![^\s\"'`<>;,(){}\[\]])"
@@ -304,7 +307,8 @@ def _name_before(text: str, end: int) -> tuple[str, str]:
 
 
 _LABEL_WORD = re.compile(
-    r"p(?:a{0,2}s{0,2}wo?r?s?d|a?ss|w|/w)|secret|token|key|auth|credential|nonce|salt|session|identified|" + _FOREIGN_ASCII
+    r"p(?:a{0,2}s{0,2}wo?r?s?d|a?ss|w|/w)|secret|token|key|auth|credential|nonce|salt|session|identified|"
+    + _FOREIGN_ASCII
 )
 """Where `_LABEL` can start, in lower-cased text: found first, because a case-blind scan is several times slower."""
 _FOREIGN_WORD = re.compile(_FOREIGN_OTHER)
@@ -353,9 +357,7 @@ _ID_KEY_WORDS = re.compile(
     r"(?:CACHE|PRIMARY|SORT|PARTITION|IDEMPOTENCY|OBJECT|FOREIGN|ROUTING|DEDUP|LOOKUP|MAP|ROW|INDEX|REF|REQUEST|"
     r"TRACE|SESSION_ID|STORAGE|LOCK|QUEUE|TOPIC|EVENT|PUBLIC|PUB|SIGNING_KEY_ID)[_-]"
 )
-_CAMEL_GUID_KEY = re.compile(
-    r"(?:Key|Token|Secret)[\"']?[ \t]{0,3}(?::=|:|=)[ \t]{0,3}[\"']\{?" + GUID + r"\}?[\"']"
-)
+_CAMEL_GUID_KEY = re.compile(r"(?:Key|Token|Secret)[\"']?[ \t]{0,3}(?::=|:|=)[ \t]{0,3}[\"']\{?" + GUID + r"\}?[\"']")
 """`hubspotKey = "<GUID>"`: a camelCase name for one service's key, token or secret, then a quoted GUID (found from
 the name's last word, the rest of the name read back from there: a pattern starting at a lower-case letter would
 be tried at every position)."""
@@ -493,7 +495,10 @@ _ID_PW_LABEL = re.compile(
 )
 """A label naming an account and its password together (`ID/PW`, `ID/Pass`, `IP ID PW`, `아이디/PW`)."""
 _IPV4 = r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])"
-_PAIR = r"(?P<user>[A-Za-z][\w.@-]{1,31})(?P<sep>[ \t]{0,2}//?[ \t]{0,2}|\(|,[ \t]{0,2}|[ \t]+)(?P<value>[^\s/()\"'`,;]{8,64})(?!/)"
+_PAIR = (
+    r"(?P<user>[A-Za-z][\w.@-]{1,31})(?P<sep>[ \t]{0,2}//?[ \t]{0,2}|\(|,[ \t]{0,2}|[ \t]+)"
+    r"(?P<value>[^\s/()\"'`,;]{8,64})(?!/)"
+)
 _AFTER_LABEL_PAIR = re.compile(r"(?:->|[ \t:()]){1,3}(?:[xX]{2,8}:)?" + _PAIR)
 """Right after the label (`ID/PW->`, `ID/Pass:xxxx:`): a pair further on, or after `-`, `/port:`, is another field."""
 _IP_PAIR = re.compile(_IPV4 + r"[ \t,;(:]{1,3}" + _PAIR)

@@ -37,7 +37,7 @@ def test_set_aside_only_lines_without_a_secret_and_ids(family: str, text: str, r
 def _sample_tree(root: Path) -> None:
     samples = root / "tests" / "samples"
     samples.mkdir(parents=True)
-    (samples / "doc_pairs").write_text("token:Ab3dEf6hIj9\n\nFALSE:\n\"key\":\"some_file_0\"\n\nsecret = x\n")
+    (samples / "doc_pairs").write_text('token:Ab3dEf6hIj9\n\nFALSE:\n"key":"some_file_0"\n\nsecret = x\n')
     (samples / "doc_hash_false").write_text("pw:Ab3dEf6hIj9\n# FALSE\nid:a@b.c,pw:NOTHING1!\n")
     (samples / "other").write_text("FALSE:\npassword = Ab3dEf6hIj9\n")  # not a documentation sample
 

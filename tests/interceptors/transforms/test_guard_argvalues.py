@@ -484,7 +484,7 @@ def test_prefixed_ids_in_uris_pass(uri: str) -> None:
 def _three_classes(seed: int, size: int = 10) -> str:
     """A password with lower case, upper case, digits and a symbol (`iPp9@GRq`-like)."""
     rng = random.Random(seed)
-    body = list(_mixed(seed, size - 1)) + [rng.choice("@#!%")]
+    body = [*_mixed(seed, size - 1), rng.choice("@#!%")]
     rng.shuffle(body)
     return "".join(body)
 
