@@ -617,3 +617,29 @@ def test_a_key_glued_to_terminal_codes_is_found_by_the_detectors(seed: int) -> N
     key = "sk-" + hashlib.md5(random.Random(seed).randbytes(8)).hexdigest()
     found = GUARD.findings({"query": f">>>\x1b[93m{key}\x1b[0m<<<"})[1]
     assert found and "secret_value" not in found  # a detector's entity, not the argument rules' fallback
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "https://admin:{pw}@db.example.com/x",  # userinfo
+        "postgres://app:{pw}@10.0.0.5:5432/db",
+        "notes://n/x;password={pw}",  # a path parameter
+        "notes://n/x#token={pw}",  # a fragment
+        "notes://n/a?api_key={pw}",  # a query member
+        "notes://n/<ID / PW : db / {pw}>",  # a pair pasted into a segment (percent-encoded whole)
+    ],
+)
+@given(seed=st.integers(0, 2**32))
+def test_a_uri_holds_a_secret_wherever_an_argument_would(uri: str, seed: int) -> None:
+    """Userinfo, path parameters, fragments, query members and pasted lines are judged as arguments are: refused,
+    naming `/uri`, never holding the password."""
+    password = _three_classes(seed, 14)
+    assume(credential_like(password))
+    if "<" in uri:
+        head, line = uri.split("<")
+        spelled = head + quote(line.rstrip(">").format(pw=password), safe="")
+    else:
+        spelled = uri.format(pw=quote(password, safe=""))
+    message = _read_refusal(spelled)
+    assert message is not None and "at '/uri'" in message and password not in message
