@@ -106,7 +106,9 @@ class Secret:
 
 ID_FAMILY = re.compile(r"(?i)\buuid\b|\bclient id\b|\bapp id\b|\bdomain\b|\bs3 bucket\b|access-id|client-id")
 """Public families whose value names a thing (a GUID, an app or client id, a host, a bucket, a key's id half)."""
-KEY_ID = re.compile(r"(?:AKIA|ASIA|A3T)[A-Z0-9]{16}")
+KEY_ID = re.compile(r"(?:AKIA|ASIA|A3T)[A-Z0-9]{16}|(?:AC|SK)[0-9a-fA-F]{32}|00D[A-Za-z0-9]{12}(?:[A-Za-z0-9]{3})?")
+"""Values that name a key or an account: AWS access key ids, Twilio account and API key SIDs (`AC…`, `SK…`: the
+key's secret is another value), Salesforce org ids (`00D…`)."""
 OAUTH_CLIENT_ID = re.compile(r"\d{6,16}-[0-9a-z]{32}\.apps\.googleusercontent\.com")
 """A Google OAuth client id, an id when it is the whole line (a line that also holds the client's secret counts)."""
 CLIENT_ID_LABEL = re.compile(r"(?i)client[_-]?id[\"']?\s*[:=]")
@@ -118,15 +120,18 @@ scanners report it for the object it starts, whose secret members are on other l
 START_TAG = re.compile(r"\s*<[A-Za-z][\w:.-]*(?:\s+[\w:.-]+=\"[^\"]*\")*\s*>\s*")
 """A line that is one XML start tag with attributes only (`<token name="token" comment="…">`): the element's value
 is on the lines after it."""
+NEGATIVE_DOC_SAMPLE = re.compile(r"cs:doc_[A-Za-z0-9_]+_n:\d+$")
+"""A line of a CredSweeper documentation sample named as the negative half of a pair (`doc_credentials_n` beside
+`doc_credentials_p`)."""
 SET_ASIDE = {
     "id": "names a key or an object, not a secret (GUIDs, app and client ids, domains, buckets, AWS key ids, Google"
     " OAuth client ids): the guard passes ids by design",
     "marked": "says it is test data (`NEGATIVE:`, `EXAMPLE`)",
     "elsewhere": "holds no secret: the line the scanner reports starts a multi-line credential whose secret is on"
     " other lines (a JSON member naming the credential's type, an XML start tag with no value in it)",
-    "false": "its sample file puts it under a `FALSE` header (CredSweeper's documentation samples: a line the"
-    " documentation mode reports that the samples' authors mark as no credential); needs the CredSweeper checkout"
-    " the corpora were built from (`SOURCES.json`)",
+    "false": "its sample's authors mark it as no credential: under a `FALSE` header of a documentation sample, or in"
+    " the negative half of a documentation sample pair (`doc_get_n` beside `doc_get_p`); lines the documentation mode"
+    " still reports. The header needs the CredSweeper checkout the corpora were built from (`SOURCES.json`)",
 }
 """Public items counted apart, and why: the corpora label every line their scanners report, ids included."""
 
@@ -229,7 +234,9 @@ def public_secrets(limit: int | None = None, split: str | None = None) -> list[S
                 continue
             family = str(item.get("family"))
             reported = item.get("secret") if isinstance(item.get("secret"), str) else None
-            aside = "false" if item.get("id") in false_lines else set_aside(family, text.strip(), value, reported)
+            negative = NEGATIVE_DOC_SAMPLE.match(str(item.get("id")))
+            false = item.get("id") in false_lines or negative is not None
+            aside = "false" if false else set_aside(family, text.strip(), value, reported)
             out.append(Secret(f"{name}:{family}", text.strip(), value, str(item.get("split") or ""), aside))
     rng = random.Random(30)
     rng.shuffle(out)

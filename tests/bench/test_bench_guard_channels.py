@@ -21,6 +21,7 @@ from bench.public_corpus import credsweeper_false_lines
         ("Token", '<token name="token" comment="the value is on the next line">', "", "elsewhere"),
         ("Google Multi", "123456789012-0123456789abcdefghijklmnopqrstuv.apps.googleusercontent.com", "", "id"),
         ("Salesforce Credentials", "t_client_id: 3MVGb3j9DpwrLFc90tWIy.nh7B89Yzeymd", "", "id"),
+        ("Twilio Credentials", "AC4d2f64e2a108cd72f648b1984c3b5a13", "AC4d2f64e2a108cd72f648b1984c3b5a13", "id"),
         ("generic-api-key", 'aws_key_id = "AKIAQWERTYUIOPASDFGH"', "", ""),  # the id is the value, not the line
         ("Token", '<token name="token">kV46hPnEYhCWFnB85r5NrprAxggzgb6G</token>', "", ""),  # the value is here
         ("Token", '<token name="token" comment="x">', "kV46hPnEYhCWFnB85r5N", ""),  # the scanner gave a value
