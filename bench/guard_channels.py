@@ -106,20 +106,45 @@ class Secret:
 
 ID_FAMILY = re.compile(r"(?i)\buuid\b|\bclient id\b|\bapp id\b|\bdomain\b|\bs3 bucket\b|access-id|client-id")
 """Public families whose value names a thing (a GUID, an app or client id, a host, a bucket, a key's id half)."""
-KEY_ID = re.compile(r"(?:AKIA|ASIA|A3T)[A-Z0-9]{16}")
+KEY_ID = re.compile(r"(?:AKIA|ASIA|A3T)[A-Z0-9]{16}|(?:AC|SK)[0-9a-fA-F]{32}|00D[A-Za-z0-9]{12}(?:[A-Za-z0-9]{3})?")
+"""Values that name a key or an account: AWS access key ids, Twilio account and API key SIDs (`AC…`, `SK…`: the
+key's secret is another value), Salesforce org ids (`00D…`)."""
+OAUTH_CLIENT_ID = re.compile(r"\d{6,16}-[0-9a-z]{32}\.apps\.googleusercontent\.com")
+"""A Google OAuth client id, an id when it is the whole line (a line that also holds the client's secret counts)."""
+CLIENT_ID_LABEL = re.compile(r"(?i)client[_-]?id[\"']?\s*[:=]")
+"""A line that labels its value a client id (`t_client_id: 3MVG…`, a Salesforce consumer key: OAuth's public half)."""
 MARKED = re.compile(r"NEGATIVE|EXAMPLE|(?i:example)$")
+TYPE_TAG = re.compile(r"\s*\"(?:kty|type)\"\s*:\s*\"[^\"]*\"\s*,?\s*")
+"""A line that is one JSON member naming a credential's type (`"kty": "RSA",`, `"type": "service_account"`): the
+scanners report it for the object it starts, whose secret members are on other lines."""
+START_TAG = re.compile(r"\s*<[A-Za-z][\w:.-]*(?:\s+[\w:.-]+=\"[^\"]*\")*\s*>\s*")
+"""A line that is one XML start tag with attributes only (`<token name="token" comment="…">`): the element's value
+is on the lines after it."""
+NEGATIVE_DOC_SAMPLE = re.compile(r"cs:doc_[A-Za-z0-9_]+_n:\d+$")
+"""A line of a CredSweeper documentation sample named as the negative half of a pair (`doc_credentials_n` beside
+`doc_credentials_p`)."""
 SET_ASIDE = {
-    "id": "names a key or an object, not a secret (GUIDs, app and client ids, domains, buckets, AWS key ids):"
-    " the guard passes ids by design",
+    "id": "names a key or an object, not a secret (GUIDs, app and client ids, domains, buckets, AWS key ids, Google"
+    " OAuth client ids): the guard passes ids by design",
     "marked": "says it is test data (`NEGATIVE:`, `EXAMPLE`)",
+    "elsewhere": "holds no secret: the line the scanner reports starts a multi-line credential whose secret is on"
+    " other lines (a JSON member naming the credential's type, an XML start tag with no value in it)",
+    "false": "its sample's authors mark it as no credential: under a `FALSE` header of a documentation sample, or in"
+    " the negative half of a documentation sample pair (`doc_get_n` beside `doc_get_p`); lines the documentation mode"
+    " still reports. The header needs the CredSweeper checkout the corpora were built from (`SOURCES.json`)",
 }
 """Public items counted apart, and why: the corpora label every line their scanners report, ids included."""
 
 
-def set_aside(family: str, text: str, value: str) -> str:
-    """The `SET_ASIDE` reason for a public item, or empty (counted)."""
-    if ID_FAMILY.search(family) or KEY_ID.fullmatch(value.strip().strip("\"', ")):
+def set_aside(family: str, text: str, value: str, reported: str | None = None) -> str:
+    """The `SET_ASIDE` reason for a public item, or empty (counted). `reported`: the corpus's own value for the item
+    (empty or None when the scanner gave none)."""
+    if ID_FAMILY.search(family) or KEY_ID.fullmatch(value.strip().strip("\"', ")) or CLIENT_ID_LABEL.search(text):
         return "id"
+    if OAUTH_CLIENT_ID.fullmatch(text.strip().strip("\"', ")):
+        return "id"
+    if TYPE_TAG.fullmatch(text) or (not reported and START_TAG.fullmatch(text)):
+        return "elsewhere"
     return "marked" if MARKED.search(text) else ""
 
 
@@ -173,11 +198,26 @@ def generated_secrets(seed: int = 30, families: Iterable[str] | None = None) -> 
     return out
 
 
+def _false_lines() -> set[str]:
+    """Item ids (`cs:<sample>:<line>`) of the CredSweeper lines under a `FALSE` header, read from the checkout the
+    corpora's `SOURCES.json` names (empty when it is not there)."""
+    from bench.public_corpus import corpora_dir, credsweeper_false_lines
+
+    try:
+        root = json.loads((corpora_dir() / "SOURCES.json").read_text(encoding="utf-8")).get("credsweeper")
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(root, str) or not Path(root).is_dir():
+        return set()
+    return {f"cs:{name}:{number}" for name, number in credsweeper_false_lines(Path(root))}
+
+
 def public_secrets(limit: int | None = None, split: str | None = None) -> list[Secret]:
     """gitleaks' true positives and CredSweeper's positives (single-line, with a known value), read now; `split`:
     only the items of that split (`tune`, `heldout`)."""
     from bench.public_corpus import corpora_dir
 
+    false_lines = _false_lines()
     out: list[Secret] = []
     for name in ("gitleaks_tps", "credsweeper_pos"):
         path = corpora_dir() / f"{name}.jsonl"
@@ -193,8 +233,11 @@ def public_secrets(limit: int | None = None, split: str | None = None) -> list[S
             if split is not None and item.get("split") != split:
                 continue
             family = str(item.get("family"))
-            out.append(Secret(f"{name}:{family}", text.strip(), value, str(item.get("split") or ""),
-                              set_aside(family, text.strip(), value)))  # fmt: skip
+            reported = item.get("secret") if isinstance(item.get("secret"), str) else None
+            negative = NEGATIVE_DOC_SAMPLE.match(str(item.get("id")))
+            false = item.get("id") in false_lines or negative is not None
+            aside = "false" if false else set_aside(family, text.strip(), value, reported)
+            out.append(Secret(f"{name}:{family}", text.strip(), value, str(item.get("split") or ""), aside))
     rng = random.Random(30)
     rng.shuffle(out)
     return out[:limit] if limit is not None else out
@@ -304,6 +347,8 @@ class Run:
     """Per channel, `plain` and `encoded` tallies of the items set aside (`Secret.aside`), not in `channels`."""
     held: dict[str, Counter[str]] = field(default_factory=dict)
     """Per channel, how many cases of each family did not reach the upstream (refused, or lost)."""
+    leaks: dict[str, list[tuple[Secret, str]]] = field(default_factory=dict)
+    """Per channel, every counted `(secret, encoding)` that reached the upstream (`--leaks` prints them)."""
 
 
 async def run_cases(
@@ -337,6 +382,7 @@ async def run_cases(
     tallies = {c: {e: Tally() for e in encodings} for c in channels}
     aside = {c: {"plain": Tally(), "encoded": Tally()} for c in channels}
     held: dict[str, Counter[str]] = {c: Counter() for c in channels}
+    leaks: dict[str, list[tuple[Secret, str]]] = {c: [] for c in channels}
     audited: dict[str, int] = {}
     controls: dict[str, bool] = {}
     with tempfile.TemporaryDirectory() as folder:
@@ -377,6 +423,8 @@ async def run_cases(
                             tally.sent += 1
                             if any(marker in s for m in log.new() for s in _strings(m)):
                                 tally.reached += 1
+                                if not secret.aside:
+                                    leaks[channel].append((secret, encoding))
                                 if len(tally.examples) < 5:
                                     tally.examples.append(secret.family)
                                 continue
@@ -389,7 +437,7 @@ async def run_cases(
                     audited[channel] = counters.get("denied", 0) - denied_before
         finally:
             stages.close()
-    return Run(tallies, controls, time.process_time() - started, audited, aside, held)
+    return Run(tallies, controls, time.process_time() - started, audited, aside, held, leaks)
 
 
 # --- the report ----------------------------------------------------------------------------------------------
@@ -457,6 +505,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--benign", action="store_true", help="send the benign corpora instead (tool_args, plain) and count refusals"
     )
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--leaks", action="store_true", help="also print every counted item that reached the upstream (text cut)"
+    )
     args = parser.parse_args(argv)
     if args.benign:
         return _benign_main(args)
@@ -475,7 +526,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         split = f", split {args.split}" if args.split else ""
         print(f"policy {args.policy}, {len(secrets)} secrets ({args.source}{split}), {run.seconds:.1f} s CPU")
         print(format_summary(data))
+    if args.leaks:
+        print(format_leaks(run))
     return 0
+
+
+def format_leaks(run: Run, width: int = 160) -> str:
+    """Every counted item that reached the upstream, per channel: `encoding family | the text sent (cut)`."""
+    lines: list[str] = []
+    for channel, leaked in run.leaks.items():
+        for secret, encoding in leaked:
+            text = secret.spelled if len(secret.spelled) <= width else secret.spelled[: width - 1] + "…"
+            lines.append(f"leak {channel} {encoding} {secret.family} | {text!r}")
+    return "\n".join(lines)
 
 
 BENIGN_CORPORA = ("gitleaks_fps", "credsweeper_neg", "realworld_benign")

@@ -397,6 +397,28 @@ def _text_file(path: Path) -> str | None:
         return None
 
 
+_FALSE_HEADER = re.compile(r"#?[ \t]*FALSE:?[ \t]*")
+
+
+def credsweeper_false_lines(root: Path) -> set[tuple[str, int]]:
+    """`(sample, line number)` of the lines CredSweeper's documentation samples (`doc_*`) put under a `FALSE`
+    header (`FALSE:`, `# FALSE`): lines their authors mark as no credential, which the documentation mode's expected
+    report still lists (`"key":"attached_file_0"`)."""
+    out: set[tuple[str, int]] = set()
+    samples = root / "tests" / "samples"
+    if not samples.is_dir():
+        return out
+    for path in sorted(samples.glob("doc_*")):
+        text = _text_file(path) if path.is_file() else None
+        under = False
+        for number, line in enumerate((text or "").splitlines(), 1):
+            if _FALSE_HEADER.fullmatch(line.strip()):
+                under = True
+            elif under and line.strip():
+                out.add((path.name, number))
+    return out
+
+
 def credsweeper_items(root: Path) -> Iterator[dict[str, Any]]:
     samples = root / "tests" / "samples"
     positives = _reported_lines(root / "tests" / "data" / "output.json")

@@ -22,7 +22,9 @@ member's value (an argument, or a member of JSON inside one):
   literal fallback, a product key after a label.
 
 Where no name was given (a URI's views), a line with blanks or quotes gets the short-line rule and a query
-member is judged under its own name; a one-token value stays an id.
+member is judged under its own name; a one-token value stays an id unless a vendor's prefix or a secret's
+alphabet marks it (`lone_secret`: `|`, `+`, upper case and digits only), and what it spells decoded is judged as a
+member's value (`DECODED_KEY`).
 
 Each text is also read decoded (`%XX`, base64, hex, gzip then base64, JSON inside a string, terminal codes
 stripped and `\\xNN` escapes read), the views the redactor reads, so an encoded value is judged as what it
@@ -76,6 +78,8 @@ _TOKEN_PARTS = re.compile(r"[.|:~]")
 _SHORT_ALPHABET = re.compile(r"[A-Za-z0-9_-]+")
 """A token of 16 to 23 characters is judged only in this alphabet (`/` and `:` join names and paths)."""
 _BASE32 = re.compile(r"[A-Z2-7]{16,128}={0,6}")
+_ONE_CASE = re.compile(r"[A-Z0-9]{32,1024}")
+_LONG_PART = re.compile(r"(?:^|[.:])(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{32,}(?:$|[.:])")
 KEY_IDS = ("aws_access_key_id", "sumologic_access_id")
 """Credentials' public halves: the ids that name a key (`AKIA…`, `su…`). Results mask them (category `credential`),
 but the guard lets them pass by default (its default `disabled_detectors`): tools that manage keys take them as
@@ -101,11 +105,12 @@ MAX_LINE = 200
 """A one-line value this short is read token by token (longer text is a document: the detectors' call)."""
 _LABEL = re.compile(  # (after a Korean label word, Hangul words may stand where a separator would)
     r"(?i)(?:(?<![A-Za-z0-9+])|(?<=[_.-]))"  # a label word starts a name or follows `_`, `.`, `-` in one
-    r"(?:" + FOREIGN_PASSWORD_WORDS + r"|pa{0,2}s{0,2}wo?r?s?d|pa?ss(?:phrase)?|pw|secret|token|api[_-]?key|key|"
+    r"(?:" + FOREIGN_PASSWORD_WORDS + r"|pa{0,2}s{0,2}wo?r?s?d|pa?ss(?:phrase)?|pw|p/w|secret|token|api[_-]?key|key|"
     r"authori[sz]ation|authentication|auth|credentials?|nonce|salt|session|identified[ \t]+by)"
-    r"(?P<tail>[A-Za-z0-9_.-]{0,24}?)\)?(?P<gap>(?:[ \t]{1,2}for[ \t]{1,2}[A-Za-z]{1,16}|,[A-Za-z]{1,12})?)"
+    r"(?P<tail>[A-Za-z0-9_.-]{0,24}?)(?:\([A-Za-z0-9_.-]{1,24}\)|\))?"
+    r"(?P<gap>(?:[ \t]{1,2}for[ \t]{1,2}[A-Za-z]{1,16}|,[A-Za-z]{1,12})?)"
     r"[ \t]{0,3}[\"']?[ \t]{0,3}(?P<sep>:=|:{1,3}=?|=>|!?==?=?|[ \t]|/|[\uac00-\ud7a3]{1,6}[ \t]{0,2}[:=]?)"
-    r"[ \t]{0,3}[\"'(]?"
+    r"[ \t]{0,3}(?:[bBuU](?=[\"']))?[\"'(]?"
     r"(?P<value>[^\s\"'`<>;,(){}\[\]]{8,1024})(?![^\s\"'`<>;,(){}\[\]])"
 )
 _NOT_A_SECRET_LABEL = re.compile(
@@ -156,8 +161,8 @@ def _not_secret_shape(token: str) -> bool:
         return True
     if _GUID.fullmatch(token) or _HEX_OR_DIGITS.fullmatch(token) or "://" in token or token.startswith(("/", "./")):
         return True
-    if _EMAIL.fullmatch(token) or _host(token) or _DOTTED.fullmatch(token):
-        return True
+    if _EMAIL.fullmatch(token) or _host(token) or (_DOTTED.fullmatch(token) and not _LONG_PART.search(token)):
+        return True  # (a dotted name's parts are names: a part of 32+ letters and digits is no name)
     if token.startswith(("...", "…")) or token.endswith(("...", "…")):
         return True  # an excerpt, elided
     if names_a_key(token):
@@ -174,6 +179,10 @@ def _random(token: str) -> bool:
         # An OTP seed or a base32 key: upper case and 2-7 only, digits spread through it, no words.
         digits = sum(c.isdigit() for c in token)
         return digits >= 2 and 3 * _wordy(token) <= 2 * len(token) and shannon_entropy(token) >= 3.5
+    if len(token) >= 32 and _ONE_CASE.fullmatch(token) and not _HEX_OR_DIGITS.fullmatch(token):
+        # Upper-case letters and digits (`dt0c01.<24>.<64>`'s parts): digits through it, no words, dense.
+        digits = sum(c.isdigit() for c in token)
+        return digits >= 4 and 3 * _wordy(token) <= len(token) and shannon_entropy(token) >= 4.0
     if not 16 <= len(token) < 24 or not all(_classes(token)) or _SHORT_ALPHABET.fullmatch(token) is None:
         return False
     return 3 * _wordy(token) < len(token) and shannon_entropy(token) >= 3.5
@@ -214,6 +223,27 @@ def short_line_secret(text: str, decode: bool = True) -> bool:
         if said is not None and (short_line_secret(said, decode=False) or labelled_secret(said)):
             return True
     return False
+
+
+_UNSEPARATED_PREFIX = re.compile(r"EAA[A-Z][A-Za-z0-9]{90,}|IGQ[VW][A-Za-z0-9_-]{90,}")
+"""Facebook and Instagram Graph API access tokens (`EAA…`, `IGQV…`): a vendor's prefix with no separator after it."""
+
+
+def lone_secret(text: str) -> bool:
+    """Whether `text`, whole, is a token `bare_secret` calls random that has what ids in a URI's path lack: an id
+    joined to a secret by `|` (`<app id>|<secret>`), base64's `+`, or a run of upper-case letters and digits only
+    (a base32 OTP seed, `dt0c01.<upper-case runs>`). For values with no name, where a lone token is otherwise an id
+    (mixed-case and lower-case ids, `_`, `-`, `/` are what ids are made of)."""
+    token = text.strip()
+    if len(token) < 16 or not bare_secret(token):
+        return False
+    if "|" in token or "+" in token:
+        return True
+    parts = [part for part in _TOKEN_PARTS.split(token) if part]
+    core = max(parts, key=len) if parts else ""
+    if _BASE32.fullmatch(core) is not None or _ONE_CASE.fullmatch(core) is not None:
+        return True
+    return _UNSEPARATED_PREFIX.match(token) is not None
 
 
 _B64_TOKEN = re.compile(r"[A-Za-z0-9+/]{20,}={0,2}|[A-Za-z0-9_-]{20,}")
@@ -277,7 +307,8 @@ def _name_before(text: str, end: int) -> tuple[str, str]:
 
 
 _LABEL_WORD = re.compile(
-    r"p(?:a{0,2}s{0,2}wo?r?s?d|a?ss|w)|secret|token|key|auth|credential|nonce|salt|session|identified|" + _FOREIGN_ASCII
+    r"p(?:a{0,2}s{0,2}wo?r?s?d|a?ss|w|/w)|secret|token|key|auth|credential|nonce|salt|session|identified|"
+    + _FOREIGN_ASCII
 )
 """Where `_LABEL` can start, in lower-cased text: found first, because a case-blind scan is several times slower."""
 _FOREIGN_WORD = re.compile(_FOREIGN_OTHER)
@@ -306,9 +337,11 @@ def labelled_secret(text: str) -> bool:
     for match in _labels(text):
         prefix, before = _name_before(text, match.start())
         tail = match.group("tail")
-        slash = (before == "/") != (match.group("sep") == "/") and match.group(0).isascii()
+        sep = match.group("sep")
+        slash = (before == "/") != (sep == "/") and match.group(0).isascii() and not (before == "/" and sep[:1] == ":")
         if before == "+" or slash or _NOT_A_SECRET_LABEL.search(prefix + tail):
-            continue  # `/` only around a URL's path segment (`/token/<value>`), never inside base64
+            continue  # `/` only around a URL's path segment (`/token/<value>`), never inside base64; a `/` before
+            # a label then `:` is a field after another (`ID:master/PASS:<value>`): base64 has no `:`
         if _WORD_GOES_ON.match(tail):
             continue  # `keying`, `tokenizer`: the label word goes on as another word
         if _GUID.fullmatch(match.group("value")) and _SECRET_WORD.search(match.group(0)[: match.start("value")]):
@@ -324,6 +357,29 @@ _ID_KEY_WORDS = re.compile(
     r"(?:CACHE|PRIMARY|SORT|PARTITION|IDEMPOTENCY|OBJECT|FOREIGN|ROUTING|DEDUP|LOOKUP|MAP|ROW|INDEX|REF|REQUEST|"
     r"TRACE|SESSION_ID|STORAGE|LOCK|QUEUE|TOPIC|EVENT|PUBLIC|PUB|SIGNING_KEY_ID)[_-]"
 )
+_CAMEL_GUID_KEY = re.compile(r"(?:Key|Token|Secret)[\"']?[ \t]{0,3}(?::=|:|=)[ \t]{0,3}[\"']\{?" + GUID + r"\}?[\"']")
+"""`hubspotKey = "<GUID>"`: a camelCase name for one service's key, token or secret, then a quoted GUID (found from
+the name's last word, the rest of the name read back from there: a pattern starting at a lower-case letter would
+be tried at every position)."""
+_CAMEL_HEAD = re.compile(r"(?<![A-Za-z0-9_])[a-z][a-z0-9]{1,24}(?:Api)?$")
+_CAMEL_ID_WORDS = re.compile(
+    r"(?i)^(?:cache|primary|sort|partition|idempotency|object|foreign|routing|dedup|lookup|map|row|index|ref|request|"
+    r"trace|session|storage|lock|queue|topic|event|public|pub|signing|unique|item|entity|record|instrumentation|"
+    r"license|product|registration|csrf|xsrf|page|next|continuation|cursor|sync|resume|push|device|node|cluster)"
+)
+_NTLM_AUTHENTICATE = re.compile(r"(?<![A-Za-z0-9+/])TlRMTVNTUAAD[A-Za-z0-9+/]{40,}")
+"""An NTLM AUTHENTICATE message in base64 (`TlRMTVNTUAAD…`, MS-NLMP 2.2.1.3): it carries the challenge responses,
+crackable, whether or not its fields add up."""
+_SQL_HASH = re.compile(
+    r"(?i)identified[ \t]+(?:with[ \t]+'?\w{1,40}'?[ \t]+)?(?:as|by[ \t]+password)[ \t]+'\*[0-9A-F]{40}'"
+)
+"""`IDENTIFIED WITH 'mysql_native_password' AS '*92FD…'`: a MySQL password hash (SHA-1 twice), crackable."""
+_DEFAULT_ARG = re.compile(
+    r"(?i)(?:getenv|environ\.get|env\.get|\.get|GetEnvOrDefault|env)[ \t]*\([ \t]*[\"'][^\"'\n]{1,64}[\"'][ \t]*,[ \t]*"
+    r"[bu]?[\"'](?P<value>[^\s\"'`]{8,128})[\"']"
+)
+"""A literal default of an environment lookup (`getenv("DBPW", b"GEHE1MNIS")`): on a line that names a password or a
+secret, the value the program runs with when the variable is unset."""
 _GUID_KEY = re.compile(
     r"(?<![A-Za-z0-9_])(?P<name>[A-Z][A-Z0-9_-]{3,40})[\"']?[ \t]{0,3}(?::=|:|=)[ \t]{0,3}[\"']?"
     r"\{?" + GUID + r"\}?(?![0-9A-Za-z-])"
@@ -362,6 +418,17 @@ def _distinct_bytes(run: str) -> bool:
     return len(values) >= 5
 
 
+def _default_secret(value: str) -> bool:
+    """Whether an environment lookup's literal default could be a password: letters and digits, not a placeholder,
+    a template, a documentation value, code, a path or a URL (a word with digits counts: `GEHEIMN1S`)."""
+    lower, upper, digit = _classes(value)
+    if not digit or not (lower or upper) or is_placeholder(value) or is_template(value) or _CODE.search(value):
+        return False
+    if "://" in value or value.startswith(("/", "./", "~")) or _DOTTED.fullmatch(value) or _GUID.fullmatch(value):
+        return False
+    return not (documentation_value(value, strict=False) or _HEX_OR_DIGITS.fullmatch(value))
+
+
 SHAPED_LINES = 64
 """The shaped rules read a value's first lines only (a longer text is a document: the detectors' call)."""
 
@@ -378,12 +445,23 @@ def shaped_secret(text: str) -> bool:
             name = match.group("name").upper()
             if _GUID_KEY_NAME.fullmatch(name) and not _ID_KEY_WORDS.match(name):
                 return True
+    if "Key" in head or "Token" in head or "Secret" in head:
+        for match in _CAMEL_GUID_KEY.finditer(head):
+            name = _CAMEL_HEAD.search(head, max(0, match.start() - 30), match.start())
+            if name is not None and not _CAMEL_ID_WORDS.match(name.group()):
+                return True
+    if "TlRMTVNTUAAD" in head:
+        for match in _NTLM_AUTHENTICATE.finditer(head):
+            if not documentation_value(match.group(), shape=False):
+                return True
     if "," in head:
         for match in _BYTE_RUN.finditer(head):  # the run first (it starts at a bracket), then its label
             label = _BYTES_LABEL.search(head, max(0, match.start() - 64), match.start())
             if label is not None and _distinct_bytes(match.group("bytes")):
                 return True
     low = head.lower()
+    if "identified" in low and _SQL_HASH.search(head):
+        return True
     if "uthori" in low:
         for match in _AUTH_SCHEME.finditer(head):
             value = match.group("value")
@@ -406,6 +484,9 @@ def shaped_secret(text: str) -> bool:
                     value = match.group("value")
                     if not _SECRET_LABEL_WORD.search(value) and credential_like(value):
                         return True
+                for match in _DEFAULT_ARG.finditer(line) if "(" in line else ():
+                    if _default_secret(match.group("value")):
+                        return True
     return False
 
 
@@ -414,7 +495,10 @@ _ID_PW_LABEL = re.compile(
 )
 """A label naming an account and its password together (`ID/PW`, `ID/Pass`, `IP ID PW`, `아이디/PW`)."""
 _IPV4 = r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])"
-_PAIR = r"(?P<user>[A-Za-z][\w.@-]{1,31})(?P<sep>/|\(|[ \t]+)(?P<value>[^\s/()\"'`,;]{8,64})(?!/)"
+_PAIR = (
+    r"(?P<user>[A-Za-z][\w.@-]{1,31})(?P<sep>[ \t]{0,2}//?[ \t]{0,2}|\(|,[ \t]{0,2}|[ \t]+)"
+    r"(?P<value>[^\s/()\"'`,;]{8,64})(?!/)"
+)
 _AFTER_LABEL_PAIR = re.compile(r"(?:->|[ \t:()]){1,3}(?:[xX]{2,8}:)?" + _PAIR)
 """Right after the label (`ID/PW->`, `ID/Pass:xxxx:`): a pair further on, or after `-`, `/port:`, is another field."""
 _IP_PAIR = re.compile(_IPV4 + r"[ \t,;(:]{1,3}" + _PAIR)
@@ -447,7 +531,11 @@ def paired_secret(text: str) -> bool:
         for mark in _PW_MARK.finditer(low):  # the password word first, then the account's word just before it
             label = _ID_PW_LABEL.search(head, max(0, mark.start() - 12), mark.end() + 6)
             after = _AFTER_LABEL_PAIR.match(head, label.end()) if label is not None else None
-            if after is not None and not after.group("sep").isspace():
+            if label is None or after is None:
+                continue
+            if not after.group("sep").isspace() or (
+                all(_classes(after.group("value"))) and not head[max(0, label.start() - 1) : label.start()].isalpha()
+            ):  # `user password`: only after a label of its own (`ID PW`, not `ANYID PW`), all three classes
                 pairs.append(after)
     if _DOTTED_QUAD.search(head) is not None:
         pairs.extend(_IP_PAIR.finditer(head))
@@ -498,6 +586,18 @@ _ESCAPE_MARKS = ("\x1b", "[0m", "[m", "\\x", "\\u", "\\033", "\\e[")
 _ESCAPE = re.compile(r"\\x([0-9A-Fa-f]{2})|\\u([0-9A-Fa-f]{4})")
 
 
+_TERMINAL_MARKS = ("\x1b", "[0m", "\\x1b", "\\x1B", "\\033", "\\u001b", "\\u001B", "\\e[")
+
+
+def without_terminal_codes(text: str) -> str | None:
+    r"""`text` without terminal colour and cursor codes (raw, escaped, or an SGR code that lost its ESC), or None when
+    it has none: a code glued to a key (`ESC[93msk-…`) hides the key's start from a detector's boundary."""
+    if not any(mark in text for mark in _TERMINAL_MARKS):
+        return None
+    out = _ANSI.sub("", text)
+    return out if out != text else None
+
+
 def unescaped(text: str) -> str | None:
     r"""`text` without terminal codes and with `\xNN` and `\uNNNN` escapes read as the characters they spell, or None
     when neither is there (the view a log line or a string literal hides a value in)."""
@@ -529,6 +629,8 @@ def _decoded(text: str) -> Iterator[Any]:
         yield parsed
 
 
+DECODED_KEY = "decoded"
+"""The name a nameless value's decoded view is judged under (no name that says opaque: the bare rule applies)."""
 _QUERY_PAIR = re.compile(r"(?:^|[?&;\n])(?P<name>[A-Za-z][A-Za-z0-9_.-]{0,63})=(?P<value>[^&#;\s]{16,1024})")
 """A URI's query member (`?name=value`): its value judged as the member `name` (the bare rule by its name)."""
 
@@ -558,13 +660,16 @@ def _text_holds(text: str, key: str | None, depth: int) -> bool:
         return True  # a line of text where no name was given (a URI's path): an id is one token, a line is not
     if key is None and "=" in text and depth < MAX_DEPTH and _query_holds(text, depth):
         return True
-    if key is None and prefixed_secret(text):
-        return True  # a vendor's prefix says what a lone token is, even where a one-token value is an id
+    if (key is None or key == DECODED_KEY) and (prefixed_secret(text) or lone_secret(text)):
+        return True  # a vendor's prefix or a secret's alphabet says what a lone token is, where one is an id
     if labelled_secret(text) or shaped_secret(text) or paired_secret(text):
         return True
     if depth >= MAX_DEPTH:
         return False
-    return any(holds_secret(view, key, depth + 1) for view in _decoded(text))
+    # What an encoded value spells is judged as a member's value even where the value had no name: an id is an opaque
+    # token as sent, never base64 or hex of a line of text.
+    named = DECODED_KEY if key is None else key
+    return any(holds_secret(view, named, depth + 1) for view in _decoded(text))
 
 
 def holds_secret(value: Any, key: str | None = None, depth: int = 0, nesting: int = 0) -> bool:

@@ -17,7 +17,7 @@ import orjson
 
 from ..errors import InterceptorsError
 from .argvalues import ENTITY as ARGUMENT_ENTITY
-from .argvalues import KEY_IDS, MAX_DEPTH, holds_secret, scrubbed
+from .argvalues import KEY_IDS, MAX_DEPTH, holds_secret, scrubbed, without_terminal_codes
 from .base import Options, Transform, TransformContext, count
 from .encoded import decode_base64, decode_gzip_base64, decode_hex, decode_percent
 from .entities import CATEGORIES, fold_for_hints
@@ -103,8 +103,8 @@ def _encoded_json(text: str) -> Any:
 def _unwrap_json_strings(value: Any, depth: int = 0) -> Any:
     """`value` with every string that is the JSON text of a string replaced by what it spells (again, while it
     still is one, `MAX_JSON_LAYERS` at most): the redactor parses JSON inside a string once, so an object
-    encoded twice reaches it as text, where a key rule (a JWK's `d` beside `kty`) cannot see it. The same
-    object back when there is nothing to unwrap."""
+    encoded twice reaches it as text, where a key rule (a JWK's `d` beside `kty`) cannot see it. A string with
+    terminal codes is read without them. The same object back when there is nothing to unwrap."""
     if isinstance(value, str):
         text = value.strip()
         layers = 0
@@ -119,7 +119,10 @@ def _unwrap_json_strings(value: Any, depth: int = 0) -> Any:
         if layers:
             return text
         spelled = _encoded_json(text)
-        return value if spelled is None or depth >= 64 else _unwrap_json_strings(spelled, depth + 1)
+        if spelled is None:
+            plain = without_terminal_codes(value)  # a colour code glued to a key hides its start from a detector
+            return value if plain is None else plain
+        return value if depth >= 64 else _unwrap_json_strings(spelled, depth + 1)
     if depth >= 64:
         return value
     if isinstance(value, Mapping):

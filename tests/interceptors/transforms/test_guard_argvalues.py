@@ -476,3 +476,170 @@ def test_an_unknown_vendor_prefix_needs_a_long_random_run(seed: int, prefix: str
 )
 def test_prefixed_ids_in_uris_pass(uri: str) -> None:
     assert _read_refusal(uri) is None
+
+
+# --- issue 30, held-out leaks: pairs, labels, shapes and lone tokens in URIs ---------------------------------------
+
+
+def _three_classes(seed: int, size: int = 10) -> str:
+    """A password with lower case, upper case, digits and a symbol (`iPp9@GRq`-like)."""
+    rng = random.Random(seed)
+    body = [*_mixed(seed, size - 1), rng.choice("@#!%")]
+    rng.shuffle(body)
+    return "".join(body)
+
+
+@given(
+    seed=st.integers(0, 2**32),
+    line=st.sampled_from(
+        [
+            "id pw {user} // {pw}",
+            "ID / PW : {user} / {pw}",
+            "id/pass:{user},{pw}",
+            "ID PW {user} {pw}",
+            "ID:{user}/PASS:{pw}",
+            "P/W:{pw}",
+            "Key(ANYSecret):{pw}",
+            'salt1 = b"{pw}"',
+        ]
+    ),
+    user=st.sampled_from(["master", "db", "deploy"]),
+    encoding=st.sampled_from(range(6)),
+)
+def test_pairs_and_labels_written_other_ways_are_refused(seed: int, line: str, user: str, encoding: int) -> None:
+    """An account and its password split by ` / `, `//`, `,` or a blank after a label naming both, a password field
+    after the account's (`ID:master/PASS:…`), `P/W:`, a label with a parenthesised qualifier, a bytes literal: each
+    refused as spelled and encoded, the refusal naming the member and never the password."""
+    password = _three_classes(seed)
+    assume(credential_like(password))
+    text = line.format(user=user, pw=password)
+    payload = _encodings(text)[encoding]
+    arguments = {"mode": "fast", "args": {"query": payload}}
+    found = GUARD.findings(arguments)[1]
+    assert found, text
+    pointer = GUARD.locate(arguments, "/arguments")
+    assert pointer == "/arguments/args/query"
+    message = str(SecretsRefused(found, pointer))
+    assert password not in message and payload not in message
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ANYID PW master iPp12@GRq",  # a label glued to a word, then a blank: CredSweeper's own negative
+        "ID PW master password1",  # a blank between them and no upper case: words
+        "id pw reset // see the wiki",
+        "P/W: see the vault",
+    ],
+)
+def test_pairs_and_labels_that_are_not_credentials_pass(line: str) -> None:
+    assert not GUARD.findings({"query": line})[1], line
+
+
+@given(seed=st.integers(0, 2**32), encoding=st.sampled_from(range(6)))
+def test_shapes_of_issue_30_are_refused_in_any_encoding(seed: int, encoding: int) -> None:
+    """An NTLM AUTHENTICATE message, a MySQL password hash, an environment lookup's literal default on a line naming
+    a secret, a camelCase service key holding a GUID."""
+    rng = random.Random(seed)
+    ntlm = "TlRMTVNTUAADAAAAGAAYA" + base64.b64encode(rng.randbytes(90)).decode().rstrip("=")
+    sha = hashlib.sha1(rng.randbytes(16)).hexdigest().upper()
+    password = _mixed(seed, 9)
+    lines = [
+        f"Authorization header: {ntlm}",
+        f"ALTER USER 'app'@'%' IDENTIFIED WITH 'mysql_native_password' AS '*{sha}' REQUIRE NONE",
+        f'if SECRET := getenv("APP_SECRET", "{password}"):',
+        f'DB_PASSWORD = os.environ.get("DB_PASSWORD", b"{password}")',
+        f'const acmeKey = "{uuid.UUID(int=rng.getrandbits(128))}"',
+    ]
+    line = rng.choice(lines)
+    assert GUARD.findings({"query": _encodings(line)[encoding]})[1], line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'const cacheKey = "0b7c1f32-9a2e-4c55-8f0e-2d4a9c6b1e77"',  # an id under a key's name
+        'idempotencyKey: "0b7c1f32-9a2e-4c55-8f0e-2d4a9c6b1e77"',
+        'PASSWORD = os.getenv("PASSWORD", "changeme")',  # a placeholder default
+        'SECRET_FILE = os.getenv("SECRET_FILE", "/run/secrets/app")',  # a path
+        'PASSWORD = os.getenv("PASSWORD", "")',
+        "Negative: TlRMTVNTUAADAAAAGAAYAFYAAAAYABgAbgAAAAAAThisIsAnExampleAAAAAAAAABIAAAADgAOAEgAAAAAAAAAVgAAAA",
+        "CREATE USER 'app'@'%' IDENTIFIED BY PASSWORD",
+    ],
+)
+def test_shapes_of_issue_30_that_are_not_secrets_pass(line: str) -> None:
+    assert not GUARD.findings({"query": line})[1], line
+
+
+def _upper_run(seed: int, size: int) -> str:
+    return _token(seed, size, string.ascii_uppercase + string.digits)
+
+
+@given(
+    seed=st.integers(0, 2**32),
+    shape=st.sampled_from(["app", "base32", "upper", "dotted", "plus", "graph"]),
+    encoding=st.sampled_from(range(4)),
+)
+def test_a_lone_token_with_a_secrets_alphabet_in_a_uri_is_refused(seed: int, shape: str, encoding: int) -> None:
+    """A URI's lone token is an id by nature, unless it has what ids lack: an id joined to a secret by `|`, base64's
+    `+`, upper-case letters and digits only (an OTP seed, `dt0c01.…`), a Graph API prefix with no separator. Refused
+    as spelled and encoded, the refusal naming `/uri` and never the token; so is it as an argument."""
+    rng = random.Random(seed)
+    token = {
+        "app": f"{rng.randrange(10**15, 10**16)}|{_token(seed, 27, _BASE62 + '_-')}",
+        "base32": _token(seed, 32, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"),
+        "upper": _upper_run(seed, 40),
+        "dotted": f"dt0c01.{_upper_run(seed, 24)}.{_upper_run(seed + 1, 64)}",
+        "plus": base64.b64encode(rng.randbytes(60)).decode(),
+        "graph": "EAAM" + _token(seed, 150),
+    }[shape]
+    assume(bare_secret(token) and (shape != "plus" or "+" in token))
+    assert GUARD.findings({"query": token})[1]
+    payload = _encodings(token)[encoding]
+    message = _read_refusal("notes://n/" + quote(payload, safe=""))
+    assert message is not None and "at '/uri'" in message and token not in message
+
+
+@given(seed=st.integers(0, 2**32), size=st.integers(24, 64))
+def test_a_lone_mixed_case_id_in_a_uri_passes(seed: int, size: int) -> None:
+    """Ids in a URI's path are mixed-case or lower-case runs of letters, digits, `_` and `-` (a Drive file id, a
+    Figma key, a Telegram file id): a lone one passes, random or not."""
+    token = _token(seed, size, _BASE62 + "_-")
+    assume(any(c.islower() for c in token))
+    assert _read_refusal(f"gdrive:///{token}") is None
+    assert _read_refusal(f"notes://n/files/{token}/view") is None
+
+
+@given(st.integers(0, 2**32))
+def test_a_key_glued_to_terminal_codes_is_found_by_the_detectors(seed: int) -> None:
+    """Terminal colour codes glued to a vendor's key (`ESC[93msk-…`) hide its start from the detectors' boundaries:
+    the guard also reads the text without them."""
+    key = "sk-" + hashlib.md5(random.Random(seed).randbytes(8)).hexdigest()
+    found = GUARD.findings({"query": f">>>\x1b[93m{key}\x1b[0m<<<"})[1]
+    assert found and "secret_value" not in found  # a detector's entity, not the argument rules' fallback
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "https://admin:{pw}@db.example.com/x",  # userinfo
+        "postgres://app:{pw}@10.0.0.5:5432/db",
+        "notes://n/x;password={pw}",  # a path parameter
+        "notes://n/x#token={pw}",  # a fragment
+        "notes://n/a?api_key={pw}",  # a query member
+        "notes://n/<ID / PW : db / {pw}>",  # a pair pasted into a segment (percent-encoded whole)
+    ],
+)
+@given(seed=st.integers(0, 2**32))
+def test_a_uri_holds_a_secret_wherever_an_argument_would(uri: str, seed: int) -> None:
+    """Userinfo, path parameters, fragments, query members and pasted lines are judged as arguments are: refused,
+    naming `/uri`, never holding the password."""
+    password = _three_classes(seed, 14)
+    assume(credential_like(password))
+    if "<" in uri:
+        head, line = uri.split("<")
+        spelled = head + quote(line.rstrip(">").format(pw=password), safe="")
+    else:
+        spelled = uri.format(pw=quote(password, safe=""))
+    message = _read_refusal(spelled)
+    assert message is not None and "at '/uri'" in message and password not in message
