@@ -88,7 +88,7 @@ def _interceptor_server(handler: str, loop: str) -> _Peer:
 
 
 def _loops() -> tuple[str, ...]:
-    from interceptors_server.serving import uvloop_available
+    from interceptors.loops import uvloop_available
 
     return ("asyncio", "uvloop") if uvloop_available() else ("asyncio",)
 
