@@ -254,6 +254,27 @@ def test_a_gateway_file_answers_the_same_on_both_loops(tmp_path: Path) -> None:
     assert not [secret for secret in SECRETS if secret in text]
 
 
+@BOTH
+def test_a_chain_server_that_cannot_start_is_named_the_same_on_both_loops(tmp_path: Path) -> None:
+    """uvloop's spawn raises FileNotFoundError without the program's name, asyncio's with it: the chain's pipe
+    puts the name back (`interceptors_chain.stdio_pipe`), so the one error line names the program on both."""
+    chain = tmp_path / "chain.yaml"
+    chain.write_text("servers:\n  - name: dlp\n    command: [no-such-interceptor-program, --flag]\n")
+    lines = []
+    for loop in ("asyncio", "uvloop"):
+        argv = [sys.executable, "-m", "integrations.cli", "proxy", "--loop", loop, "--policy", "none",
+                "--chain", str(chain), "--", *UPSTREAM]  # fmt: skip
+        done = subprocess.run(argv, cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=2 * STEP_S)  # fmt: skip
+        assert done.returncode == 1
+        lines.append([line for line in done.stderr.splitlines() if line.startswith("error:")])
+    assert (
+        lines[0]
+        == lines[1]
+        == ["error: interceptor server 'dlp' is unavailable: the program 'no-such-interceptor-program' was not found"]
+    )
+
+
 # The choice itself ----------------------------------------------------------------------------------
 def _without_uvloop(argv: list[str]) -> subprocess.CompletedProcess[str]:
     """`mcp-interceptors ARGV` in an interpreter where uvloop cannot be imported, as without the `fast` extra;
