@@ -7,9 +7,10 @@ client that sends a 2025-11-25 `tools/call` and waits for its reply, and an upst
 the bench's echo server does (it declares `logging`). Each call is timed in this process's CPU time, so the
 numbers hold on a busy machine; the ratios are against `--policy none` measured in the same run.
 
-`python -m bench.gateway_cpu [--quick] [--profile POLICY | --opcodes]` prints the table (`--profile` prints a
-cProfile of that policy's calls instead, `--opcodes` the Python opcodes each call executes: a count the machine's
-load does not move).
+`python -m bench.gateway_cpu [--quick] [--profile POLICY | --opcodes | --loops]` prints the table (`--profile`
+prints a cProfile of that policy's calls instead, `--opcodes` the Python opcodes each call executes: a count the
+machine's load does not move; `--loops` the same table on asyncio's event loop and on uvloop's, alternating in
+one run, as `proxy --loop asyncio|uvloop` would run it).
 """
 
 from __future__ import annotations
@@ -234,9 +235,46 @@ async def _profile(policy: str, iterations: int) -> None:
     pstats.Stats(profiler).sort_stats("tottime").print_stats(45)
 
 
+def compare_loops(
+    iterations: int, rounds: int, policies: tuple[str, ...] = ("none", "standard")
+) -> tuple[dict[str, Measurement], dict[str, float]]:
+    """`gateway_cpu` on each event loop `proxy --loop` offers, the loops alternating `rounds` times (a fresh
+    gateway each time, so neither loop gets the warmer caches), the best of each; ratios uvloop / asyncio."""
+    from interceptors.loops import run_on_loop, uvloop_available
+
+    loops = ("asyncio", "uvloop") if uvloop_available() else ("asyncio",)
+    best: dict[tuple[str, str], Measurement] = {}
+    for _ in range(rounds):
+        for loop in loops:
+            results, _ = run_on_loop(gateway_cpu, iterations, 2, policies, loop=loop)
+            for policy in policies:
+                measured = results[f"tools/call through the gateway in process, --policy {policy}"]
+                kept = best.get((policy, loop))
+                if kept is None or measured.per_call_us < kept.per_call_us:
+                    best[policy, loop] = measured
+    table = {
+        f"{policy} {loop}": Measurement(
+            f"tools/call through the gateway in process, --policy {policy}, --loop {loop}",
+            measured.per_call_us,
+            measured.calls_per_s,
+        )
+        for (policy, loop), measured in best.items()
+    }
+    ratios: dict[str, float] = {}
+    if "uvloop" in loops:
+        for policy in policies:
+            ratios[f"--policy {policy}: uvloop (x asyncio, CPU per call)"] = round(
+                best[policy, "uvloop"].per_call_us / best[policy, "asyncio"].per_call_us, 3
+            )
+    return {m.name: m for m in table.values()}, ratios
+
+
 def main(argv: list[str]) -> int:
     quick = "--quick" in argv
     iterations, rounds = (300, 3) if quick else (2000, 5)
+    if "--loops" in argv:
+        print_table(*compare_loops(iterations, rounds))
+        return 0
     if "--opcodes" in argv:
         for policy, count in asyncio.run(opcodes_per_call()).items():
             print(f"--policy {policy}: {count:.0f} Python opcodes per tools/call")

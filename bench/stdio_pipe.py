@@ -23,17 +23,19 @@ _INVOKE = {"name": "bench/validator-0", "event": "tools/call", "phase": "request
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _cpu_s(pid: int) -> float:
+def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat", "rb") as stat:
         fields = stat.read().rsplit(b")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime (fields 14 and 15 of the line)
 
 
-class _Peer:
+class Peer:
     """A server process on two pipes, spoken to line by line."""
 
-    def __init__(self, command: list[str]) -> None:
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    def __init__(self, command: list[str], stderr: int | None = None) -> None:
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, bufsize=0
+        )
         assert self.process.stdin is not None and self.process.stdout is not None
         self._in = self.process.stdin
         self._out = self.process.stdout
@@ -48,36 +50,40 @@ class _Peer:
         self._in.write(orjson.dumps(message) + b"\n")
 
     def receive(self) -> dict[str, Any]:
-        while b"\n" not in self._buffer:
-            chunk = os.read(self._out.fileno(), 1 << 16)
-            if not chunk:
-                raise EOFError("the server closed its output")
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        reply: dict[str, Any] = orjson.loads(line)
+        """The next reply (a notification or a request from the server is read and passed over)."""
+        while True:
+            while b"\n" not in self._buffer:
+                chunk = os.read(self._out.fileno(), 1 << 16)
+                if not chunk:
+                    raise EOFError("the server closed its output")
+                self._buffer += chunk
+            line, self._buffer = self._buffer.split(b"\n", 1)
+            reply: dict[str, Any] = orjson.loads(line)
+            if "method" not in reply:
+                break
         if "error" in reply:
             raise RuntimeError(f"error reply: {reply['error']}")
         return reply
 
     def run(self, count: int, in_flight: int, method: str, params: dict[str, Any]) -> tuple[float, float]:
         """(wall s, server CPU s) for `count` requests with `in_flight` outstanding at a time."""
-        cpu, started = _cpu_s(self.process.pid), time.perf_counter()
+        cpu, started = cpu_seconds(self.process.pid), time.perf_counter()
         for _ in range(in_flight):
             self.send(method, params)
         for done in range(count):
             self.receive()
             if done + in_flight < count:
                 self.send(method, params)
-        return time.perf_counter() - started, _cpu_s(self.process.pid) - cpu
+        return time.perf_counter() - started, cpu_seconds(self.process.pid) - cpu
 
     def close(self) -> None:
         self._in.close()
         self.process.wait(10)
 
 
-def _interceptor_server(handler: str, loop: str) -> _Peer:
+def _interceptor_server(handler: str, loop: str) -> Peer:
     inline = ["--inline"] if handler == "inline" else []
-    peer = _Peer([sys.executable, "-m", "bench.stdio_server", *inline, "--loop", loop])
+    peer = Peer([sys.executable, "-m", "bench.stdio_server", *inline, "--loop", loop])
     peer.send(
         "initialize",
         {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}},
@@ -88,7 +94,7 @@ def _interceptor_server(handler: str, loop: str) -> _Peer:
 
 
 def _loops() -> tuple[str, ...]:
-    from interceptors_server.serving import uvloop_available
+    from interceptors.loops import uvloop_available
 
     return ("asyncio", "uvloop") if uvloop_available() else ("asyncio",)
 
@@ -96,8 +102,8 @@ def _loops() -> tuple[str, ...]:
 def measure(count: int, handler: str, rounds: int = 3) -> dict[str, tuple[float, float]]:
     """Per request (wall us, server CPU us): the best round's wall time, and the CPU time over all the rounds
     (the kernel counts it in 10 ms ticks: one round is too short to read it alone)."""
-    echo = _Peer([sys.executable, "-m", "bench.pipe_echo"])
-    loop_echo = _Peer([sys.executable, "-m", "bench.pipe_echo", "--asyncio"])
+    echo = Peer([sys.executable, "-m", "bench.pipe_echo"])
+    loop_echo = Peer([sys.executable, "-m", "bench.pipe_echo", "--asyncio"])
     servers = {loop: _interceptor_server(handler, loop) for loop in _loops()}
     rows = {
         "raw JSON echo, 1 in flight": (echo, 1, "bench/echo"),

@@ -9,7 +9,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from interceptors_server.serving import build_server, run_serving, serve_stdio
+from interceptors.loops import run_on_loop
+from interceptors_server.serving import build_server, serve_stdio
 
 from .runner import echo_method, noop_registry
 
@@ -20,7 +21,7 @@ def main() -> None:
     echo_method(server)
     argv = sys.argv[1:]
     loop = argv[argv.index("--loop") + 1] if "--loop" in argv else "auto"
-    run_serving(serve_stdio, server, loop=loop)
+    run_on_loop(serve_stdio, server, loop=loop)
 
 
 if __name__ == "__main__":

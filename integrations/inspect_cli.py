@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from interceptors.loops import LOOPS
+
 if TYPE_CHECKING:  # the SDK and the chain load when a command runs, not for `--help` or `--version`
     from mcp.shared.exceptions import MCPError
 
@@ -39,16 +41,14 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 def serve(args: argparse.Namespace) -> int:
     """Serve registries, the built-in stages (`--policy`, the default when no registry is given), or both."""
-    from interceptors_server.serving import (
-        LoopUnavailableError,
-        RegistryLoadError,
-        build_server,
-        load_registry,
-        run_serving,
-        serve_http,
-        serve_stdio,
-        uvloop_available,
-    )
+    from interceptors.loops import LoopUnavailableError, run_on_loop, wants_uvloop
+
+    try:
+        wants_uvloop(args.loop)
+    except LoopUnavailableError as exc:  # before the SDK loads: a refusal at start is prompt
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from interceptors_server.serving import RegistryLoadError, build_server, load_registry, serve_http, serve_stdio
 
     from .gateway.stages import build_stages
 
@@ -73,9 +73,6 @@ def serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if args.loop == "uvloop" and not uvloop_available():
-        print(f"error: --loop: {LoopUnavailableError.__doc__}", file=sys.stderr)
-        return 2
     _stop_on_sigterm()
     if args.http:
         host, _, port = args.http.rpartition(":")
@@ -88,7 +85,7 @@ def serve(args: argparse.Namespace) -> int:
                   flush=True)  # fmt: skip
 
         try:
-            run_serving(serve_http, server, host, int(port), listening, loop=args.loop)
+            run_on_loop(serve_http, server, host, int(port), listening, loop=args.loop)
         except OSError as exc:
             print(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
             return 1
@@ -100,7 +97,7 @@ def serve(args: argparse.Namespace) -> int:
                   "client's pipes, or use serve --http HOST:PORT", file=sys.stderr)  # fmt: skip
             return 2
         try:
-            run_serving(serve_stdio, server, loop=args.loop)
+            run_on_loop(serve_stdio, server, loop=args.loop)
         except KeyboardInterrupt:
             return 0
     return 0
@@ -341,7 +338,7 @@ def add_commands(sub: Any) -> None:
         "(default: standard when no --registry is given, else none)",
     )
     serve_parser.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP at /mcp instead of stdio")
-    serve_parser.add_argument("--loop", choices=("auto", "asyncio", "uvloop"), default="auto",
+    serve_parser.add_argument("--loop", choices=LOOPS, default="auto",
                               help="the event loop: uvloop's when installed (auto), or asyncio's")  # fmt: skip
     serve_parser.set_defaults(func=serve)
 

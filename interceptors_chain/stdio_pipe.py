@@ -343,13 +343,18 @@ async def open_stdio_pipe(
     `stop_grace_s`: each of the two waits of the stop (after closing stdin, after SIGTERM); default
     `$MCP_INTERCEPTORS_STOP_GRACE_S`. A program that cannot be started is an OSError naming it
     (`FileNotFoundError.filename`)."""
-    process = await anyio.open_process(
-        [parameters.command, *parameters.args],
-        env=get_default_environment() | (parameters.env or {}),
-        stderr=errlog,
-        cwd=parameters.cwd,
-        start_new_session=True,
-    )
+    try:
+        process = await anyio.open_process(
+            [parameters.command, *parameters.args],
+            env=get_default_environment() | (parameters.env or {}),
+            stderr=errlog,
+            cwd=parameters.cwd,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        if exc.filename is None:  # uvloop's spawn does not name the program, asyncio's does
+            exc.filename = parameters.command
+        raise
     pipe = StdioPipe(process, on_close, who=who, max_line_bytes=max_line_bytes, junk_limit=junk_limit)
     async with anyio.create_task_group() as group:
         group.start_soon(pipe.read_pump)

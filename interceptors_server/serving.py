@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVarTuple, Unpack
+from collections.abc import Callable, Sequence
+from typing import Any
 
-import anyio
 from mcp.server.lowlevel.server import Server
 
 from interceptors import Registry
@@ -23,32 +21,6 @@ logger = logging.getLogger("interceptors.serve")
 
 class RegistryLoadError(InterceptorsError, ValueError):
     """A `module:attr` spec that does not name a registry."""
-
-
-class LoopUnavailableError(InterceptorsError, ValueError):
-    """`--loop uvloop` where uvloop is not installed (the `fast` extra) or not supported (Windows)."""
-
-
-LOOPS = ("auto", "asyncio", "uvloop")
-_Args = TypeVarTuple("_Args")
-
-
-def uvloop_available() -> bool:
-    return sys.platform != "win32" and importlib.util.find_spec("uvloop") is not None
-
-
-def run_serving(function: Callable[[Unpack[_Args]], Awaitable[None]], *args: *_Args, loop: str = "auto") -> None:
-    """Run a serving coroutine on asyncio, with uvloop's event loop when `loop` asks for it or, for `auto`,
-    when it is installed: the loop's own work is about a third of a remote inline invoke's CPU, and uvloop
-    does it in C (`python -m bench.stdio_pipe` measures both in one run). Everything above the loop is the
-    same code either way."""
-    if loop not in LOOPS:
-        raise LoopUnavailableError(f"unknown event loop {loop!r}: one of {', '.join(LOOPS)}")
-    use_uvloop = loop == "uvloop" or (loop == "auto" and uvloop_available())
-    if use_uvloop and not uvloop_available():
-        raise LoopUnavailableError("uvloop is not installed (pip install 'mcp-interceptors[fast]') or not "
-                                   "supported on this platform; use --loop asyncio")  # fmt: skip
-    anyio.run(function, *args, backend="asyncio", backend_options={"use_uvloop": use_uvloop})
 
 
 def load_registry(spec: str) -> Registry:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interceptors.errors import InterceptorsError
+from interceptors.loops import LOOPS, LoopUnavailableError, wants_uvloop
 
 if TYPE_CHECKING:  # the chain and the SDK load only when `proxy` runs: `--help` and `--version` stay fast
     from interceptors import Registry
@@ -168,6 +169,7 @@ def proxy(args: argparse.Namespace) -> int:
             raise _UsageError("--upstream-timeout takes a number of seconds (0: no limit)")
         if args.max_line_mib is not None and args.max_line_mib < 1:
             raise _UsageError("--max-line-mib must be at least 1")
+        wants_uvloop(args.loop)  # LoopUnavailableError, a ValueError: `--loop uvloop` where uvloop cannot run
         if args.metrics is not None:
             from ..metrics import metrics_installed, parse_address
 
@@ -180,7 +182,7 @@ def proxy(args: argparse.Namespace) -> int:
                     "--metrics needs the metrics extra (prometheus-client): pip install 'mcp-interceptors[metrics]' "
                     "(with --listen, /healthz and /readyz are served without it)"
                 )
-    except _UsageError as exc:
+    except (_UsageError, LoopUnavailableError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
@@ -250,7 +252,7 @@ def proxy(args: argparse.Namespace) -> int:
         upstream_url=upstream_url, upstream_headers=headers,
         upstream_timeout=args.upstream_timeout or None, max_line_bytes=max_line_bytes,
         restart_upstream=bool(args.restart_upstream), max_upstream_restarts=restarts,
-        cwd=getattr(args, "upstream_cwd", None),
+        cwd=getattr(args, "upstream_cwd", None), loop=args.loop,
     )  # fmt: skip
     try:
         return run_router(options)
@@ -419,5 +421,11 @@ def add_proxy_command(sub: Any) -> None:
         "aggregated endpoint (and /servers/NAME/mcp with --listen)",
     )
     parser.add_argument("--server", metavar="NAME", help="with --config: serve only this server of the file")
+    parser.add_argument(
+        "--loop",
+        choices=LOOPS,
+        default="auto",
+        help="the event loop: uvloop's when installed (auto; pip install 'mcp-interceptors[fast]'), or asyncio's",
+    )
     parser.add_argument("upstream", nargs=argparse.REMAINDER, help="-- then the upstream server command")
     parser.set_defaults(func=proxy)

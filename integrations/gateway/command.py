@@ -49,12 +49,16 @@ class RouterOptions:
     """`--max-upstream-restarts`: restarts within a minute before the gateway gives up (None: the default)."""
     cwd: str | None = None
     """The upstream command's working directory (a gateway file's `cwd`; None: the gateway's)."""
+    loop: str = "auto"
+    """`--loop`: the event loop (`interceptors.loops.LOOPS`; auto: uvloop's when installed)."""
 
 
 def run_router(options: RouterOptions) -> int:
-    """Run the router gateway; returns the exit status."""
+    """Run the router gateway on the event loop `options.loop` chooses; returns the exit status."""
+    from interceptors.loops import run_on_loop
+
     try:
-        return anyio.run(_main, options)
+        return run_on_loop(_main, options, loop=options.loop)
     except KeyboardInterrupt:
         return 130
 

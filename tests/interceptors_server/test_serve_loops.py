@@ -1,6 +1,6 @@
 """`mcp-interceptors serve --loop`: the same bytes in give the same replies on asyncio's loop and on uvloop's.
 
-Only the event loop differs between the two (`interceptors_server.serving.run_serving`); the stdio transport,
+Only the event loop differs between the two (`interceptors.loops.run_on_loop`); the stdio transport,
 the express lane and the SDK session above it are one code. The script covers both eras' handshakes, the
 lane's inline invokes, the SDK's requests, and the lines the transport answers itself.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from interceptors_server.serving import LOOPS, LoopUnavailableError, run_serving, uvloop_available
+from interceptors.loops import LOOPS, LoopUnavailableError, run_on_loop, uvloop_available
 from tests.conftest import ROOT
 from tests.interceptors_server.test_express import ENVELOPE, without_durations
 
@@ -109,8 +109,8 @@ def test_an_unknown_loop_is_refused_before_anything_runs() -> None:
     async def never() -> None:
         raise AssertionError("ran")
 
-    with pytest.raises(LoopUnavailableError, match="unknown event loop"):
-        run_serving(never, loop="trio")
+    with pytest.raises(LoopUnavailableError, match="not an event loop"):
+        run_on_loop(never, loop="trio")
 
 
 def test_the_cli_offers_the_loops_serving_knows() -> None:

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-import anyio
+from interceptors.loops import LoopUnavailableError, run_on_loop, wants_uvloop
 
 from .config import GatewayFileError, load_gateway_file
 
@@ -19,13 +19,14 @@ from .config import GatewayFileError, load_gateway_file
 def hub_proxy(args: argparse.Namespace, proxy: Any) -> int:
     """Run `proxy --config`; `proxy` is the single-upstream command (for `--server`)."""
     try:
+        wants_uvloop(args.loop)  # `--loop uvloop` where uvloop cannot run: refused before anything starts
         gateway = load_gateway_file(args.config)
         extra = [a for a in args.upstream if a != "--"]
         if extra or getattr(args, "upstream_url", None) is not None:
             raise GatewayFileError("--config names the servers: give no upstream command after -- and no --upstream")
         if args.server is not None:
             spec = gateway.server(args.server)
-    except GatewayFileError as exc:
+    except (GatewayFileError, LoopUnavailableError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.server is not None:
@@ -110,7 +111,7 @@ def _aggregate(args: argparse.Namespace, gateway: Any) -> int:
             sock.close()
 
     try:
-        return anyio.run(main)
+        return run_on_loop(main, loop=args.loop)
     except KeyboardInterrupt:
         return 130
 
