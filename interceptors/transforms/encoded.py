@@ -413,7 +413,8 @@ def _wrapped_runs(text: str) -> Iterator[tuple[int, int, str]]:
 def _crosses_a_line(scanner: Any, joined: str, width: int, lines: str) -> bool:
     """Whether a real detector finds a secret in the joined lines that runs across a line break and that the same
     detector does not already find starting there in the lines as they are (a token of variable length that ends a
-    line, then a next line that is something else: joining would glue the two and hide the next line's secret)."""
+    line, then a next line that is something else: joining would glue the two and hide the next line's secret),
+    or that runs on to the end of the last line (then it takes the lines after it whole: nothing in them hides)."""
     crossing = [
         f
         for f in scanner.scan(joined)
@@ -422,7 +423,7 @@ def _crosses_a_line(scanner: Any, joined: str, width: int, lines: str) -> bool:
     if not crossing:
         return False
     whole = {(f.start, f.detector.name) for f in scanner.scan(lines) if f.start < width}
-    return any((f.start, f.detector.name) not in whole for f in crossing)
+    return any(f.end == len(joined) or (f.start, f.detector.name) not in whole for f in crossing)
 
 
 def _bare_codec(how: str, value: str) -> tuple[str, Encode] | None:
