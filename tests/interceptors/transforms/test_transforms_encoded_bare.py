@@ -194,7 +194,12 @@ def test_a_wrapped_nats_seed_is_redacted_in_place() -> None:
 
 # --- text in other scripts (UTF-8 beyond ASCII) ---------------------------------------------------------------
 
-NOTES = ["암호:96jb#9j2D#J*^5N", "密码 : Fh^!zm9tbRkRMgSnMJq8M", "パスワード：Qx7#mZ2!vB9pLw", "비밀번호: T4p#x9Lm2Qw8Z"]
+NOTES = [
+    "암호:96jb#9j2D#J*^5N",
+    "密码 : Fh^!zm9tbRkRMgSnMJq8M",
+    "パスワード\uff1aQx7#mZ2!vB9pLw",  # a fullwidth colon
+    "비밀번호: T4p#x9Lm2Qw8Z",
+]
 
 
 @pytest.mark.parametrize("note", NOTES)
