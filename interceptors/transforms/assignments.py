@@ -72,6 +72,17 @@ def _strong_password(value: str, entity: str) -> str | None:
     return entity if kinds >= 3 and any(c.isdigit() for c in core) else None
 
 
+_LABEL_PAIR = re.compile(r"[A-Za-z][\w.-]*=\S")
+
+
+def _ip_login_password(value: str, entity: str) -> str | None:
+    """`_strong_password`, and no `name=value` label (`10.245.1.3   kubernetes.io/hostname=10.245.1.3` is a node's
+    label in `kubectl get nodes --show-labels`, not a login)."""
+    if _LABEL_PAIR.match(value) is not None:
+        return None
+    return _strong_password(value, entity)
+
+
 def _validate_value(value: str, entity: str) -> str | None:
     """Not a placeholder, a variable, a flag or a path; not digits alone."""
     core = value.strip().lstrip("=:>")
@@ -211,7 +222,7 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        "('192.168.0.1 '|'10.0.0.5,'|'98.76.54.32 (') [a-z]{4,10} '/' <[A-Za-z]{3}[0-9]{2}[!#%^*_+][A-Za-z]{3}>",
        "notes that list a host's address with its login as user/password",
        "the password after an IPv4 address and a user name", entity="password", group=1, min_length=13,
-       validator=_strong_password),
+       validator=_ip_login_password),
     _a("user_password_at_ip",
        # `root:…@10.0.0.5`: a login written before a host's address without a scheme (a URL's is read elsewhere)
        r":(?<=[\w.-]:)([^\s:/\"'<>]{6,128})@(?=[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(?!\d|\.\d))",

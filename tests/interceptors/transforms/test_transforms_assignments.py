@@ -113,6 +113,7 @@ BENIGN = [
     "The password is required. Password reset links expire after an hour.",
     "10.0.0.1 src/main.py",
     "10.0.0.1 master/node01",
+    "10.245.1.3   kubernetes.io/hostname=10.245.1.3   Ready    <none>",  # a node's label (kubectl --show-labels)
     "git@github.com:org/repo.git",
     "deploy:x@10.0.0.1",
     "ALTER USER app IDENTIFIED BY VALUES;",
