@@ -103,6 +103,8 @@ _PCT4 = re.compile(r"(?:%[0-9A-Fa-f]{2}){4}")
 _WRAP_CHARS = r"[A-Za-z0-9_+/=.~:@$!%&?#-]"
 _WRAP_SET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/=.~:@$!%&?#-")
 _WRAPPED = re.compile(r"(?m)^" + _WRAP_CHARS + r"{32,4096}+(?:\r?\n" + _WRAP_CHARS + r"{1,4096}+)+$")
+_LABEL_LINE = re.compile(r"(?m)^[A-Za-z_][\w.-]*[ \t]*[=:](?=[^=\s])")
+"""A line that assigns a value of its own (`NAME=value`, `key: value`; base64 padding at a line's end is none)."""
 _RUN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
 
 
@@ -414,7 +416,8 @@ def _crosses_a_line(scanner: Any, joined: str, width: int, lines: str) -> bool:
     """Whether a real detector finds a secret in the joined lines that runs across a line break and that the same
     detector does not already find starting there in the lines as they are (a token of variable length that ends a
     line, then a next line that is something else: joining would glue the two and hide the next line's secret),
-    or that runs on to the end of the last line (then it takes the lines after it whole: nothing in them hides)."""
+    or that runs on to the end of the last line (then it takes the lines after it whole: nothing in them hides) when
+    no line after the first is an assignment of its own (`BACKUP_ENABLED=true` after a labelled key is a setting)."""
     crossing = [
         f
         for f in scanner.scan(joined)
@@ -423,7 +426,9 @@ def _crosses_a_line(scanner: Any, joined: str, width: int, lines: str) -> bool:
     if not crossing:
         return False
     whole = {(f.start, f.detector.name) for f in scanner.scan(lines) if f.start < width}
-    return any(f.end == len(joined) or (f.start, f.detector.name) not in whole for f in crossing)
+    if any((f.start, f.detector.name) not in whole for f in crossing):
+        return True
+    return any(f.end == len(joined) for f in crossing) and _LABEL_LINE.search(lines, lines.index("\n") + 1) is None
 
 
 def _bare_codec(how: str, value: str) -> tuple[str, Encode] | None:

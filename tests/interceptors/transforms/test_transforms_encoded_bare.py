@@ -286,3 +286,12 @@ def test_a_label_escaped_in_json_text_inside_json_text_is_still_read() -> None:
     for text in (outer, inner, note):
         result = target.transform("tools/call", {"content": [{"type": "text", "text": text}]})
         assert "Fh^!zm9tb%RkRMg+SnMJq8M" not in json.dumps(result), text
+
+
+def test_a_labelled_value_filling_its_line_is_not_joined_with_the_next_setting() -> None:
+    """Found by the redaction digest: a labelled key's value ended its line, the next line was a setting of its own;
+    read joined, the value ran on to the end and took `BACKUP_ENABLED=true` with it."""
+    key = "SG.me=_wafnn-dn=32sdellx693c2l3atj6gaqcaramigkwa3=_vnzaekh7-v5lctkdms"
+    text = f"SENGRIDAPITOKEN_TOKEN={key}\nBACKUP_ENABLED=true"
+    out = _out(text)
+    assert out.endswith("\nBACKUP_ENABLED=true") and "_vnzaekh7-v5lctkdms" not in out
