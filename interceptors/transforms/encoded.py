@@ -74,13 +74,26 @@ _YAML_SKIP = re.compile(r"[ \t]*(?:#|$)")
 # The cheap prefilter is the shape of *text* encoded: base64 of ASCII text has a letter from I-Z or a-f (the top
 # six bits of a printable byte; C or D for a tab or line break) at the start of every quad, hex of ASCII text a
 # digit from 2 to 7 before every byte's second digit (or 09, 0a, 0d), gzip's base64 begins `H4sI`. Random
-# tokens and digests rarely have either shape.
+# tokens and digests rarely have either shape. Text in other scripts (UTF-8 with multi-byte characters) has no
+# such shape at the quads' starts: a run that fails it is decoded for its first 15 bytes (`_utf8_head`), and
+# passes when they are UTF-8 text with a character beyond ASCII (random bytes and binary headers almost never
+# are).
 _ASCII_B64 = r"(?:(?:[CDI-Za-f][A-Za-z0-9+/_-]{3}){5}|H4sI)"
 _BARE_B64 = re.compile(
-    r"(?<![A-Za-z0-9+/_-])(?=" + _ASCII_B64 + r")[A-Za-z0-9+/_-]{20,}={0,2}(?:\r?\n[A-Za-z0-9+/_-]{4,}={0,2})*"
-    r"(?![A-Za-z0-9+/=_-])"
+    r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{20,}={0,2}(?:\r?\n[A-Za-z0-9+/_-]{4,}={0,2})*(?![A-Za-z0-9+/=_-])"
 )
-_BARE_HEX = re.compile(r"(?<![0-9A-Za-z])(?:[2-7][0-9a-fA-F]|0[9aAdD]){10,}(?![0-9A-Za-z])")
+_ASCII_B64_AT = re.compile(_ASCII_B64)
+# Hex of UTF-8 text: the ASCII bytes above, or a lead byte (c2-f4) and its continuation bytes (80-bf).
+_BARE_HEX = re.compile(
+    r"(?<![0-9A-Za-z])(?:[2-7][0-9a-fA-F]|0[9aAdD]|[c-fC-F][0-9a-fA-F](?:[89abAB][0-9a-fA-F]){1,3}){10,}"
+    r"(?![0-9A-Za-z])"
+)
+_HEX_HEAD = re.compile(r"[0-9a-fA-F]{20}")
+_B64_TEXT_START = frozenset("CDIJKLMNOPQRSTUVWXYZabcdefwxyz0123456789")
+"""The first character of base64 of UTF-8 text: the top six bits of a printable ASCII byte or of a lead byte."""
+_URLSAFE_TO_STD = str.maketrans("-_", "+/")
+# Not text, though valid UTF-8: C1 controls, private use, noncharacters and the replacement character.
+_NOT_TEXT = re.compile("[\x80-\x9f\ue000-\uf8ff\ufdd0-\ufdef\ufffd-\uffff]")
 _BARE_PCT = re.compile(r"[A-Za-z0-9._~+-]*(?:%[0-9A-Fa-f]{2}[A-Za-z0-9._~+-]*){4,}")
 _SHAPE_AT = re.compile(_ASCII_B64 + r"|(?:[2-7][0-9a-fA-F]|0[9aAdD]){10}")
 _PCT4 = re.compile(r"(?:%[0-9A-Fa-f]{2}){4}")
@@ -90,6 +103,8 @@ _PCT4 = re.compile(r"(?:%[0-9A-Fa-f]{2}){4}")
 _WRAP_CHARS = r"[A-Za-z0-9_+/=.~:@$!%&?#-]"
 _WRAP_SET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/=.~:@$!%&?#-")
 _WRAPPED = re.compile(r"(?m)^" + _WRAP_CHARS + r"{32,4096}+(?:\r?\n" + _WRAP_CHARS + r"{1,4096}+)+$")
+_LABEL_LINE = re.compile(r"(?m)^[A-Za-z_][\w.-]*[ \t]*[=:](?=[^=\s])")
+"""A line that assigns a value of its own (`NAME=value`, `key: value`; base64 padding at a line's end is none)."""
 _RUN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
 
 
@@ -135,17 +150,53 @@ _RUN_TABLE = _RunTable()
 _LONG = "a" * 20
 
 
+def _text_head(raw: bytes) -> bool:
+    """Whether `raw` (the first bytes of an encoded run) is UTF-8 text with a character beyond ASCII: a character
+    cut at the end is allowed, controls (tab and line breaks aside), C1 controls and private use are not."""
+    try:
+        head = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        if error.reason != "unexpected end of data":
+            return False
+        head = raw[: error.start].decode("utf-8")
+    return not head.isascii() and _CONTROL.search(head) is None and _NOT_TEXT.search(head) is None
+
+
+def _utf8_head(text: str, start: int) -> bool:
+    """Whether the 20 characters at `start` (base64 or hex) decode to the start of UTF-8 text beyond ASCII."""
+    head = text[start : start + 20]
+    if len(head) < 20:
+        return False
+    if _HEX_HEAD.match(head) is not None and _text_head(bytes.fromhex(head)):
+        return True
+    if head[0] not in _B64_TEXT_START:
+        return False
+    if "-" in head or "_" in head:
+        head = head.translate(_URLSAFE_TO_STD)
+    try:
+        raw = binascii.a2b_base64(head)
+    except binascii.Error:
+        return False
+    return _text_head(raw)
+
+
 def _shaped_run(text: str, escaped: bool) -> bool:
-    """Whether a run of 20 base64 characters or more in `text` starts with the shape of encoded ASCII text
-    (`escaped`: `text` is JSON, where a run after a line break starts with the `n` of `\\n`). The runs are found
-    by substring search in a translated copy (C speed); only their starts are matched."""
+    """Whether a run of 20 base64 characters or more in `text` starts with the shape of encoded text (ASCII by the
+    quads' starts, else UTF-8 by its first bytes; `escaped`: `text` is JSON, where a run after a line break starts
+    with the `n` of `\\n`). The runs are found by substring search in a translated copy (C speed); only their
+    starts are matched."""
     marks = text.translate(_RUN_TABLE)
     start = marks.find(_LONG)
     shape = _SHAPE_AT.match
     while start >= 0:
-        if shape(text, start) is not None:
+        if shape(text, start) is not None or _utf8_head(text, start):
             return True
-        if escaped and start > 0 and text[start - 1] == "\\" and shape(text, start + 1) is not None:
+        if (
+            escaped
+            and start > 0
+            and text[start - 1] == "\\"
+            and (shape(text, start + 1) is not None or _utf8_head(text, start + 1))
+        ):
             return True
         end = marks.find(" ", start)
         if end < 0:
@@ -364,7 +415,9 @@ def _wrapped_runs(text: str) -> Iterator[tuple[int, int, str]]:
 def _crosses_a_line(scanner: Any, joined: str, width: int, lines: str) -> bool:
     """Whether a real detector finds a secret in the joined lines that runs across a line break and that the same
     detector does not already find starting there in the lines as they are (a token of variable length that ends a
-    line, then a next line that is something else: joining would glue the two and hide the next line's secret)."""
+    line, then a next line that is something else: joining would glue the two and hide the next line's secret),
+    or that runs on to the end of the last line (then it takes the lines after it whole: nothing in them hides) when
+    no line after the first is an assignment of its own (`BACKUP_ENABLED=true` after a labelled key is a setting)."""
     crossing = [
         f
         for f in scanner.scan(joined)
@@ -373,7 +426,9 @@ def _crosses_a_line(scanner: Any, joined: str, width: int, lines: str) -> bool:
     if not crossing:
         return False
     whole = {(f.start, f.detector.name) for f in scanner.scan(lines) if f.start < width}
-    return any((f.start, f.detector.name) not in whole for f in crossing)
+    if any((f.start, f.detector.name) not in whole for f in crossing):
+        return True
+    return any(f.end == len(joined) for f in crossing) and _LABEL_LINE.search(lines, lines.index("\n") + 1) is None
 
 
 def _bare_codec(how: str, value: str) -> tuple[str, Encode] | None:
@@ -391,6 +446,14 @@ def _bare_codec(how: str, value: str) -> tuple[str, Encode] | None:
     return codec
 
 
+def _bare_text(how: str, value: str) -> tuple[str, Encode] | None:
+    """`_bare_codec`, when what it decodes to reads as text (no C1 controls, private use or noncharacters)."""
+    codec = _bare_codec(how, value)
+    if codec is None or (not codec[0].isascii() and _NOT_TEXT.search(codec[0]) is not None):
+        return None
+    return codec
+
+
 def _holds_secret(scanner: Any, text: str, depth: int) -> bool:
     """Whether a real detector (no entropy fallback) finds a secret in `text`, or in a bare encoding inside it
     (`depth` layers at most): the decoded view of a bare run is used only then."""
@@ -399,7 +462,7 @@ def _holds_secret(scanner: Any, text: str, depth: int) -> bool:
     if depth <= 0 or not _bare_gate(text):
         return False
     for _, _, how, value in _bare_candidates(text):
-        codec = _bare_codec(how, value)
+        codec = _bare_text(how, value)
         if codec is not None and _holds_secret(scanner, codec[0], depth - 1):
             return True
     return False
@@ -408,8 +471,11 @@ def _holds_secret(scanner: Any, text: str, depth: int) -> bool:
 def _bare_candidates(text: str) -> Iterator[tuple[int, int, str, str]]:
     """`(start, end, how, value)` of the runs of `text` that could be a bare encoding."""
     for match in _BARE_B64.finditer(text):
+        start = match.start()
+        if _ASCII_B64_AT.match(text, start) is None and not _utf8_head(text, start):
+            continue
         value = match.group(0)
-        yield match.start(), match.end(), "bare_b64", value
+        yield start, match.end(), "bare_b64", value
         if "\n" in value:  # wrapped lines that do not decode together: the first line alone
             first = value.split("\n", 1)[0].rstrip("\r")
             yield match.start(), match.start() + len(first), "bare_b64", first
@@ -585,7 +651,7 @@ class Decoder:
                 return UNDECODED  # nothing runs across a line break: the ordinary scan reads each line
             return _decoded_value(run, None, codec)
         if how.startswith("bare_"):
-            codec = _bare_codec(how, value)
+            codec = _bare_text(how, value)
             if codec is None or not _holds_secret(run.red.scanner.without_fallback(), codec[0], MAX_DEPTH - 1):
                 return UNDECODED  # not text, or nothing a real detector finds: the ordinary scan reads it as it is
             return _decoded_value(run, None, codec)

@@ -17,8 +17,12 @@ import re
 import unicodedata
 from functools import lru_cache
 
+# `\\x` escapes: a run of them that spells one UTF-8 character (`\\xec\\x95\\x94`, as Python writes bytes and C
+# a UTF-8 string) is that character; four hex digits after `\\x` (C's wide strings read every hex digit:
+# `L"\\xc554"`) are one character when they spell a letter beyond Latin-1, else a byte and two digits.
 _ESCAPE = re.compile(
-    r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})|\\x([0-9A-Fa-f]{2})|&#(\d{1,7});?|&#[xX]([0-9A-Fa-f]{1,6});?"
+    r"((?:\\x[c-fC-F][0-9a-fA-F])(?:\\x[89abAB][0-9a-fA-F]){1,3})|\\x([0-9A-Fa-f]{4})(?![0-9A-Fa-f])"
+    r"|\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})|\\x([0-9A-Fa-f]{2})|&#(\d{1,7});?|&#[xX]([0-9A-Fa-f]{1,6});?"
     r"|&([A-Za-z][A-Za-z0-9]{1,31};)"
 )
 _MAYBE_ESCAPE = re.compile(r"\\[uUx][0-9A-Fa-f]{2}|&#|&[A-Za-z][A-Za-z0-9]{1,31};")
@@ -129,7 +133,18 @@ def _normal_char(char: str) -> str:
 
 
 def _decoded(match: re.Match[str]) -> str:
-    hexa, wide, byte, decimal, hex_ref, named = match.groups()
+    utf8, x_wide, hexa, wide, byte, decimal, hex_ref, named = match.groups()
+    if utf8:
+        raw = bytes.fromhex(utf8.replace("\\x", ""))
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return raw.decode("latin-1")
+    if x_wide:
+        char = chr(int(x_wide, 16))
+        if ord(char) > 0xFF and unicodedata.category(char).startswith("L"):
+            return char
+        return chr(int(x_wide[:2], 16)) + x_wide[2:]
     try:
         if hexa or wide or byte:
             return chr(int(hexa or wide or byte, 16))

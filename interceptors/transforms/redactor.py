@@ -65,6 +65,7 @@ _NO_MENTION = frozenset({"sensitive_field", "tag_value", "person", "rag_chunk_id
 _MENTION_LIMIT = 5000
 _JWK_PRIVATE = frozenset({"d", "p", "q", "dp", "dq", "qi", "k"})
 _TEXT_BLOCK_LABEL = re.compile(r"content\[(\d+)\]\.text")
+_BACKSLASHES = re.compile(r"\\{2,}")
 _SEAM = 1024
 """How much of each side of a seam between adjacent text blocks is read together."""
 _MIN_MARKED = 7
@@ -247,7 +248,10 @@ class Redactor(Transform):
         except TypeError:
             return self.scanner, True, self.decoder is not None
         if needs_normalizing(raw):  # a hint hidden by an escape or an invisible character still counts
-            raw = normalize_for_matching(raw.replace("\\\\", "\\"))[0]
+            once = raw.replace("\\\\", "\\")
+            raw = normalize_for_matching(once)[0]
+            if "\\\\" in once:  # JSON text inside JSON text: an escape under an escaped backslash still spells a hint
+                raw += "\n" + normalize_for_matching(_BACKSLASHES.sub("\\\\", once))[0]
         folded = fold_for_hints(raw)
         scanner = self.scanner.narrow(folded, raw)
         decoding = self.decoder is not None and self.decoder.may_apply(folded, raw)

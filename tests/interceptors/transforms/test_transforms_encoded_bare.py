@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import collections
 import gzip
+import json
 import string
 
 import pytest
@@ -189,3 +190,108 @@ def test_a_wrapped_nats_seed_is_redacted_in_place() -> None:
     wrapped = seed[:32] + "\n" + seed[32:]
     assert _out(f"key:\n{wrapped}\nend of output") == "key:\n[REDACTED:api_token]\nend of output"
     assert _out(f"seed {seed} end") == "seed [REDACTED:api_token] end"
+
+
+# --- text in other scripts (UTF-8 beyond ASCII) ---------------------------------------------------------------
+
+NOTES = [
+    "암호:96jb#9j2D#J*^5N",
+    "密码 : Fh^!zm9tbRkRMgSnMJq8M",
+    "パスワード\uff1aQx7#mZ2!vB9pLw",  # a fullwidth colon
+    "비밀번호: T4p#x9Lm2Qw8Z",
+]
+
+
+@pytest.mark.parametrize("note", NOTES)
+def test_base64_and_hex_of_text_in_other_scripts_are_decoded(note: str) -> None:
+    """Base64 (bare, in a `.env` line, twice, URL-safe) and hex of UTF-8 text beyond ASCII are read like ASCII text:
+    a CJK prose password inside passed, since the gate only opened for runs of the shape of encoded ASCII."""
+    value = next(f for f in SCANNER.scan(note) if f.detector.category == "secret").value
+    raw = note.encode()
+    for encoded in (
+        base64.b64encode(raw).decode(),
+        base64.urlsafe_b64encode(raw).decode().rstrip("="),
+        base64.b64encode(b"API_TOKEN=" + raw + b"\n").decode(),
+        base64.b64encode(base64.b64encode(raw)).decode(),
+        raw.hex(),
+        raw.hex().upper(),
+    ):
+        out = _out(f"head {encoded} tail")
+        assert encoded not in out and value not in out, encoded
+        assert out.startswith("head ") and out.endswith(" tail")
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=st.text(st.characters(codec="utf-8", categories=["L", "N", "P", "Zs"]), min_size=6, max_size=60))
+def test_a_decoded_view_of_text_in_any_script_never_changes_benign_text(text: str) -> None:
+    """A run that decodes to text beyond ASCII holding no secret comes out as it would without decoded views."""
+    if any(f.detector.category in ("secret", "credential") for f in SCANNER.scan(text)):
+        return
+    raw = text.encode()
+    for encoded in (base64.b64encode(raw).decode(), raw.hex()):
+        line = f"payload: {encoded} (end)"
+        assert _out(line) == _out(line, NO_BARE)
+
+
+def test_binary_base64_and_hex_are_not_decoded() -> None:
+    """Binary payloads (an image header, random bytes, digests) stay as they are: the gate reads their first bytes
+    and finds no UTF-8 text, or what they decode to holds C1 controls."""
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 3).decode()
+    c1 = base64.b64encode("\u0085\u0091 ü 密码 : Fh^!zm9tbRkRMgSnMJq8M".encode()).decode()
+    for text in (f"image {png} end", f"sha512 {bytes(range(0, 256, 4)).hex()} end", f"bytes {c1} end"):
+        assert _out(text) == _out(text, NO_BARE)
+
+
+def test_the_gate_reads_the_first_bytes_of_a_run_as_utf8() -> None:
+    from interceptors.transforms.encoded import _utf8_head
+
+    assert _utf8_head(base64.b64encode("암호:96jb#9j2D#J*^5N".encode()).decode(), 0)
+    assert _utf8_head("ec9594ed98b83a39366a6223", 0)
+    assert not _utf8_head(base64.b64encode(b"\x89PNG\r\n\x1a\n0123456789").decode(), 0)
+    assert not _utf8_head("9f86d081884c7d659a2feaa0c55ad015a3bf4f1b", 0)
+    assert not _utf8_head(base64.b64encode(b"plain ASCII text only").decode(), 0)  # the ASCII shape's business
+
+
+def test_a_token_filling_its_line_is_joined_with_the_rest_it_runs_on_into() -> None:
+    """A variable-length token that fills its first line (so that line alone is a token) is read joined when the
+    joined token runs on to the end of the last line: the rest of it came out before (a Square token)."""
+    token = "sq0csp-T70ikHZSBc55ZTKEjDC_YCMmlAn4yMq-Ngle10rBIKV"
+    wrapped = token[:40] + "\n" + token[40:]
+    out = _out(f"key:\n{wrapped}\nend of output")
+    assert out.startswith("key:\n") and out.endswith("\nend of output")
+    assert token[40:] not in out and token[:40] not in out
+
+
+def test_x_escapes_of_a_utf8_character_or_a_c_wide_character_read_as_it() -> None:
+    """`\\xec\\x95\\x94` (bytes as Python and C write UTF-8) and `\\xc554` (a C wide string reads every hex digit) spell
+    암; a byte escape followed by two hex digits that make no letter stays a byte and two digits."""
+    from interceptors.transforms.normalize import normalize_for_matching
+
+    assert normalize_for_matching("\\xec\\x95\\x94\\xed\\x98\\xb8:")[0] == "암호:"
+    assert normalize_for_matching("\\xc554\\xd638:")[0] == "암호:"
+    assert normalize_for_matching("\\xe9t\\xe9 \\x20ac \\xff\\xfe")[0] == "été  ac ÿþ"
+    for spelled in ("\\xec\\x95\\x94\\xed\\x98\\xb8", "\\xc554\\xd638"):
+        out = _out(f'"{spelled}: 96jb#9j2D#J*^5N"')
+        assert "96jb#9j2D#J*^5N" not in out and out.startswith(f'"{spelled}: ')
+
+
+def test_a_label_escaped_in_json_text_inside_json_text_is_still_read() -> None:
+    """Found by the kit's `no_leak` property: `\\\\u5bc6\\\\u7801` (密码 in JSON text inside JSON text) hid the CJK
+    label's hint from the payload's narrowing, the note passed, and its unchanged result was cached, so the same
+    note in a later payload passed too."""
+    note = "密码 : Fh^!zm9tb%RkRMg+SnMJq8M"
+    inner = json.dumps({"note": note})  # \u5bc6\u7801
+    outer = json.dumps({"payload": inner, "kind": "event"})  # \\u5bc6\\u7801
+    target = RedactionTarget.load("standard")
+    for text in (outer, inner, note):
+        result = target.transform("tools/call", {"content": [{"type": "text", "text": text}]})
+        assert "Fh^!zm9tb%RkRMg+SnMJq8M" not in json.dumps(result), text
+
+
+def test_a_labelled_value_filling_its_line_is_not_joined_with_the_next_setting() -> None:
+    """Found by the redaction digest: a labelled key's value ended its line, the next line was a setting of its own;
+    read joined, the value ran on to the end and took `BACKUP_ENABLED=true` with it."""
+    key = "SG.me=_wafnn-dn=32sdellx693c2l3atj6gaqcaramigkwa3=_vnzaekh7-v5lctkdms"
+    text = f"SENGRIDAPITOKEN_TOKEN={key}\nBACKUP_ENABLED=true"
+    out = _out(text)
+    assert out.endswith("\nBACKUP_ENABLED=true") and "_vnzaekh7-v5lctkdms" not in out
