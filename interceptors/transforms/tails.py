@@ -7,6 +7,7 @@ of a secret that ends at a line end is extended over the lines that continue it:
 - a full continuation line is exactly as wide as the first line, as the finding's part of it, or as the
   part after a separator (a label's `=`, a quote: the value wrapped on its own), and holds only characters
   of the finding's alphabet (letters, digits, `-_.=+/` and the punctuation the finding itself uses);
+- a line that starts as a setting of its own (`NAME=`, `name:`) ends the run, taken or not;
 - the run ends at the first shorter line, which is taken when it closes a quote the finding's line opened,
   or when it looks random (two of lower case, upper case and digits: `of8wygs7g`, `KxzLbtKM`; not a word
   like `debug` or `Done`) and holds nothing but the alphabet.
@@ -31,6 +32,11 @@ _QUOTES = "\"'`"
 _SEPARATORS = frozenset(" \t=:,;(|>" + _QUOTES)
 """Where a wrapped value may begin on its line (after a label, an operator, a quote)."""
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_SETTING = re.compile(
+    r"(?:[A-Z][A-Z0-9]*_[A-Z0-9_]*|[a-z]+(?:[._][a-z0-9]+)*|[a-z]+(?:[A-Z][a-z0-9]+)+)\s*[=:](?=[^=])"
+)
+"""A line that starts as a setting of its own (`BACKUP_ENABLED=true`, `debug=1`, `logLevel: info`): the value
+before it ended at its line end, whatever the line's width and alphabet."""
 
 
 def _looks_random(piece: str) -> bool:
@@ -76,6 +82,8 @@ def _tail_end(text: str, finding: Finding) -> int:
         stop = text.find("\n", start)
         stop = len(text) if stop < 0 else stop
         line = text[start:stop].rstrip("\r")
+        if _SETTING.match(line):
+            break
         if len(line) in widths and _of_alphabet(line, punctuation):
             widths = {len(line)}
             at = taken = start + len(line)

@@ -39,6 +39,58 @@ class MemoryEventStore:
         return stream_id
 
 
+class PollPriming:
+    """Counts `poll` requests received and the SSE streams of those requests that have sent their priming event.
+
+    The SDK sends a stream's priming event (its first event id) from a task of its own; a tool that closes its
+    stream before that task ran ends the stream with no id, which no client can resume. `poll` waits for its
+    stream's priming event first, so the test sees resumption every time, not only when the scheduler is kind.
+    """
+
+    def __init__(self) -> None:
+        self.received = 0
+        self.primed = 0
+
+    def wrap(self, app: Any) -> Any:
+        async def counted(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            if scope["type"] != "http" or scope["method"] != "POST":
+                await app(scope, receive, send)
+                return
+            polling = False
+
+            async def peeked() -> Any:
+                nonlocal polling
+                message = await receive()
+                if message.get("type") == "http.request" and b'"poll"' in message.get("body", b""):
+                    polling = True
+                    self.received += 1
+                return message
+
+            primed = False
+
+            async def sent(message: Any) -> None:
+                nonlocal primed
+                await send(message)
+                body = message.get("body", b"") if message["type"] == "http.response.body" else b""
+                if polling and not primed and b"id:" in body:
+                    primed = True
+                    self.primed += 1
+
+            await app(scope, peeked, sent)
+
+        return counted
+
+    async def wait(self) -> None:
+        import anyio
+
+        with anyio.fail_after(10):
+            while self.primed < self.received:
+                await anyio.sleep(0.005)
+
+
+PRIMING = PollPriming()
+
+
 def _with_poll() -> None:
     """`poll`: close this request's stream, then progress and the answer (stored, replayed on resumption)."""
     import anyio
@@ -52,6 +104,7 @@ def _with_poll() -> None:
         if params.name != "poll":
             return await answer(ctx, params)
         assert ctx.close_sse_stream is not None
+        await PRIMING.wait()
         await ctx.close_sse_stream()
         await anyio.sleep(0.2)
         await ctx.session.report_progress(1, 1, "after the stream closed")
@@ -72,6 +125,8 @@ def build_app(json_response: bool, token: str | None, resumable: bool = False) -
     app = build_server().streamable_http_app(
         streamable_http_path="/mcp", json_response=json_response, event_store=store, retry_interval=100
     )
+    if resumable:
+        app = PRIMING.wrap(app)
     if token is None:
         return app
     expected = f"Bearer {token}".encode()

@@ -79,3 +79,14 @@ def test_a_short_line_after_an_unquoted_secret_needs_letters_and_digits() -> Non
 def test_an_identifier_at_a_line_end_has_no_tail() -> None:
     text = "contact: someone@example.com\nabcdefgh12345678\n"
     assert _out(text).endswith("\nabcdefgh12345678\n")
+
+
+@given(
+    seed=SEEDS,
+    setting=st.sampled_from(["BACKUP_ENABLED=true", "debug=1", "logLevel: info", "db.pool.size=10", "X_RETRY=3"]),
+)
+def test_a_setting_on_the_next_line_is_no_tail(seed: int, setting: str) -> None:
+    """A value filling its line, then a setting of its own (mixed case and `=`, so it would pass as random)."""
+    token = _token(seed, 60)
+    out = _out(f"API_TOKEN={token}\n{setting}")
+    assert token not in out and out.endswith(f"\n{setting}"), out
