@@ -647,6 +647,25 @@ def _query_holds(text: str, depth: int) -> bool:
 
 _SPACED = re.compile(r"\S[\s\"'`]+\S")
 """A text with a blank or a quote inside: a line of words or code, not one opaque token."""
+MAX_NAMELESS_LINES = 64
+"""A nameless text's lines judged alone, at most (a URI's segments: the detectors read every line of the text)."""
+
+
+def _spells_a_line(text: str) -> bool:
+    """Whether `text`, whole, is one base64 token that spells a line of text (a blank or a quote in it): an id is
+    opaque bytes or a name, never an encoded line."""
+    token = text.strip()
+    if len(token) < 16 or _SPACED.search(token) is not None:
+        return False
+    said = _base64_text(token)
+    return said is not None and _SPACED.search(said.strip()) is not None
+
+
+def _lines_hold(text: str, depth: int) -> bool:
+    """Whether a line of a nameless text of several lines (a URI's userinfo, segments and query parts, one per line)
+    holds a secret judged alone, as the same text would as the only segment (`MAX_NAMELESS_LINES` at most)."""
+    lines = [line for line in text.split("\n") if len(line.strip()) >= MIN_TEXT]
+    return any(_text_holds(line, None, depth) for line in lines[:MAX_NAMELESS_LINES])
 
 
 def _text_holds(text: str, key: str | None, depth: int) -> bool:
@@ -662,6 +681,10 @@ def _text_holds(text: str, key: str | None, depth: int) -> bool:
         return True
     if (key is None or key == DECODED_KEY) and (prefixed_secret(text) or lone_secret(text)):
         return True  # a vendor's prefix or a secret's alphabet says what a lone token is, where one is an id
+    if key is None and _spells_a_line(text) and bare_secret(text):
+        return True  # base64 of a line of text is no id: judged as the same value under a name would be
+    if key is None and "\n" in text and _lines_hold(text, depth):
+        return True
     if labelled_secret(text) or shaped_secret(text) or paired_secret(text):
         return True
     if depth >= MAX_DEPTH:
