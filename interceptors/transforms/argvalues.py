@@ -264,6 +264,22 @@ def _base64_text(token: str) -> str | None:
     return text if text.isprintable() else None
 
 
+_BASE64_BODY = re.compile(r"[A-Za-z0-9+/]{23,1023}={0,2}")
+
+
+def _slash_led_base64(text: str) -> bool:
+    """Whether a labelled value that starts with `/` is base64 rather than a path: no other `/`, 24+ characters of
+    base64's alphabet, and the rest random with lower case, upper case and digits (a path's one segment is a word
+    or a name)."""
+    rest = text[1:]
+    return (
+        "/" not in rest
+        and _BASE64_BODY.fullmatch(text) is not None
+        and all(_classes(rest))
+        and bare_secret(rest)
+    )
+
+
 def credential_like(value: str, before: str = "") -> bool:
     """Whether a labelled value could be a credential: not code, a template, a placeholder or a word."""
     if value.endswith(("..", "…")):
@@ -273,6 +289,8 @@ def credential_like(value: str, before: str = "") -> bool:
         return False
     if _CODE.search(text) or _DOTTED.fullmatch(text) or _IDENTIFIER.fullmatch(text) or _GUID.fullmatch(text):
         return False
+    if text[:1] == "/" and _slash_led_base64(text):
+        return True  # base64 may start with `/`: one random segment is no path
     if "://" in text or text.startswith(("/", "./", "~")) or _EMAIL.fullmatch(text) or _host(text):
         return False
     if "/" in text and not bare_secret(text):
