@@ -104,7 +104,8 @@ _SPLIT = re.compile(r"[\s\"'`,;=(){}\[\]<>]+")
 MAX_LINE = 200
 """A one-line value this short is read token by token (longer text is a document: the detectors' call)."""
 _LABEL = re.compile(  # (after a Korean label word, Hangul words may stand where a separator would)
-    r"(?i)(?:(?<![A-Za-z0-9+])|(?<=[_.-]))"  # a label word starts a name or follows `_`, `.`, `-` in one
+    r"(?i)(?:(?<![A-Za-z0-9+])|(?<=[_.-])|(?-i:(?<=[a-z])(?=[A-Z])|(?<=[A-Z]{2})(?=[a-z])))"  # a label word
+    # starts a name, follows `_`, `.`, `-` in one, or starts a camelCase part (`adminPass`, `ANYpw`, `APIkey`)
     r"(?:" + FOREIGN_PASSWORD_WORDS + r"|pa{0,2}s{0,2}wo?r?s?d|pa?ss(?:phrase)?|pw|p/w|secret|token|api[_-]?key|key|"
     r"authori[sz]ation|authentication|auth|credentials?|nonce|salt|session|identified[ \t]+by)"
     r"(?P<tail>[A-Za-z0-9_.-]{0,24}?)(?:\([A-Za-z0-9_.-]{1,24}\)|\))?"
