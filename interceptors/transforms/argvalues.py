@@ -123,7 +123,11 @@ _NOT_SECRET_BEFORE = re.compile(
     r"[\"'\s]*[:=]+[\s\"']*$"
 )
 """A label right before a token that names it public, per-request, an id, a digest or an image."""
-_CODE = re.compile(r"[(){}\[\]$<>\\`]|^(?:self|this|os|process|env|config|settings|args|kwargs|params|options)\.")
+_CODE = re.compile(
+    r"[(){}\[\]<>\\`]|\$(?=[A-Za-z_{(])|^(?:self|this|os|process|env|config|settings|args|kwargs|params|options)\."
+)
+"""Code or a template in a value: brackets, a backslash, a variable (`$NAME`, `${…}`, `$(…)`; a `$` before anything
+else is a password's character), a member of a well-known object."""
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_]*[0-9]?")
 _LETTER_RUN = re.compile(r"[A-Z]?[a-z]{4,}|[A-Z]{5,}")
 _FIVE_CONSONANTS = re.compile(r"[b-df-hj-np-tv-xz]{5}", re.IGNORECASE)
@@ -600,9 +604,10 @@ _ANSI = re.compile(
 )
 r"""A terminal's colour or cursor code (`ESC[32m`, written raw or escaped: `\x1b[`, `\033[`, `\u001b[`, `\e[`;
 or an SGR code that lost its ESC: `[0m`): glued to a value, it hides the value's start or end."""
-_ESCAPE_MARKS = ("\x1b", "[0m", "[m", "\\x", "\\u", "\\033", "\\e[")
+_ESCAPE_MARKS = ("\x1b", "[0m", "[m", "\\x", "\\u", "\\0", "\\e[")
 """Substrings one of which any text `unescaped` changes holds (a cheap test before the patterns run)."""
-_ESCAPE = re.compile(r"\\x([0-9A-Fa-f]{2})|\\u([0-9A-Fa-f]{4})")
+_ESCAPE = re.compile(r"\\x([0-9A-Fa-f]{2})|\\u([0-9A-Fa-f]{4})|\\(0[0-7]{0,2})(?![0-9])")
+"""`\\xNN`, `\\uNNNN` and an octal escape from `\\0` (NUL, `\\033`): a string literal's characters."""
 
 
 _TERMINAL_MARKS = ("\x1b", "[0m", "\\x1b", "\\x1B", "\\033", "\\u001b", "\\u001B", "\\e[")
@@ -617,12 +622,17 @@ def without_terminal_codes(text: str) -> str | None:
     return out if out != text else None
 
 
+def _escaped_character(match: re.Match[str]) -> str:
+    hexadecimal = match.group(1) or match.group(2)
+    return chr(int(hexadecimal, 16)) if hexadecimal else chr(int(match.group(3), 8))
+
+
 def unescaped(text: str) -> str | None:
-    r"""`text` without terminal codes and with `\xNN` and `\uNNNN` escapes read as the characters they spell, or None
+    r"""`text` without terminal codes and with `\xNN`, `\uNNNN` and octal (`\0`) escapes read as what they spell, or None
     when neither is there (the view a log line or a string literal hides a value in)."""
     if not any(mark in text for mark in _ESCAPE_MARKS):
         return None
-    out = _ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), _ANSI.sub("", text))
+    out = _ESCAPE.sub(_escaped_character, _ANSI.sub("", text))
     return out if out != text else None
 
 
