@@ -277,12 +277,7 @@ def _slash_led_base64(text: str) -> bool:
     base64's alphabet, and the rest random with lower case, upper case and digits (a path's one segment is a word
     or a name)."""
     rest = text[1:]
-    return (
-        "/" not in rest
-        and _BASE64_BODY.fullmatch(text) is not None
-        and all(_classes(rest))
-        and bare_secret(rest)
-    )
+    return "/" not in rest and _BASE64_BODY.fullmatch(text) is not None and all(_classes(rest)) and bare_secret(rest)
 
 
 def credential_like(value: str, before: str = "") -> bool:
@@ -628,8 +623,8 @@ def _escaped_character(match: re.Match[str]) -> str:
 
 
 def unescaped(text: str) -> str | None:
-    r"""`text` without terminal codes and with `\xNN`, `\uNNNN` and octal (`\0`) escapes read as what they spell, or None
-    when neither is there (the view a log line or a string literal hides a value in)."""
+    r"""`text` without terminal codes and with `\xNN`, `\uNNNN` and octal (`\0`) escapes read as what they spell, or
+    None when neither is there (the view a log line or a string literal hides a value in)."""
     if not any(mark in text for mark in _ESCAPE_MARKS):
         return None
     out = _ESCAPE.sub(_escaped_character, _ANSI.sub("", text))

@@ -127,8 +127,9 @@ def _coded_text(text: str) -> str | None:
             raw = bytes.fromhex(text)
     elif len(text) <= 4 * MAX_CODED and _BASE64_RUN.fullmatch(text) is not None:
         body = text.rstrip("=")
+        altchars = b"-_" if "-" in body or "_" in body else None
         try:
-            raw = base64.b64decode(body + "=" * (-len(body) % 4), altchars=b"-_" if "-" in body or "_" in body else None)
+            raw = base64.b64decode(body + "=" * (-len(body) % 4), altchars=altchars)
         except (binascii.Error, ValueError):
             return None
         if raw[:2] == b"\x1f\x8b":

@@ -102,7 +102,9 @@ def _secret_token(seed: int, shape: str) -> str:
     position=st.sampled_from(sorted(POSITIONS)),
     encoding=st.sampled_from(["plain", "base64", "hex", "percent"]),
 )
-def test_a_lone_secret_is_refused_wherever_a_uri_carries_it(seed: int, shape: str, position: str, encoding: str) -> None:
+def test_a_lone_secret_is_refused_wherever_a_uri_carries_it(
+    seed: int, shape: str, position: str, encoding: str
+) -> None:
     """A URI's every segment, query part, fragment and userinfo part is judged alone, as the first path segment is:
     the view that joins them one per line is read line by line, and a view starts after every delimiter (base64
     holds `/`), not only after the first slashes. Refused as a resource URI and as a root's URI, naming `/uri` or
@@ -154,7 +156,7 @@ def test_a_uri_is_judged_from_after_every_delimiter() -> None:
     for uri in (f"notes://n/x?{token}", f"notes://n/x#{token}", f"notes://n/x?q={token}"):
         assert token in _views(uri)
     deep = "notes://n/" + "/".join("abcdefghijklmnop") + "/" + token
-    assert any(view == token or view.endswith("/" + token) and view.count("/") == 1 for view in _views(deep))
+    assert token in _views(deep)
     assert "reader\nsecret-part" in "".join(v for v in _views("notes://reader:secret-part@n/x") if isinstance(v, str))
 
 
