@@ -22,9 +22,10 @@ member's value (an argument, or a member of JSON inside one):
   literal fallback, a product key after a label.
 
 Where no name was given (a URI's views), a line with blanks or quotes gets the short-line rule and a query
-member is judged under its own name; a one-token value stays an id unless a vendor's prefix or a secret's
-alphabet marks it (`lone_secret`: `|`, `+`, upper case and digits only), and what it spells decoded is judged as a
-member's value (`DECODED_KEY`).
+member is judged under its own name, and each line of a text of several lines (a URI's parts, one per line) is
+judged alone; a one-token value stays an id unless a vendor's prefix or a secret's
+alphabet marks it (`lone_secret`: `|`, `+`, upper case and digits only), and what it spells decoded (or a base64
+token that spells a line of text, whole) is judged as a member's value (`DECODED_KEY`).
 
 Each text is also read decoded (`%XX`, base64, hex, gzip then base64, JSON inside a string, terminal codes
 stripped and `\\xNN` escapes read), the views the redactor reads, so an encoded value is judged as what it
