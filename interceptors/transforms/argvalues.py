@@ -22,9 +22,10 @@ member's value (an argument, or a member of JSON inside one):
   literal fallback, a product key after a label.
 
 Where no name was given (a URI's views), a line with blanks or quotes gets the short-line rule and a query
-member is judged under its own name; a one-token value stays an id unless a vendor's prefix or a secret's
-alphabet marks it (`lone_secret`: `|`, `+`, upper case and digits only), and what it spells decoded is judged as a
-member's value (`DECODED_KEY`).
+member is judged under its own name, and each line of a text of several lines (a URI's parts, one per line) is
+judged alone; a one-token value stays an id unless a vendor's prefix or a secret's
+alphabet marks it (`lone_secret`: `|`, `+`, upper case and digits only), and what it spells decoded (or a base64
+token that spells a line of text, whole) is judged as a member's value (`DECODED_KEY`).
 
 Each text is also read decoded (`%XX`, base64, hex, gzip then base64, JSON inside a string, terminal codes
 stripped and `\\xNN` escapes read), the views the redactor reads, so an encoded value is judged as what it
@@ -104,7 +105,8 @@ _SPLIT = re.compile(r"[\s\"'`,;=(){}\[\]<>]+")
 MAX_LINE = 200
 """A one-line value this short is read token by token (longer text is a document: the detectors' call)."""
 _LABEL = re.compile(  # (after a Korean label word, Hangul words may stand where a separator would)
-    r"(?i)(?:(?<![A-Za-z0-9+])|(?<=[_.-]))"  # a label word starts a name or follows `_`, `.`, `-` in one
+    r"(?i)(?:(?<![A-Za-z0-9+])|(?<=[_.-])|(?-i:(?<=[a-z])(?=[A-Z])|(?<=[A-Z]{2})(?=[a-z])))"  # a label word
+    # starts a name, follows `_`, `.`, `-` in one, or starts a camelCase part (`adminPass`, `ANYpw`, `APIkey`)
     r"(?:" + FOREIGN_PASSWORD_WORDS + r"|pa{0,2}s{0,2}wo?r?s?d|pa?ss(?:phrase)?|pw|p/w|secret|token|api[_-]?key|key|"
     r"authori[sz]ation|authentication|auth|credentials?|nonce|salt|session|identified[ \t]+by)"
     r"(?P<tail>[A-Za-z0-9_.-]{0,24}?)(?:\([A-Za-z0-9_.-]{1,24}\)|\))?"
@@ -122,7 +124,11 @@ _NOT_SECRET_BEFORE = re.compile(
     r"[\"'\s]*[:=]+[\s\"']*$"
 )
 """A label right before a token that names it public, per-request, an id, a digest or an image."""
-_CODE = re.compile(r"[(){}\[\]$<>\\`]|^(?:self|this|os|process|env|config|settings|args|kwargs|params|options)\.")
+_CODE = re.compile(
+    r"[(){}\[\]<>\\`]|\$(?=[A-Za-z_{(])|^(?:self|this|os|process|env|config|settings|args|kwargs|params|options)\."
+)
+"""Code or a template in a value: brackets, a backslash, a variable (`$NAME`, `${…}`, `$(…)`; a `$` before anything
+else is a password's character), a member of a well-known object."""
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_]*[0-9]?")
 _LETTER_RUN = re.compile(r"[A-Z]?[a-z]{4,}|[A-Z]{5,}")
 _FIVE_CONSONANTS = re.compile(r"[b-df-hj-np-tv-xz]{5}", re.IGNORECASE)
@@ -264,6 +270,17 @@ def _base64_text(token: str) -> str | None:
     return text if text.isprintable() else None
 
 
+_BASE64_BODY = re.compile(r"[A-Za-z0-9+/]{23,1023}={0,2}")
+
+
+def _slash_led_base64(text: str) -> bool:
+    """Whether a labelled value that starts with `/` is base64 rather than a path: no other `/`, 24+ characters of
+    base64's alphabet, and the rest random with lower case, upper case and digits (a path's one segment is a word
+    or a name)."""
+    rest = text[1:]
+    return "/" not in rest and _BASE64_BODY.fullmatch(text) is not None and all(_classes(rest)) and bare_secret(rest)
+
+
 def credential_like(value: str, before: str = "") -> bool:
     """Whether a labelled value could be a credential: not code, a template, a placeholder or a word."""
     if value.endswith(("..", "…")):
@@ -273,6 +290,8 @@ def credential_like(value: str, before: str = "") -> bool:
         return False
     if _CODE.search(text) or _DOTTED.fullmatch(text) or _IDENTIFIER.fullmatch(text) or _GUID.fullmatch(text):
         return False
+    if text[:1] == "/" and _slash_led_base64(text):
+        return True  # base64 may start with `/`: one random segment is no path
     if "://" in text or text.startswith(("/", "./", "~")) or _EMAIL.fullmatch(text) or _host(text):
         return False
     if "/" in text and not bare_secret(text):
@@ -581,9 +600,10 @@ _ANSI = re.compile(
 )
 r"""A terminal's colour or cursor code (`ESC[32m`, written raw or escaped: `\x1b[`, `\033[`, `\u001b[`, `\e[`;
 or an SGR code that lost its ESC: `[0m`): glued to a value, it hides the value's start or end."""
-_ESCAPE_MARKS = ("\x1b", "[0m", "[m", "\\x", "\\u", "\\033", "\\e[")
+_ESCAPE_MARKS = ("\x1b", "[0m", "[m", "\\x", "\\u", "\\0", "\\e[")
 """Substrings one of which any text `unescaped` changes holds (a cheap test before the patterns run)."""
-_ESCAPE = re.compile(r"\\x([0-9A-Fa-f]{2})|\\u([0-9A-Fa-f]{4})")
+_ESCAPE = re.compile(r"\\x([0-9A-Fa-f]{2})|\\u([0-9A-Fa-f]{4})|\\(0[0-7]{0,2})(?![0-9])")
+"""`\\xNN`, `\\uNNNN` and an octal escape from `\\0` (NUL, `\\033`): a string literal's characters."""
 
 
 _TERMINAL_MARKS = ("\x1b", "[0m", "\\x1b", "\\x1B", "\\033", "\\u001b", "\\u001B", "\\e[")
@@ -598,12 +618,17 @@ def without_terminal_codes(text: str) -> str | None:
     return out if out != text else None
 
 
+def _escaped_character(match: re.Match[str]) -> str:
+    hexadecimal = match.group(1) or match.group(2)
+    return chr(int(hexadecimal, 16)) if hexadecimal else chr(int(match.group(3), 8))
+
+
 def unescaped(text: str) -> str | None:
-    r"""`text` without terminal codes and with `\xNN` and `\uNNNN` escapes read as the characters they spell, or None
-    when neither is there (the view a log line or a string literal hides a value in)."""
+    r"""`text` without terminal codes and with `\xNN`, `\uNNNN` and octal (`\0`) escapes read as what they spell, or
+    None when neither is there (the view a log line or a string literal hides a value in)."""
     if not any(mark in text for mark in _ESCAPE_MARKS):
         return None
-    out = _ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), _ANSI.sub("", text))
+    out = _ESCAPE.sub(_escaped_character, _ANSI.sub("", text))
     return out if out != text else None
 
 
@@ -647,6 +672,25 @@ def _query_holds(text: str, depth: int) -> bool:
 
 _SPACED = re.compile(r"\S[\s\"'`]+\S")
 """A text with a blank or a quote inside: a line of words or code, not one opaque token."""
+MAX_NAMELESS_LINES = 64
+"""A nameless text's lines judged alone, at most (a URI's segments: the detectors read every line of the text)."""
+
+
+def _spells_a_line(text: str) -> bool:
+    """Whether `text`, whole, is one base64 token that spells a line of text (a blank or a quote in it): an id is
+    opaque bytes or a name, never an encoded line."""
+    token = text.strip()
+    if len(token) < 16 or _SPACED.search(token) is not None:
+        return False
+    said = _base64_text(token)
+    return said is not None and _SPACED.search(said.strip()) is not None
+
+
+def _lines_hold(text: str, depth: int) -> bool:
+    """Whether a line of a nameless text of several lines (a URI's userinfo, segments and query parts, one per line)
+    holds a secret judged alone, as the same text would as the only segment (`MAX_NAMELESS_LINES` at most)."""
+    lines = [line for line in text.split("\n") if len(line.strip()) >= MIN_TEXT]
+    return any(_text_holds(line, None, depth) for line in lines[:MAX_NAMELESS_LINES])
 
 
 def _text_holds(text: str, key: str | None, depth: int) -> bool:
@@ -662,6 +706,10 @@ def _text_holds(text: str, key: str | None, depth: int) -> bool:
         return True
     if (key is None or key == DECODED_KEY) and (prefixed_secret(text) or lone_secret(text)):
         return True  # a vendor's prefix or a secret's alphabet says what a lone token is, where one is an id
+    if key is None and _spells_a_line(text) and bare_secret(text):
+        return True  # base64 of a line of text is no id: judged as the same value under a name would be
+    if key is None and "\n" in text and _lines_hold(text, depth):
+        return True
     if labelled_secret(text) or shaped_secret(text) or paired_secret(text):
         return True
     if depth >= MAX_DEPTH:

@@ -9,9 +9,13 @@ the wrong place for it. A refusal names where the secret is (a JSON pointer) and
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
+import zlib
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 import orjson
 
@@ -78,10 +82,11 @@ MAX_JSON_LAYERS = 3
 """A string holding JSON text of a string (`"\\"{...}\\""`) is unwrapped this many layers deep."""
 
 
-def _encoded_json(text: str) -> Any:
+def _encoded_view(text: str) -> Any:
     """The JSON structure (object or array) that `text` spells in base64, hex, `%XX` or gzip then base64, or None:
     the redactor reads such a decoded view as text, where a JSON string's escaped quotes (`\\"`) hide a value
-    from the patterns that need them (`CURLOPT_PASSWORD, "…"`)."""
+    from the patterns that need them (`CURLOPT_PASSWORD, "…"`). A decoded text with terminal codes is returned
+    without them (a string): the redactor's decoded view keeps them, and a code glued to a key hides its start."""
     if len(text) < 8 or text[:1] in ("{", "[", '"'):
         return None
     for decode in (decode_base64, decode_gzip_base64, decode_hex, decode_percent):
@@ -97,7 +102,48 @@ def _encoded_json(text: str) -> Any:
                 continue
             if isinstance(parsed, dict | list):
                 return parsed
-    return None
+        plain = without_terminal_codes(spelled) if spelled else None
+        if plain is not None:
+            return plain
+    return _coded_text(text)
+
+
+_HEX_BYTES = re.compile(r"(?:[0-9a-f]{2})+|(?:[0-9A-F]{2})+")
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}|[A-Za-z0-9_-]{12,}={0,2}")
+MAX_CODED = 1 << 16
+"""A decoded text with terminal codes is read up to this many bytes (gzip's output is cut there)."""
+
+
+def _coded_text(text: str) -> str | None:
+    """What `text` spells in hex, `%XX`, base64 or gzip then base64, without its terminal codes, when that is UTF-8
+    text with raw terminal codes (ESC): the shared decoders refuse control characters, so a line coloured for a
+    terminal (`ESC[93msk-…ESC[0m`) would be judged only as spelled when it is encoded. None otherwise."""
+    raw: bytes | None = None
+    if "%" in text:
+        if "%1b" in text or "%1B" in text:
+            raw = unquote_to_bytes(text)
+    elif _HEX_BYTES.fullmatch(text) is not None:
+        if "1b" in text or "1B" in text:
+            raw = bytes.fromhex(text)
+    elif len(text) <= 4 * MAX_CODED and _BASE64_RUN.fullmatch(text) is not None:
+        body = text.rstrip("=")
+        altchars = b"-_" if "-" in body or "_" in body else None
+        try:
+            raw = base64.b64decode(body + "=" * (-len(body) % 4), altchars=altchars)
+        except (binascii.Error, ValueError):
+            return None
+        if raw[:2] == b"\x1f\x8b":
+            try:
+                raw = zlib.decompressobj(wbits=31).decompress(raw, MAX_CODED)
+            except zlib.error:
+                return None
+    if raw is None or b"\x1b" not in raw:
+        return None
+    try:
+        decoded = raw[:MAX_CODED].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return without_terminal_codes(decoded)
 
 
 def _unwrap_json_strings(value: Any, depth: int = 0) -> Any:
@@ -118,7 +164,7 @@ def _unwrap_json_strings(value: Any, depth: int = 0) -> Any:
             text, layers = inner.strip(), layers + 1
         if layers:
             return text
-        spelled = _encoded_json(text)
+        spelled = _encoded_view(text)
         if spelled is None:
             plain = without_terminal_codes(value)  # a colour code glued to a key hides its start from a detector
             return value if plain is None else plain

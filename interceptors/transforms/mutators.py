@@ -429,17 +429,19 @@ def _guards(pipeline: Pipeline) -> tuple[SecretGuard, ...]:
     return tuple(t for t in pipeline.transforms if isinstance(t, SecretGuard))
 
 
-_AUTHORITY = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?://[^/?#]*)?/*")
+_AUTHORITY = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?://(?:(?P<userinfo>[^/?#@]*)@)?[^/?#]*)?/*")
 _URI_DELIMITERS = re.compile(r"[/?#&;]+")
+_TAIL_STARTS = re.compile(r"[/?#&;=]")
 MAX_URI_TAILS = 8
-"""A URI's path is also judged from after each of its first slashes (base64 holds `/`, so no split finds it)."""
+"""A URI is also judged from after each of its first and last delimiters, this many of each (base64 holds `/`, so
+no split finds it whole; a value starts after a `/`, a `?`, a `#`, a `;`, an `&` or a `=`)."""
 
 
 def _views(uri: Any) -> tuple[Any, ...]:
     """A URI as spelled; percent-decoded (then again while escapes remain, 3 layers at most: a server reads the
     decoded text, and `%XX` hides base64's `+/=` from the bare decoder); then, decoded, what follows its scheme
-    and authority and each of its first slashes, and its segments and query parts one per line (an encoded run
-    starts at a delimiter)."""
+    and authority and each of its first and last delimiters, and its userinfo's parts, segments and query parts
+    one per line (an encoded run starts at a delimiter; the guard judges each line of a nameless text alone)."""
     if not isinstance(uri, str):
         return (uri,)
     views = [uri]
@@ -451,8 +453,16 @@ def _views(uri: Any) -> tuple[Any, ...]:
     last = views[-1]
     start = _AUTHORITY.match(last)
     rest = last[start.end() :] if start is not None else last
-    tails = [rest[slash.end() :] for slash, _ in zip(re.finditer("/", rest), range(MAX_URI_TAILS), strict=False)]
-    views.extend(view for view in (rest, *tails, _URI_DELIMITERS.sub("\n", rest)) if view and view != last)
+    userinfo = (start.group("userinfo") or "") if start is not None else ""
+    starts = [mark.end() for mark in _TAIL_STARTS.finditer(rest)]
+    if len(starts) > 2 * MAX_URI_TAILS:
+        starts = starts[:MAX_URI_TAILS] + starts[-MAX_URI_TAILS:]
+    tails = [rest[at:] for at in dict.fromkeys(starts)]
+    lines = _URI_DELIMITERS.sub("\n", rest)
+    if userinfo:
+        lines = userinfo.replace(":", "\n", 1) + "\n" + lines
+    candidates = (rest, *tails, lines)
+    views.extend(view for view in dict.fromkeys(candidates) if view and view != last)
     return tuple(views)
 
 
