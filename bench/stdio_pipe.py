@@ -3,7 +3,9 @@
 `python -m bench.stdio_pipe [--count N] [--handler inline|async]`: a plain blocking client (so its own cost
 is small and the same for both) drives each server sequentially and with 16 requests in flight, and reports
 wall time and the server's CPU time (utime + stime from /proc/PID/stat) per request. On a loaded machine the
-CPU per request is the steady measure; wall time is shown for what it is. The interceptor server runs on
+CPU per request is the steady measure; wall time is shown for what it is. `--cpu N` runs this client and every
+server on CPU N alone: a sequential round trip is then two context switches on one CPU, not a wake-up on whichever
+CPU is idle, and its wall time repeats from run to run on a shared machine. The interceptor server runs on
 asyncio's event loop and, when uvloop is installed (the `fast` extra), on uvloop's too, in the same run.
 """
 
@@ -136,7 +138,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=10000)
     parser.add_argument("--handler", choices=("inline", "async"), default="inline")
+    parser.add_argument("--cpu", type=int, default=None, help="run the client and the servers on this CPU alone")
     args = parser.parse_args()
+    if args.cpu is not None:
+        os.sched_setaffinity(0, {args.cpu})  # (the servers inherit it)
     best = measure(args.count, args.handler)
     print(f"{'row (' + args.handler + ' no-op validator)':<44}{'wall us':>10}{'CPU us':>10}")
     for name, (wall, cpu) in best.items():

@@ -38,7 +38,7 @@ from mcp_types import CONNECTION_CLOSED, InitializeRequestParams, RequestParams
 from pydantic import ValidationError
 
 from interceptors import INTERNAL_ERROR, INVOKE_METHOD, InterceptorRpcError
-from interceptors.codec import dumps_exact
+from interceptors.codec import dumps_exact, may_round_numbers
 from interceptors.protocol.eras import MODERN_VERSIONS, Era, negotiate
 from interceptors.protocol.messages import (
     CLIENT_CAPABILITIES_META_KEY,
@@ -114,7 +114,7 @@ class ExpressLane:
         self._host = host
         self._server_info = server_info
         self._write = write
-        self._put = put
+        self._put: PutBytes = self._write_soon if put is None else put
         self._era: Era | None = None  # once the opening request is seen
         self._off = False  # `initialize` on a 2026 connection, or a second or invalid one: the SDK's alone
         self._negotiated: str | None = None  # handshake era: the version `initialize` settled on
@@ -134,27 +134,35 @@ class ExpressLane:
             with anyio.CancelScope(shield=True), anyio.move_on_after(_SHUTDOWN_S):
                 await asyncio.gather(*tasks, return_exceptions=True)
 
-    def take(self, message: Mapping[str, Any], movable: bool = True) -> bool:
+    def take(self, message: Mapping[str, Any], line: bytes | None = None) -> bool:
         """True when the lane handles `message` (a well-formed JSON-RPC message); the SDK must not see it.
 
-        Every message comes here, so the lane follows the era as the SDK does; `movable=False` (the line
-        may hold numbers the lane cannot carry exactly) leaves a request to the SDK all the same.
+        Every message comes here, so the lane follows the era as the SDK does. `line`: the message's own line,
+        when the reader has it: if it may hold numbers the lane cannot carry exactly (`may_round_numbers`), a
+        request is left to the SDK all the same (read only for a request the lane would otherwise take).
         """
-        method = message.get("method")
         request_id = message.get("id")
-        if request_id is not None:  # a request (the SDK reads `"id": null` as a notification)
-            if method is None:
-                return False
+        if request_id is None:  # a notification (the SDK reads `"id": null` as one)
+            return self._notification(message)
+        method = message.get("method")
+        if method == INVOKE_METHOD and self._era is not None:
             params = message.get("params")
-            if self._era is None or method == "initialize":  # the opening request and `initialize` are the SDK's
-                self._opening(method, params)
-                return False
-            if method != INVOKE_METHOD or not movable or not self._open or type(params) is not dict:
-                return False  # (the SDK names what is wrong with a request the lane cannot take)
-            if request_id in self._in_flight or not self._serves(params):
-                return False  # (a duplicate id in flight: the SDK judges it)
-            self._invoke(request_id, params)
-            return True
+            if (
+                type(params) is dict
+                and self._open
+                and request_id not in self._in_flight  # (a duplicate id in flight: the SDK judges it)
+                and self._serves(params)
+                and (line is None or not may_round_numbers(line))
+            ):
+                self._invoke(request_id, params)
+                return True
+            return False  # (the SDK names what is wrong with a request the lane cannot take)
+        if method is not None and (self._era is None or method == "initialize"):
+            self._opening(method, message.get("params"))  # the opening request and `initialize` are the SDK's
+        return False
+
+    def _notification(self, message: Mapping[str, Any]) -> bool:
+        method = message.get("method")
         if method == "notifications/initialized" and self._negotiated is not None:
             self._initialized = True
         if method == "notifications/cancelled":
@@ -170,28 +178,26 @@ class ExpressLane:
     def _invoke(self, request_id: int | str, params: dict[str, Any]) -> None:
         """Answer one invoke: at once when its handler runs inline, else in a task awaiting the host."""
         answer: dict[str, Any] | _Answer
-        if _tracing.TRACER is not None:  # the host's span under the caller's (its `_meta.traceparent`)
+        if _tracing.TRACER is None:
+            try:
+                answer = self._host.start(params, fresh=True)  # the params are this line's: nobody else's
+            except Exception as exc:
+                self._put(_failure(request_id, exc))
+                return
+            if type(answer) is dict:
+                self._put(self._success(request_id, answer))
+                return
+        else:  # the host's span under the caller's (its `_meta.traceparent`)
             meta = params.get("_meta")
             traceparent = meta.get("traceparent") if isinstance(meta, dict) else None
             bare = {key: value for key, value in params.items() if key != "_meta"}
             answer = _tracing.serve_invoke(self._host.invoke, bare, traceparent)
-        else:
-            try:
-                answer = self._host.start(params, fresh=True)  # the params are this line's: nobody else's
-            except Exception as exc:
-                self._send(_failure(request_id, exc))
-                return
-            if type(answer) is dict:
-                self._send(self._success(request_id, answer))
-                return
         task = asyncio.get_running_loop().create_task(self._answer(request_id, cast(_Answer, answer)))
         self._in_flight[request_id] = task
 
-    def _send(self, line: bytes) -> None:
-        if self._put is not None:
-            self._put(line)
-        else:
-            asyncio.get_running_loop().create_task(self._write_later(line)).add_done_callback(_ignore)
+    def _write_soon(self, line: bytes) -> None:
+        """`put` for a lane built without one: the line is written from a task of its own."""
+        asyncio.get_running_loop().create_task(self._write_later(line)).add_done_callback(_ignore)
 
     async def _write_later(self, line: bytes) -> None:
         await self._write(line)
@@ -226,9 +232,11 @@ class ExpressLane:
                 and meta.get(PROTOCOL_VERSION_META_KEY) in MODERN_VERSIONS
                 and self._acceptable_meta(meta)
             )
-        if not self._initialized or _has_version_key(params):
-            return False
-        return meta is None or self._acceptable_meta(meta)
+        if meta is None:
+            return self._initialized
+        if not self._initialized or (isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta):
+            return False  # (the 2026 envelope on a handshake connection: the SDK's to judge)
+        return self._acceptable_meta(meta)
 
     def _acceptable_meta(self, meta: Any) -> bool:
         """`_meta` as the SDK's own model accepts it (cached: clients send one envelope over and over)."""
@@ -263,7 +271,11 @@ class ExpressLane:
 
     def _success(self, request_id: int | str, result: dict[str, Any]) -> bytes:
         if self._era is not Era.MODERN:
-            return _line_of({"jsonrpc": "2.0", "id": request_id, "result": result})
+            reply = {"jsonrpc": "2.0", "id": request_id, "result": result}
+            try:  # (`_line_of`, without a call: the common reply)
+                return orjson.dumps(reply, option=orjson.OPT_APPEND_NEWLINE)
+            except TypeError:
+                return _line_of(reply)
         # As the SDK shapes a 2026-era result: resultType required, the serverInfo stamp merged into `_meta`.
         if result.get("resultType") is None:
             result["resultType"] = "complete"

@@ -22,7 +22,6 @@ import anyio
 import orjson
 from mcp.server.stdio import stdio_server
 
-from interceptors.codec import may_round_numbers
 from interceptors.errors import INVALID_REQUEST, PARSE_ERROR
 from interceptors.protocol.framing import MAX_LINE_BYTES, LineSplitter, Oversized
 from interceptors.protocol.messages import Kind, classify, error_line, is_request, recover_id
@@ -42,20 +41,15 @@ def _is_pipe_like(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))
 
 
-def _examine(line: bytes) -> tuple[dict[str, Any] | None, bytes | None]:
-    """(the well-formed message, None), or (None, the JSON-RPC error for a line the SDK would drop).
+def _judged(value: Any) -> tuple[dict[str, Any] | None, bytes | None]:
+    """For a decoded line that is not a well-formed request or notification (`is_request`, asked first: it is
+    the common case): (a message to go on with, None), or (None, the JSON-RPC error for a line the SDK would drop).
 
-    The SDK answers what it can parse; a request with a bad shape (array params, a float id, …) or a
-    line that is not JSON would otherwise get no reply at all, and its caller would wait forever. The shape
-    is judged by the protocol core's classification (`interceptors.protocol.messages.classify`), the one the
-    gateway's router uses. (None, None) is a reply to one of the server's own requests: the SDK's to judge.
+    The SDK answers what it can parse; a request with a bad shape (array params, a float id, …) would otherwise
+    get no reply at all, and its caller would wait forever. The shape is judged by the protocol core's
+    classification (`interceptors.protocol.messages.classify`), the one the gateway's router uses. (None, None)
+    is a reply to one of the server's own requests: the SDK's to judge.
     """
-    try:
-        value = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None, error_line(recover_id(line), PARSE_ERROR, "Parse error", {"reason": "not valid JSON"})
-    if is_request(value):
-        return value, None
     if isinstance(value, dict) and "method" in value and "id" in value and value["id"] is None:
         # A null id: the SDK takes the request for a notification (never answered), so it is judged as one.
         message = classify({key: item for key, item in value.items() if key != "id"})
@@ -81,7 +75,7 @@ class _Lines(asyncio.Protocol):
     """The read side of the wire: `async for line in lines` gives the SDK text lines (invalid UTF-8 replaced).
 
     Framed by the protocol core's `LineSplitter` (the framing of every stdio edge), as the bytes arrive
-    (`data_received`): lines the SDK could not answer are answered here (see `_examine`), oversized ones
+    (`data_received`): lines the SDK could not answer are answered here (see `_judged`), oversized ones
     refused, and the requests the express lane takes are handed to it, all without waiting for the SDK;
     the replies answered from one read leave together (`_Writer.release`), and only the rest is queued for
     the SDK. Why: an inline invoke costs one event-loop turn (the read) and one write, and the invokes of
@@ -111,7 +105,8 @@ class _Lines(asyncio.Protocol):
         for line in self._splitter.feed(data):
             self._line(line)
         self._writer.release()  # every complete line read so far is handled: their replies leave now, together
-        self._wake()
+        if self._queue:  # (the lines the SDK is to read)
+            self._wake()
 
     def eof_received(self) -> bool:
         last = self._splitter.rest()  # a last line without its newline
@@ -140,13 +135,22 @@ class _Lines(asyncio.Protocol):
             reason = {"reason": f"a message larger than the {self._max_line_bytes} byte line limit"}
             self._writer.put(error_line(recover_id(line.head), INVALID_REQUEST, "Request too large", reason))
             return
-        message, refusal = _examine(line)
-        if refusal is not None:
-            self._writer.put(refusal)
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            self._writer.put(error_line(recover_id(line), PARSE_ERROR, "Parse error", {"reason": "not valid JSON"}))
             return
         lane = self._express
-        if message is not None and lane is not None and lane.take(message, movable=not may_round_numbers(line)):
-            return
+        if is_request(value):
+            if lane is not None and lane.take(value, line):
+                return
+        else:
+            message, refusal = _judged(value)
+            if refusal is not None:
+                self._writer.put(refusal)
+                return
+            if message is not None and lane is not None and lane.take(message, line):
+                return
         self._queue.append(line.decode("utf-8", "replace"))
         self._queued_bytes += len(line)
         if not self._paused and self._queued_bytes > 2 * self._max_line_bytes and self._transport is not None:
@@ -203,8 +207,11 @@ class _Writer:
 
     def release(self) -> None:
         """Send what is queued now, in one write."""
-        if self._pending:
-            self._send()
+        pending = self._pending
+        if pending:
+            data = pending[0] if len(pending) == 1 else b"".join(pending)
+            self._pending, self._pending_bytes = [], 0
+            self._transport.write(data)
 
     async def write_bytes(self, data: bytes) -> None:
         self.put(data)

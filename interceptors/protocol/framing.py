@@ -46,8 +46,13 @@ class LineSplitter:
         self._skipping = False
 
     def feed(self, chunk: bytes) -> list[bytes | Oversized]:
-        out: list[bytes | Oversized] = []
         buffer = self._buffer
+        end = chunk.find(b"\n")
+        if end == len(chunk) - 1 and not buffer and not self._skipping and end <= self.max_line:
+            # One whole line in one read, nothing held over: what a peer waiting for each reply always sends.
+            line = chunk[:end].rstrip(b"\r")
+            return [line] if line and not line.isspace() else []
+        out: list[bytes | Oversized] = []
         start = 0
         while True:
             end = chunk.find(b"\n", start)

@@ -233,8 +233,10 @@ def is_request(value: Any) -> bool:
     method = value.get("method")
     if not isinstance(method, str) or not method:
         return False
-    if "id" in value and not _is_id(value["id"]):
-        return False
+    if "id" in value:
+        request_id = value["id"]
+        if type(request_id) is not int and type(request_id) is not str and not _is_id(request_id):
+            return False  # (the two plain types answered without a call: this runs on every line)
     params = value.get("params")
     return params is None or isinstance(params, dict)
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from interceptors.protocol.framing import LineSplitter
+from interceptors.protocol.framing import LineSplitter, Oversized
 from tests.conftest import ROOT
 from tests.processes import stop
 
@@ -104,6 +104,30 @@ def test_the_framing_cuts_any_chunking_into_the_same_lines_and_skips_oversized_o
         assert len(splitter._buffer) <= limit  # memory stays bounded by the limit
     expected = [None if len(line) > limit else line.rstrip(b"\r") for line in lines]
     assert out == [line for line in expected if line is None or line.strip()]
+
+
+@given(
+    lines=st.lists(st.binary(max_size=40).filter(lambda b: b"\n" not in b), max_size=12),
+    limit=st.integers(min_value=1, max_value=50),
+    cut=st.integers(min_value=0, max_value=41),
+)
+def test_the_framing_gives_the_same_lines_one_line_per_chunk(lines: list[bytes], limit: int, cut: int) -> None:
+    """A peer that waits for each reply sends one whole line per read (the framing's one-line path): the same
+    lines as the whole text in one chunk, also when a line before it came in two pieces or was oversized."""
+    data = b"".join(line + b"\n" for line in lines)
+    whole = LineSplitter(limit).feed(data)
+    splitter = LineSplitter(limit)
+    out: list[bytes | Oversized] = []
+    for index, line in enumerate(lines):
+        chunk = line + b"\n"
+        if index == 0 and cut < len(chunk):  # the first line in two pieces: the next ones start clean
+            out += splitter.feed(chunk[:cut])
+            chunk = chunk[cut:]
+        out += splitter.feed(chunk)
+    assert out == whole  # (all oversized items are equal: an oversized line is reported in its place)
+    if not lines or cut >= len(lines[0]) + 1:  # each line whole in its chunk: an oversized one keeps the same head
+        heads = [item.head for item in out if isinstance(item, Oversized)]
+        assert heads == [item.head for item in whole if isinstance(item, Oversized)]
 
 
 def test_the_framing_keeps_a_long_line_in_one_buffer_until_its_newline() -> None:
