@@ -652,11 +652,17 @@ def _code_name(text: str, finding: Finding, facts: _TextFacts) -> bool:
     return _CODE_NAME.fullmatch(finding.value) is not None
 
 
-def _signature(text: str, finding: Finding, facts: _TextFacts) -> bool:
-    lo = max(0, finding.start - 4200)
-    if text.find("ignature", lo, finding.start) < 0 and text.find("IGNATURE", lo, finding.start) < 0:
+def _said_before(text: str, finding: Finding, reach: int, probe: str, pattern: re.Pattern[str]) -> bool:
+    """`pattern` in the `reach` characters before the finding, searched only when `probe` (lower or upper case)
+    is there: a cheap `find` keeps the regex off the texts that cannot match."""
+    lo = max(0, finding.start - reach)
+    if text.find(probe, lo, finding.start) < 0 and text.find(probe.upper(), lo, finding.start) < 0:
         return False
-    return _SIGNATURE_BEFORE.search(text, lo, finding.start) is not None
+    return pattern.search(text, lo, finding.start) is not None
+
+
+def _signature(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return _said_before(text, finding, 4200, "ignature", _SIGNATURE_BEFORE)
 
 
 def _cased_copy(text: str, finding: Finding, facts: _TextFacts) -> bool:
@@ -778,10 +784,7 @@ def _asset_url(text: str, finding: Finding, facts: _TextFacts) -> bool:
 
 
 def _public_label(text: str, finding: Finding, facts: _TextFacts) -> bool:
-    lo = max(0, finding.start - 40)
-    if text.find("ub", lo, finding.start) < 0 and text.find("UB", lo, finding.start) < 0:
-        return False
-    return _PUBLIC_LABEL.search(text, lo, finding.start) is not None
+    return _said_before(text, finding, 40, "ub", _PUBLIC_LABEL)
 
 
 def _failed_checksum(text: str, finding: Finding, facts: _TextFacts) -> bool:

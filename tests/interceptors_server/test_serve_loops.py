@@ -65,9 +65,10 @@ def _read_into(out: Any, lines: queue.Queue[bytes]) -> None:
         lines.put(line)
 
 
-def _serve(loop: str, script: bytes) -> list[dict[str, Any]]:
+def _serve(loop: str, script: bytes, line_by_line: bool = False) -> list[dict[str, Any]]:
     """The replies to `script`, read until all have come (stdin stays open till then: a server may drop the
-    replies still in flight when its client hangs up), sorted by id."""
+    replies still in flight when its client hangs up), sorted by id. `line_by_line`: each line written alone and,
+    but for the notification, its reply read before the next line is written (one whole line per read)."""
     command = [sys.executable, "-m", "integrations.cli", "serve", "--loop", loop,
                "--registry", "tests.servers.host_registry:build_registry"]  # fmt: skip
     child = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -75,16 +76,25 @@ def _serve(loop: str, script: bytes) -> list[dict[str, Any]]:
     lines: queue.Queue[bytes] = queue.Queue()
     assert child.stdin is not None and child.stdout is not None
     threading.Thread(target=_read_into, args=(child.stdout, lines), daemon=True).start()
+    replies: list[dict[str, Any]] = []
     try:
-        child.stdin.write(script)
-        child.stdin.flush()
-        replies = [without_durations(json.loads(lines.get(timeout=30))) for _ in range(REPLIES)]
+        if line_by_line:
+            for line in script.splitlines():
+                child.stdin.write(line + b"\n")
+                child.stdin.flush()
+                if b'"notifications/' not in line:
+                    replies.append(without_durations(json.loads(lines.get(timeout=30))))
+        else:
+            child.stdin.write(script)
+            child.stdin.flush()
+            replies += [without_durations(json.loads(lines.get(timeout=30))) for _ in range(REPLIES)]
         child.stdin.close()
         assert child.wait(timeout=30) == 0
     finally:
         if child.poll() is None:
             child.kill()
             child.wait(timeout=10)
+    assert len(replies) == REPLIES
     return sorted(replies, key=lambda reply: json.dumps(reply.get("id")))
 
 

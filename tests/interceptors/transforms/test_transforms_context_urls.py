@@ -10,29 +10,15 @@ from __future__ import annotations
 import json
 import random
 import string
-from typing import Any
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from interceptors.transforms import STANDARD_TRANSFORMS, TransformContext, assemble_output
-from interceptors.transforms.channels import transform_tool_result
 from interceptors.transforms.entities import looks_random
+from tests.interceptors.transforms.test_transforms_context_public import _run, _text_out
 
-PIPELINE = assemble_output(STANDARD_TRANSFORMS)
 _ALNUM = string.ascii_letters + string.digits
 _URLSAFE = _ALNUM + "_-"
-
-
-def _run(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    ctx = TransformContext()
-    out, _ = transform_tool_result(result, PIPELINE, ctx)
-    return out, ctx.report
-
-
-def _text_out(text: str) -> str:
-    out, _ = _run({"content": [{"type": "text", "text": text}]})
-    return str(out["content"][0]["text"]) if out["content"] else ""
 
 
 def _token(seed: int, size: int = 32, alphabet: str = _ALNUM) -> str:
