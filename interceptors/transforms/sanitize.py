@@ -60,6 +60,8 @@ def _strip_invisible(text: str) -> str:
 
 
 _ASCII_INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]+")
+_ASCII_INVISIBLE_ONE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+"""The same class one character at a time: only asked whether there is one, several times faster than the run."""
 
 DEFAULT_FREE_TEXT_KEYS = (
     "name", "*_name", "display*", "title", "description", "*description*", "comment*", "message", "note*", "summary",
@@ -166,6 +168,12 @@ NOTICE = (
 )
 
 
+_MEMO_LENGTH = 256
+"""Texts up to this long have their verdict remembered (`Sanitizer._suspicious`)..."""
+_MEMO_SIZE = 8192
+"""...this many at most, then the memo starts again."""
+
+
 class Sanitizer(Transform):
     type = "sanitize"
     OPTIONS = (
@@ -192,6 +200,7 @@ class Sanitizer(Transform):
             extra.append(compile_pattern(pattern, re.IGNORECASE | re.DOTALL, f"{path}.extra_patterns[{index}]"))
         self.extra = tuple(extra)
         self._key_memo: dict[str, bool] = {}
+        self._suspicious_memo: dict[str, bool] = {}
 
     @property
     def reversible(self) -> bool:
@@ -267,10 +276,10 @@ class Sanitizer(Transform):
         original = text
         if self.strip:
             ascii_text = text.isascii()
-            pattern = _ASCII_INVISIBLE if ascii_text else _INVISIBLE
+            probe = _ASCII_INVISIBLE_ONE if ascii_text else _INVISIBLE
             # (printable ASCII holds no control code: the search is skipped, C-speed test first)
-            if not (ascii_text and text.isprintable()) and pattern.search(text) is not None:
-                cleaned = pattern.sub("", text) if pattern is _ASCII_INVISIBLE else _strip_invisible(text)
+            if not (ascii_text and text.isprintable()) and probe.search(text) is not None:
+                cleaned = _ASCII_INVISIBLE.sub("", text) if ascii_text else _strip_invisible(text)
                 if len(cleaned) != len(text):  # emoji selectors and joiners alone stay: nothing was stripped
                     state.stripped += len(text) - len(cleaned)
                     state.sanitized += 1
@@ -294,6 +303,18 @@ class Sanitizer(Transform):
         return original if text == original else text
 
     def _suspicious(self, text: str) -> bool:
+        if len(text) > _MEMO_LENGTH:
+            return self._judge(text)
+        # Short values repeat (a status, a region, a name in every row): judged once per text
+        memo = self._suspicious_memo
+        hit = memo.get(text)
+        if hit is None:
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()
+            hit = memo[text] = self._judge(text)
+        return hit
+
+    def _judge(self, text: str) -> bool:
         if self.extra and any(p.search(text) for p in self.extra):
             return True
         # Only ASCII text may be prefiltered: case-insensitive matching folds a few other letters to ASCII.
@@ -302,9 +323,20 @@ class Sanitizer(Transform):
         folded = text.lower()
         if not _FIRST_GATE_FINDER.any_in(folded):
             return False
+        seen: dict[str, bool] = {}  # a piece shared by several families' gates is looked for once
         for pattern, gates in FAMILIES:
-            if all(any(piece in folded for piece in gate) for gate in gates) and pattern.search(text):
-                return True
+            for gate in gates:
+                for piece in gate:
+                    found = seen.get(piece)
+                    if found is None:
+                        found = seen[piece] = piece in folded
+                    if found:
+                        break
+                else:
+                    break  # no piece of this gate: the family cannot match
+            else:
+                if pattern.search(text):
+                    return True
         return False
 
     def _neutralise(self, text: str) -> str:
