@@ -244,7 +244,7 @@ class Redactor(Transform):
         """One look at the whole payload decides which detectors can match anywhere in it, if any, and whether
         anything in it could be marked as encoded: (scanner, walk needed, decoding)."""
         try:
-            raw = orjson.dumps(list(values), option=orjson.OPT_NON_STR_KEYS).decode()
+            raw = _payload_text(values)
         except TypeError:
             return self.scanner, True, self.decoder is not None
         if needs_normalizing(raw):  # a hint hidden by an escape or an invisible character still counts
@@ -881,6 +881,29 @@ def _unique_key(key: str, taken: Mapping[Any, Any]) -> str:
     while f"{key}#{index}" in taken:
         index += 1
     return f"{key}#{index}"
+
+
+def _payload_text(values: Sequence[Any]) -> str:
+    """The JSON text `_narrow` reads: the parts as one array, less a text part that is the JSON of a structured part
+    (a tool's `structuredContent` repeated in a text block, as the protocol advises). The walk reads such a text as
+    the data it parses to, the same strings under the same keys, so what the narrowing finds in the one holds for
+    the other; its layout (indentation, escapes) is never scanned."""
+    dumped = [orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS) for value in values]
+    structured = {part for value, part in zip(values, dumped, strict=True) if value.__class__ is not str}
+    if structured:
+        kept = []
+        for value, part in zip(values, dumped, strict=True):
+            repeats = (
+                value.__class__ is str
+                and len(value) > 1
+                and value[0] in "{["
+                and (parsed := _json_text(value))
+                and orjson.dumps(parsed, option=orjson.OPT_NON_STR_KEYS) in structured
+            )
+            if not repeats:
+                kept.append(part)
+        dumped = kept
+    return (b"[" + b",".join(dumped) + b"]").decode()
 
 
 def _json_text(text: str) -> Any:

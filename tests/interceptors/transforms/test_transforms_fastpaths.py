@@ -26,6 +26,7 @@ from interceptors.transforms import (
     assemble_output,
 )
 from interceptors.transforms import project as project_module
+from interceptors.transforms import redactor as redactor_module
 from interceptors.transforms.depseudonymize import Depseudonymizer
 from interceptors.transforms.detectors import gate_test
 from interceptors.transforms.jsonspans import _SPLIT, _strings_only
@@ -64,6 +65,58 @@ def test_plain_text_shortcut_equals_the_walk(parts: list[str], labels: list[str]
     fast, slow = TransformContext(), TransformContext()
     assert shortcut.apply_all(parts, fast, names) == walking.apply_all(parts, slow, names)
     assert fast.report == slow.report
+
+
+class _WholePayloadRedactor(Redactor):
+    """The same redactor narrowing on every part, a text that repeats the structured content included."""
+
+    def _narrow(self, values: Any) -> Any:
+        original = redactor_module._payload_text
+        redactor_module._payload_text = lambda parts: orjson.dumps(list(parts), option=orjson.OPT_NON_STR_KEYS).decode()
+        try:
+            return super()._narrow(values)
+        finally:
+            redactor_module._payload_text = original
+
+
+_KEYS = st.sampled_from(["token", "password", "id", "note", "aws_secret_access_key", "data", "kty", "apiKey", "x"])
+_STRUCTURED = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False, allow_infinity=False) | planted,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS | st.text(max_size=3), inner, max_size=3),
+    max_leaves=8,
+).filter(lambda value: isinstance(value, dict | list))
+
+
+def _bools_as_numbers(value: Any) -> Any:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, list):
+        return [_bools_as_numbers(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _bools_as_numbers(item) for key, item in value.items()}
+    return value
+
+
+@settings(max_examples=300, deadline=None)
+@given(_STRUCTURED, st.sampled_from([None, 2, 4]), st.booleans(), st.booleans())
+@example({"token": "ghp_" + "a1B2c3D4e5" * 3 + "a1B2c3"}, 2, False, False)
+@example({"n": True}, None, True, False)  # `true` and `1` compare equal in Python, not in JSON: both are read
+def test_narrowing_once_on_repeated_structured_content_equals_reading_both(
+    structured: Any, indent: int | None, other_value: bool, second_text: bool
+) -> None:
+    """A text block holding the structured content's JSON is narrowed on once: the same findings, the same
+    output and report as when both are read; a text whose data differs in any way is still read."""
+    text = json.dumps(structured, indent=indent, ensure_ascii=bool(indent))
+    shown = _bools_as_numbers(structured) if other_value else structured
+    parts = [text, shown] + ([text + " "] if second_text else [])
+    labels = ["content[0].text", "structuredContent", "content[1].text"][: len(parts)]
+    once = _standard_redactor()
+    both = copy.copy(once)
+    both.__class__ = _WholePayloadRedactor
+    both._cache = {}
+    ctx_once, ctx_both = TransformContext(), TransformContext()
+    assert once.apply_all(parts, ctx_once, labels) == both.apply_all(parts, ctx_both, labels)
+    assert ctx_once.report == ctx_both.report
 
 
 @settings(max_examples=300, deadline=None)
