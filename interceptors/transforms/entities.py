@@ -259,6 +259,20 @@ class RandomnessRule:
 RANDOMNESS = RandomnessRule()
 
 
+def _path_of_names(token: str) -> bool:
+    """`instance/i-0ec4d37eef29972d5`, `commit/<sha>`, `key-pair/kp-1f9a…`: a resource path (an ARN's tail, a URL's)
+    whose every part is a word or an id of a known non-secret shape. A random base64 run has slashes too, but
+    between them random pieces, which are almost never all hex or all words."""
+    parts = [part for part in token.split("/") if part]
+    return len(parts) >= 2 and all(_NOT_RANDOM_SHAPES.fullmatch(part) or _is_name(part) for part in parts)
+
+
+def _is_name(part: str) -> bool:
+    """`security-group`, `key_pair`, `README`: words, joined by `-` or `_` or not at all."""
+    words = [word for word in _SEPARATORS.split(part) if word]
+    return bool(words) and all(word.isalpha() and _wordy_share(word) >= 0.5 for word in words)
+
+
 def looks_random(text: str, rule: RandomnessRule = RANDOMNESS) -> bool:
     """A token with the statistics of random characters: at least two of lower case, upper case and digits (a
     digit or a base64 symbol among them), not mostly word-like runs, not a known non-secret shape (hex, SRI, an
@@ -270,6 +284,8 @@ def looks_random(text: str, rule: RandomnessRule = RANDOMNESS) -> bool:
     if _NOT_RANDOM_SHAPES.fullmatch(token):
         decoded = _text_of_hex(token)  # hex of text is judged by what it says, like base64 of text (below)
         return decoded is not None and any(looks_random(run.group(0), rule) for run in _TOKEN_RUN.finditer(decoded))
+    if "/" in token and _path_of_names(token):
+        return False
     lower = any(c.islower() for c in token)
     upper = any(c.isupper() for c in token)
     digit = any(c.isdigit() for c in token)

@@ -1,0 +1,68 @@
+"""Resource paths of names and ids are not random tokens (issue 29, precision): an ARN's tail
+(`instance/i-0ec4d37eef29972d5`), a `commit/<sha>` or `key-pair/kp-…` path is one run of token characters with
+the entropy of a random key, but every part between its slashes says what it is: a word or an id of a known
+non-secret shape. A random base64 key has slashes too, between random pieces: it is still caught (seeded,
+derandomised draws).
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+from typing import Any
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from interceptors.transforms import STANDARD_TRANSFORMS, TransformContext, assemble_output
+from interceptors.transforms.channels import transform_tool_result
+from interceptors.transforms.entities import _path_of_names, looks_random
+
+PIPELINE = assemble_output(STANDARD_TRANSFORMS)
+HEX = "0123456789abcdef"
+RESOURCES = [("instance", "i"), ("volume", "vol"), ("snapshot", "snap"), ("security-group", "sg"),
+             ("network-interface", "eni"), ("image", "ami"), ("key-pair", "key"), ("subnet", "subnet")]  # fmt: skip
+REGIONS = ["us-east-1", "eu-west-1", "ap-south-1"]
+
+
+def _run(text: str) -> tuple[str, dict[str, Any]]:
+    ctx = TransformContext()
+    out, _ = transform_tool_result({"content": [{"type": "text", "text": text}]}, PIPELINE, ctx)
+    return str(out["content"][0]["text"]), ctx.report
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "instance/i-0ec4d37eef29972d5",
+        "commit/3f9a1c2e4b5d6f7081928374655647382910abcd",
+        "key-pair/key-0a1b2c3d4e5f60718",
+        "blob/5d41402abc4b2a76b9719d911017c592/README",
+    ],
+)
+def test_a_path_of_names_and_ids_is_not_random(token: str) -> None:
+    assert not looks_random(token)
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(st.sampled_from(RESOURCES), st.sampled_from(REGIONS), st.integers(0, 2**64))
+@example(("instance", "i"), "eu-west-1", 0x0EC4D37EEF29972D)
+def test_an_ec2_arn_passes_the_standard_pipeline_unchanged(resource: tuple[str, str], region: str, seed: int) -> None:
+    rng = random.Random(seed)
+    kind, prefix = resource
+    account = "".join(rng.choice("0123456789") for _ in range(12))
+    arn = f"arn:aws:ec2:{region}:{account}:{kind}/{prefix}-{''.join(rng.choice(HEX) for _ in range(17))}"
+    text = f'{{"Arn": "{arn}", "State": "running"}}\n{arn}'
+    assert _run(text)[0] == text
+
+
+@settings(max_examples=500, derandomize=True, deadline=None)
+@given(st.integers(0, 2**64), st.integers(1, 3))
+def test_random_base64_with_slashes_is_not_a_path_of_names(seed: int, slashes: int) -> None:
+    """The rule never applies to a random key: `looks_random` judges it as it did before the rule."""
+    rng = random.Random(seed)
+    token = base64.b64encode(rng.randbytes(30)).decode()
+    while token.count("/") != slashes:
+        token = base64.b64encode(rng.randbytes(30)).decode()
+    assert not _path_of_names(token)
