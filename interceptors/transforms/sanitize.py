@@ -156,6 +156,22 @@ _FAMILIES: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
 FAMILIES: tuple[tuple[re.Pattern[str], tuple[tuple[str, ...], ...]], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), gates) for pattern, gates in _FAMILIES
 )
+
+
+def _longest_match(pattern: re.Pattern[str]) -> int | None:
+    """The most characters a match of `pattern` can span, or None when unbounded (or not known)."""
+    try:
+        from re import _parser  # type: ignore[attr-defined]  # the regex parser's own width: exact, kept in step
+
+        width = int(_parser.parse(pattern.pattern, pattern.flags).getwidth()[1])
+    except Exception:  # a Python without it: every family searched whole
+        return None
+    return width if width <= _WINDOWED_WIDTH else None
+
+
+_WINDOWED_WIDTH = 1000
+"""Families whose matches span at most this many characters are searched only around their anchor pieces."""
+_LONGEST = tuple(_longest_match(pattern) for pattern, _ in FAMILIES)
 INJECTION = re.compile("|".join(f"(?:{pattern})" for pattern, _ in _FAMILIES), re.IGNORECASE)
 """All families in one pattern (used on text that cannot be prefiltered)."""
 _FIRST_GATES = tuple(sorted({piece for _, gates in _FAMILIES for piece in gates[0]}))
@@ -324,7 +340,8 @@ class Sanitizer(Transform):
         if not _FIRST_GATE_FINDER.any_in(folded):
             return False
         seen: dict[str, bool] = {}  # a piece shared by several families' gates is looked for once
-        for pattern, gates in FAMILIES:
+        windowed = len(text) > _WINDOWED_TEXT
+        for (pattern, gates), longest in zip(FAMILIES, _LONGEST, strict=True):
             for gate in gates:
                 for piece in gate:
                     found = seen.get(piece)
@@ -335,7 +352,10 @@ class Sanitizer(Transform):
                 else:
                     break  # no piece of this gate: the family cannot match
             else:
-                if pattern.search(text):
+                if windowed and longest is not None:
+                    if _search_near_anchors(pattern, text, folded, gates, longest, seen):
+                        return True
+                elif pattern.search(text):
                     return True
         return False
 
@@ -348,6 +368,54 @@ class Sanitizer(Transform):
         if mode == "redact":
             return "[REDACTED:suspected_prompt_injection]"
         return text
+
+
+_WINDOWED_TEXT = 4096
+"""A text longer than this has a family's pattern tried only near its anchors (`_search_near_anchors`)."""
+_MAX_ANCHORS = 64
+
+
+def _search_near_anchors(
+    pattern: re.Pattern[str],
+    text: str,
+    folded: str,
+    gates: tuple[tuple[str, ...], ...],
+    longest: int,
+    seen: dict[str, bool],
+) -> bool:
+    """Whether `pattern` matches anywhere in `text`, trying it only in windows around the occurrences of one gate's
+    pieces. Every piece of every gate lies inside any match of its family, and a match spans at most `longest`
+    characters, so each match lies within `longest` of an occurrence (`folded` is `text` lower-cased, ASCII: the
+    same positions). A window's search sees the text before it (`pos`, not a slice), but not after its end: a match
+    it finds is confirmed on the whole text, and one that is not (a `\b` or `$` at the cut) sends the question
+    to the whole search. Too many occurrences: the whole search at once."""
+    anchors: list[tuple[int, int]] | None = None
+    for gate in gates:  # the gate with the fewest occurrences
+        found: list[tuple[int, int]] = []
+        for piece in gate:
+            at = folded.find(piece) if seen.get(piece) is not False else -1  # (`seen`: known absent)
+            while at >= 0 and len(found) <= _MAX_ANCHORS:
+                found.append((at, at + len(piece)))
+                at = folded.find(piece, at + 1)
+        if len(found) <= _MAX_ANCHORS and (anchors is None or len(found) < len(anchors)):
+            anchors = found
+    if anchors is None:
+        return pattern.search(text) is not None
+    anchors.sort()
+    size = len(text)
+    margin = 8  # what a look-ahead or `\b` past a match's end reads
+    windows: list[tuple[int, int]] = []
+    for start, end in anchors:
+        low, high = max(0, end - longest), min(size, start + longest + margin)
+        if windows and low <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], max(windows[-1][1], high))
+        else:
+            windows.append((low, high))
+    for low, high in windows:
+        hit = pattern.search(text, low, high)
+        if hit is not None:
+            return pattern.match(text, hit.start()) is not None or pattern.search(text) is not None
+    return False
 
 
 class _State:

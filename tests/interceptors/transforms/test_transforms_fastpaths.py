@@ -296,3 +296,25 @@ def test_sanitizer_gates_answer_what_the_one_pattern_answers(text: str) -> None:
     expected = INJECTION.search(text) is not None
     assert sanitizer._suspicious(text) is expected
     assert sanitizer._suspicious(text) is expected
+
+
+_FILLER_WORDS = ["data", "the", "you", "system", "message", "key", "tool", "now", "run", "\n", "# notes", "<div>",
+                 ":", ",", "send", "https://x.io", "ignore"]  # fmt: skip
+_FILLER = st.lists(st.sampled_from(_FILLER_WORDS), max_size=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_FILLER, st.lists(st.sampled_from(_INJECTION_WORDS), max_size=12), st.integers(0, 6000), st.integers(0, 3))
+@example([], ["ignore", "previous", "instructions"], 5000, 0)
+@example(["the"], ["you", "are", "now", "a"], 4100, 2)  # an unbounded family: searched whole
+@example(["tool"], ["now", "call", "the", "x", "tool"], 0, 3)  # anchors too many: searched whole
+def test_sanitizer_windows_on_long_text_answer_what_the_one_pattern_answers(
+    filler: list[str], phrase: list[str], at: int, spacing: int
+) -> None:
+    """Past `_WINDOWED_TEXT` characters, a family's pattern is tried only around its anchors: the answer is still
+    the one combined pattern's, wherever the phrase sits (its start, its end, far from every anchor)."""
+    body = (" ".join(filler) + " lorem ipsum ") * 400
+    text = body[:at] + (" " * spacing).join(phrase) + body[at:]
+    text = text[: 4096 + 2000 + at % 3000] if len(text) > 9000 else text
+    assert len(text) > 4096 or not phrase
+    assert Sanitizer({})._suspicious(text) is (INJECTION.search(text) is not None)
