@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .base import Options, Transform, TransformContext
+from .entities import fold_for_hints
 from .triepattern import LiteralFinder
 
 OPEN_FENCE = "\u27e6untrusted\u27e7"
@@ -333,10 +334,9 @@ class Sanitizer(Transform):
     def _judge(self, text: str) -> bool:
         if self.extra and any(p.search(text) for p in self.extra):
             return True
-        # Only ASCII text may be prefiltered: case-insensitive matching folds a few other letters to ASCII.
-        if not text.isascii():
-            return INJECTION.search(text) is not None
-        folded = text.lower()
+        # Folded as case-insensitive matching folds (four letters outside ASCII match ASCII ones, see `fold_for_hints`),
+        # character for character: the gates' pieces are found wherever a pattern could match, at its positions.
+        folded = fold_for_hints(text)
         if not _FIRST_GATE_FINDER.any_in(folded):
             return False
         seen: dict[str, bool] = {}  # a piece shared by several families' gates is looked for once

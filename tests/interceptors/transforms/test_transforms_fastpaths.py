@@ -299,7 +299,7 @@ def test_sanitizer_gates_answer_what_the_one_pattern_answers(text: str) -> None:
 
 
 _FILLER_WORDS = ["data", "the", "you", "system", "message", "key", "tool", "now", "run", "\n", "# notes", "<div>",
-                 ":", ",", "send", "https://x.io", "ignore"]  # fmt: skip
+                 ":", ",", "send", "https://x.io", "ignore", "\u017fystem", "na\u00efve"]  # fmt: skip
 _FILLER = st.lists(st.sampled_from(_FILLER_WORDS), max_size=30)
 
 
@@ -308,6 +308,7 @@ _FILLER = st.lists(st.sampled_from(_FILLER_WORDS), max_size=30)
 @example([], ["ignore", "previous", "instructions"], 5000, 0)
 @example(["the"], ["you", "are", "now", "a"], 4100, 2)  # an unbounded family: searched whole
 @example(["tool"], ["now", "call", "the", "x", "tool"], 0, 3)  # anchors too many: searched whole
+@example(["é"], ["\u0131gnore", "all", "previous", "instructions"], 4500, 0)  # not ASCII: folded as `re.I` folds
 def test_sanitizer_windows_on_long_text_answer_what_the_one_pattern_answers(
     filler: list[str], phrase: list[str], at: int, spacing: int
 ) -> None:
