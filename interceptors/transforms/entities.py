@@ -185,6 +185,8 @@ def looks_secret(value: str) -> bool:
 
 
 _SEPARATORS = re.compile(r"[/_.-]")
+_NO_VOWELS = str.maketrans("", "", "aeiouyAEIOUY")
+_ASCII_DIGIT = re.compile("[0-9]")
 _LETTER_RUNS = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{4,}")
 _CONSONANTS_5 = re.compile(r"[b-df-hj-np-tv-xz]{5}", re.IGNORECASE)
 
@@ -194,7 +196,7 @@ def _wordy_share(token: str) -> float:
     vowels and no five consonants in a row, as words have and runs of random letters mostly do not."""
     wordy = 0
     for run in _LETTER_RUNS.findall(token):
-        vowels = sum(c in "aeiouyAEIOUY" for c in run)
+        vowels = len(run) - len(run.translate(_NO_VOWELS))
         if 0.25 <= vowels / len(run) <= 0.67 and not _CONSONANTS_5.search(run):
             wordy += len(run)
     return wordy / len(token)
@@ -263,14 +265,22 @@ def _path_of_names(token: str) -> bool:
     """`instance/i-0ec4d37eef29972d5`, `commit/<sha>`, `key-pair/kp-1f9a…`: a resource path (an ARN's tail, a URL's)
     whose every part is a word or an id of a known non-secret shape. A random base64 run has slashes too, but
     between them random pieces, which are almost never all hex or all words."""
+    if _PATH_SHAPE.fullmatch(token) is None:  # (one C-speed look rules out almost every other token)
+        return False
     parts = [part for part in token.split("/") if part]
     return len(parts) >= 2 and all(_NOT_RANDOM_SHAPES.fullmatch(part) or _is_name(part) for part in parts)
 
 
 def _is_name(part: str) -> bool:
-    """`security-group`, `key_pair`, `README`: words, joined by `-` or `_` or not at all."""
-    words = [word for word in _SEPARATORS.split(part) if word]
-    return bool(words) and all(word.isalpha() and _wordy_share(word) >= 0.5 for word in words)
+    """`security-group`, `key_pair`, `README`: pronounceable words, joined by `-`, `_` or `.`."""
+    return _NAME.fullmatch(part) is not None and all(_wordy_share(word) >= 0.5 for word in _WORDS.findall(part))
+
+
+_NAME = re.compile(r"[A-Za-z]+(?:[-_.]+[A-Za-z]+)*")
+_WORDS = re.compile("[A-Za-z]+")
+_PART = f"(?:{_NAME.pattern}|{_NOT_RANDOM_SHAPES.pattern})"
+_PATH_SHAPE = re.compile(f"/*{_PART}(?:/+{_PART})+/*")
+"""What every path of names and ids looks like, and more (a quick test before the exact one)."""
 
 
 def looks_random(text: str, rule: RandomnessRule = RANDOMNESS) -> bool:
@@ -286,9 +296,12 @@ def looks_random(text: str, rule: RandomnessRule = RANDOMNESS) -> bool:
         return decoded is not None and any(looks_random(run.group(0), rule) for run in _TOKEN_RUN.finditer(decoded))
     if "/" in token and _path_of_names(token):
         return False
-    lower = any(c.islower() for c in token)
-    upper = any(c.isupper() for c in token)
-    digit = any(c.isdigit() for c in token)
+    if token.isascii():  # (the same answers at C speed: a case change shows a letter of the other case)
+        lower, upper, digit = token.upper() != token, token.lower() != token, _ASCII_DIGIT.search(token) is not None
+    else:
+        lower = any(c.islower() for c in token)
+        upper = any(c.isupper() for c in token)
+        digit = any(c.isdigit() for c in token)
     symbols = set(token) & set("+/-_")
     if lower + upper + digit < 2 or not (digit or symbols & {"+", "/"}):
         return False

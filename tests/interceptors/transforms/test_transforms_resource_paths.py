@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from interceptors.transforms import STANDARD_TRANSFORMS, TransformContext, assemble_output
 from interceptors.transforms.channels import transform_tool_result
-from interceptors.transforms.entities import _path_of_names, looks_random
+from interceptors.transforms.entities import _NOT_RANDOM_SHAPES, _is_name, _path_of_names, looks_random
 
 PIPELINE = assemble_output(STANDARD_TRANSFORMS)
 HEX = "0123456789abcdef"
@@ -66,3 +66,18 @@ def test_random_base64_with_slashes_is_not_a_path_of_names(seed: int, slashes: i
     while token.count("/") != slashes:
         token = base64.b64encode(rng.randbytes(30)).decode()
     assert not _path_of_names(token)
+
+
+_PART_SAMPLES = ["instance", "i-0ec4d37eef29972d5", "key-pair", "security_group", "README", "a1B2", "x", "3f9a1c2e",
+                 "build_3f9a", "sha256-abc", "AAAAB3Nza", "usr", "python3.11", "blob", ""]  # fmt: skip
+_PARTS = st.sampled_from(_PART_SAMPLES)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(st.lists(_PARTS, min_size=1, max_size=5), st.booleans(), st.booleans())
+def test_the_quick_shape_test_never_turns_away_a_path_of_names(parts: list[str], lead: bool, trail: bool) -> None:
+    """`_PATH_SHAPE` only skips work: the rule answers what its part-by-part reading answers."""
+    token = ("/" if lead else "") + "/".join(parts) + ("/" if trail else "")
+    named = [part for part in token.split("/") if part]
+    exact = len(named) >= 2 and all(_NOT_RANDOM_SHAPES.fullmatch(part) or _is_name(part) for part in named)
+    assert _path_of_names(token) is exact
