@@ -174,7 +174,7 @@ _WINDOWED_WIDTH = 1000
 """Families whose matches span at most this many characters are searched only around their anchor pieces."""
 _LONGEST = tuple(_longest_match(pattern) for pattern, _ in FAMILIES)
 INJECTION = re.compile("|".join(f"(?:{pattern})" for pattern, _ in _FAMILIES), re.IGNORECASE)
-"""All families in one pattern (used on text that cannot be prefiltered)."""
+"""All families in one pattern: what `Sanitizer`'s gated, windowed search answers (the tests hold it to that)."""
 _FIRST_GATES = tuple(sorted({piece for _, gates in _FAMILIES for piece in gates[0]}))
 _FIRST_GATE_FINDER = LiteralFinder(_FIRST_GATES)
 """Whether any family's first gate occurs: a few searches instead of a substring test per piece."""
@@ -385,10 +385,10 @@ def _search_near_anchors(
 ) -> bool:
     """Whether `pattern` matches anywhere in `text`, trying it only in windows around the occurrences of one gate's
     pieces. Every piece of every gate lies inside any match of its family, and a match spans at most `longest`
-    characters, so each match lies within `longest` of an occurrence (`folded` is `text` lower-cased, ASCII: the
-    same positions). A window's search sees the text before it (`pos`, not a slice), but not after its end: a match
-    it finds is confirmed on the whole text, and one that is not (a `\b` or `$` at the cut) sends the question
-    to the whole search. Too many occurrences: the whole search at once."""
+    characters, so each match lies within `longest` of an occurrence (`folded` is `text` folded character for
+    character: the same positions). A window's search sees the text before it (`pos`, not a slice), but not after
+    its end: a match it finds is confirmed on the whole text, and one that is not (a `\b` or `$` at the cut) sends
+    the question to the whole search. Too many occurrences: the whole search at once."""
     anchors: list[tuple[int, int]] | None = None
     for gate in gates:  # the gate with the fewest occurrences
         found: list[tuple[int, int]] = []
