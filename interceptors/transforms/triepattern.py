@@ -68,8 +68,18 @@ class LiteralFinder:
         by_first: dict[str, list[str]] = {}
         for word in unique:
             by_first.setdefault(word[0], []).append(word)
-        # (first character, the group's search): a character absent from the text skips its group at memchr speed
-        self._groups = tuple((c, re.compile(literal_alternation(group)).search) for c, group in by_first.items())
+        # (first character, the search for the group's longer literals, whether the character alone is one, how many
+        # literals the group has): a character absent from the text skips its group at memchr speed; one that is a
+        # literal itself (`/`, `@`) is known present from that test, so the search never stops at each occurrence
+        self._groups = tuple(
+            (
+                c,
+                re.compile(literal_alternation(longer)).search if (longer := [w for w in group if w != c]) else None,
+                c in group,
+                len(group),
+            )
+            for c, group in by_first.items()
+        )
         alternation = literal_alternation(unique)
         self._any = re.compile(alternation).search
         self._every = re.compile("(?=(" + alternation + "))").findall
@@ -80,7 +90,10 @@ class LiteralFinder:
         """Whether any of the literals occurs in `text`."""
         if len(text) < self.SHORT:
             return self._any(text) is not None
-        return any(first in text and search(text) is not None for first, search in self._groups)
+        return any(
+            first in text and (bare or (search is not None and search(text) is not None))
+            for first, search, bare, _ in self._groups
+        )
 
     def present(self, text: str) -> set[str]:
         """The literals that occur in `text`."""
@@ -88,12 +101,22 @@ class LiteralFinder:
         if len(text) < self.SHORT:
             longest.update(self._every(text))
         else:
-            for first, search in self._groups:
+            prefixes = self._prefixes
+            for first, search, bare, size in self._groups:
                 if first not in text:
                     continue
+                if bare:
+                    longest.add(first)
+                if search is None:
+                    continue
+                known = {first} if bare else set()  # the group's literals known present: all of them, and it stops
                 match = search(text)
                 while match is not None:
-                    longest.add(match.group())
+                    word = match.group()
+                    longest.add(word)
+                    known.update(prefixes[word])
+                    if len(known) == size:
+                        break
                     match = search(text, match.start() + 1)
         found: set[str] = set()
         prefixes = self._prefixes

@@ -202,6 +202,8 @@ _WORDS = st.lists(st.text(alphabet="abk-_$:", min_size=1, max_size=5), min_size=
 @given(_WORDS, st.text(alphabet="abk-_$:xé\n", max_size=200))  # both sides of `LiteralFinder.SHORT`
 @example(["sk", "sk-ant-", "k-a"], "xsk-ant-")  # overlapping: a hint inside and after a longer one
 @example(["aa", "aaa"], "aaaa")
+@example(["/", "/pa", "/pw"], "x/" * 40 + "/pw")  # a literal that is one character: known from the character test
+@example(["</"], "</a>" * 30)  # every literal of a group found: its search stops
 def test_literal_finder_finds_exactly_the_literals_present(words: list[str], text: str) -> None:
     """The narrowing's grouped hint search answers what a substring test of every hint answers."""
     finder = LiteralFinder(words)
