@@ -333,6 +333,9 @@ CASE_FOLD_TO_ASCII = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s",
 
 def fold_for_hints(text: str) -> str:
     """Lower-case text for hint lookups, safe against the few non-ASCII letters `re.I` folds to ASCII."""
-    if text.isascii():
+    if text.isascii() or not any(letter in text for letter in _FOLDED_TO_ASCII):  # (four substring tests: C speed)
         return text.lower()
     return text.translate(CASE_FOLD_TO_ASCII).lower()
+
+
+_FOLDED_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")

@@ -29,6 +29,7 @@ from interceptors.transforms import project as project_module
 from interceptors.transforms import redactor as redactor_module
 from interceptors.transforms.depseudonymize import Depseudonymizer
 from interceptors.transforms.detectors import gate_test
+from interceptors.transforms.entities import CASE_FOLD_TO_ASCII, fold_for_hints
 from interceptors.transforms.jsonspans import _SPLIT, _strings_only
 from interceptors.transforms.project import Projection
 from interceptors.transforms.sanitize import ELLIPSIS, INJECTION, Sanitizer
@@ -321,3 +322,9 @@ def test_sanitizer_windows_on_long_text_answer_what_the_one_pattern_answers(
     text = text[: 4096 + 2000 + at % 3000] if len(text) > 9000 else text
     assert len(text) > 4096 or not phrase
     assert Sanitizer({})._suspicious(text) is (INJECTION.search(text) is not None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="aSk\u0130\u0131\u017f\u212aéß日\n", max_size=40))
+def test_folding_for_hints_skips_the_table_only_when_it_changes_nothing(text: str) -> None:
+    assert fold_for_hints(text) == text.translate(CASE_FOLD_TO_ASCII).lower()
