@@ -465,10 +465,10 @@ def _default_secret(value: str) -> bool:
 
 SHAPED_LINES = 64
 """The shaped rules read a value's first lines only (a longer text is a document: the detectors' call)."""
-_DIGITS_THEN_COLON = re.compile("[MNO][DTjz][AEIMQUYcgk][w-z0-5]" * 4 + "O[g-v][A-Za-z0-9+/]{26}")  # (unrolled: 4x faster)
+_DIGITS_THEN_COLON = re.compile("[MNO][DTjz][AEIMQUYcgk][w-z0-5]" * 4 + "O[g-v][A-Za-z0-9+/]{26}")
 """Base64 of 12 ASCII digits, `:` and 20 more bytes, quad by quad (each quad of three digits is `[MNO][DTjz]…`): a
 Jira or Confluence Data Center personal access token (an id, `:`, 20 random bytes), found wherever it sits, inside
-a longer base64 run too (a data value that says `image/png` and is not one)."""
+a longer base64 run too (a data value that says `image/png` and is not one). Unrolled: `(?:…){4}` is 4x slower."""
 MIN_BINARY_TAIL = 6
 """Of a token's 20 random bytes, at least this many are outside printable ASCII (base64 of a line of text that
 starts with a 12-digit stamp is not a token; 20 random bytes have about 12)."""

@@ -242,7 +242,7 @@ def test_json_unescaped_leaves_text_without_escaped_quotes() -> None:
     assert json_unescaped('say \\"hi\\"') == 'say "hi"'
 
 
-# --- a labelled hex value: a hex alphabet's entropy ---------------------------------------------------------------------
+# --- a labelled hex value: a hex alphabet's entropy ------------------------------------------------------------------
 
 
 @settings(max_examples=100, deadline=None)
