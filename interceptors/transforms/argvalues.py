@@ -15,11 +15,16 @@ member's value (an argument, or a member of JSON inside one):
 - **labelled**: a line of the value holds a credential's label (`pass`, `pwd`, `secret`, `token`, `key`, `auth`,
   `credential`, `nonce`, `salt`, `IDENTIFIED BY`) then `:`, `=` or a blank, then a value that is not code, a
   template, a placeholder or a word: 8+ characters with lower case, upper case and digits (or 12+ dense
-  characters with letters and digits).
+  characters with letters and digits; 16+ hex digits in one case need 3 bits per character, hex's alphabet being
+  16 symbols, not the 3.3 others need).
 
 - **shaped**: a secret known by its shape in a line (`shaped_secret`): a GUID in a `<SERVICE>_KEY` constant, a
   key as an array of byte literals, an `Authorization:` scheme's credentials, `-u user:password`, a password's
-  literal fallback, a product key after a label.
+  literal fallback, a product key after a label, a Jira or Confluence Data Center personal access token by what its
+  base64 spells (12 digits, `:`, 20 random bytes), inside a longer base64 run too.
+- **vendor** (only where the guard is asked to be strict: the channels that carry no documents, `vendor_token`): a
+  token in a vendor's format, or a vendor's prefix then a token's characters, whatever its body looks like; the
+  detectors spare one whose body reads like documentation's sample (`ghp_0000…`), as the output path must.
 
 Where no name was given (a URI's views), a line with blanks or quotes gets the short-line rule and a query
 member is judged under its own name, and each line of a text of several lines (a URI's parts, one per line) is
@@ -28,8 +33,8 @@ alphabet marks it (`lone_secret`: `|`, `+`, upper case and digits only), and wha
 token that spells a line of text, whole) is judged as a member's value (`DECODED_KEY`).
 
 Each text is also read decoded (`%XX`, base64, hex, gzip then base64, JSON inside a string, terminal codes
-stripped and `\\xNN` escapes read), the views the redactor reads, so an encoded value is judged as what it
-spells. Nothing here runs unless the guard's detectors found nothing: it only adds refusals.
+stripped and `\\xNN` escapes read, escaped quotes read layer by layer), the views the redactor reads, so an encoded
+value is judged as what it spells. Nothing here runs unless the guard's detectors found nothing: it only adds refusals.
 """
 
 from __future__ import annotations
