@@ -6,7 +6,8 @@
 - `<prefix>outbound`: a request-phase mutator scrubbing the requests a server sends the client.
 - `<prefix>request`: a request-phase validator on the same events and `resources/subscribe`. It refuses
   requests that carry secrets (`GUARDED_CHANNELS`: tool arguments for `guard_secrets` with `action: reject`;
-  prompt and completion arguments, resource URIs and every request's `_meta` for any `guard_secrets`) and
+  prompt and completion arguments, resource URIs and every request's `_meta` for any `guard_secrets`; those that
+  carry no documents strictly, `STRICT_CHANNELS`) and
   remembers what was asked for (tool name, completion argument), keyed by the invocation context's trace id,
   for the response phase.
 - `<prefix>input`: a request-phase mutator on tools/call running the rest of the input pipeline
