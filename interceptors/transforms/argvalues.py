@@ -690,12 +690,12 @@ def _marked(value: str, after: str) -> bool:
 
 
 def vendor_token(text: str, vendors: Vendors = VENDOR_RULES) -> bool:
-    """Whether `text` holds a vendor's API token, judged strictly, as a request's argument is: a token in a vendor's
-    format (`ghp_…`, `xoxb-…`, `sk-ant-…`) or a vendor's prefix then 16+ token characters with letters and digits,
-    not words (a sample in a format gone wrong: `squ_` then upper case), unless a marker says it is a sample. The
-    output path spares such values by their shape too (runs, repeats, few distinct characters: `ghp_0000…`,
-    `xoxb-123456789012-…`), so documentation reads unaltered; an argument carries no documentation, and a value a
-    vendor's prefix starts is refused whatever its body looks like."""
+    """Whether `text` holds a vendor's API token, judged strictly: a token in a vendor's format (`ghp_…`, `xoxb-…`,
+    `sk-ant-…`) or a vendor's prefix then 16+ token characters with letters and digits, not words (a sample in a
+    format gone wrong: `squ_` then upper case), unless a marker says it is a sample. The detectors spare such values
+    by their shape too (runs, repeats, few distinct characters: `ghp_0000…`, `xoxb-123456789012-…`), so a document
+    that shows one reads unaltered; asked only for a channel that carries no documents (a URI, `_meta`, a form's
+    answer), where a value a vendor's prefix starts is refused whatever its body looks like."""
     if len(text) < MIN_TEXT or vendors.hints is None:
         return False
     folded = fold_for_hints(text)
