@@ -15,11 +15,16 @@ member's value (an argument, or a member of JSON inside one):
 - **labelled**: a line of the value holds a credential's label (`pass`, `pwd`, `secret`, `token`, `key`, `auth`,
   `credential`, `nonce`, `salt`, `IDENTIFIED BY`) then `:`, `=` or a blank, then a value that is not code, a
   template, a placeholder or a word: 8+ characters with lower case, upper case and digits (or 12+ dense
-  characters with letters and digits).
+  characters with letters and digits; 16+ hex digits in one case need 3 bits per character, hex's alphabet being
+  16 symbols, not the 3.3 others need).
 
 - **shaped**: a secret known by its shape in a line (`shaped_secret`): a GUID in a `<SERVICE>_KEY` constant, a
   key as an array of byte literals, an `Authorization:` scheme's credentials, `-u user:password`, a password's
-  literal fallback, a product key after a label.
+  literal fallback, a product key after a label, a Jira or Confluence Data Center personal access token by what its
+  base64 spells (12 digits, `:`, 20 random bytes), inside a longer base64 run too.
+- **vendor** (only where the guard is asked to be strict: the channels that carry no documents, `vendor_token`): a
+  token in a vendor's format, or a vendor's prefix then a token's characters, whatever its body looks like; the
+  detectors spare one whose body reads like documentation's sample (`ghp_0000…`), as the output path must.
 
 Where no name was given (a URI's views), a line with blanks or quotes gets the short-line rule and a query
 member is judged under its own name, and each line of a text of several lines (a URI's parts, one per line) is
@@ -28,17 +33,19 @@ alphabet marks it (`lone_secret`: `|`, `+`, upper case and digits only), and wha
 token that spells a line of text, whole) is judged as a member's value (`DECODED_KEY`).
 
 Each text is also read decoded (`%XX`, base64, hex, gzip then base64, JSON inside a string, terminal codes
-stripped and `\\xNN` escapes read), the views the redactor reads, so an encoded value is judged as what it
-spells. Nothing here runs unless the guard's detectors found nothing: it only adds refusals.
+stripped and `\\xNN` escapes read, escaped quotes read layer by layer), the views the redactor reads, so an encoded
+value is judged as what it spells. Nothing here runs unless the guard's detectors found nothing: it only adds refusals.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 import string
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 from urllib.parse import unquote
@@ -46,10 +53,12 @@ from urllib.parse import unquote
 import orjson
 
 from .catalog import BUILTIN_BY_NAME, BUILTIN_DETECTORS, GUID
-from .context import decoded_binary
+from .context import GENERIC, decoded_binary
+from .detectors import Detector, Scanner
 from .docvalues import ciphertext, documentation_value
 from .encoded import decode_base64, decode_gzip_base64, decode_hex, decode_percent
-from .entities import is_placeholder, is_template, looks_random, normalize_key, shannon_entropy
+from .entities import fold_for_hints, is_placeholder, is_template, looks_random, normalize_key, shannon_entropy
+from .triepattern import literal_alternation
 
 ENTITY = "secret_value"
 """What the rules report (the entropy fallback's entity: the same kind of finding, judged in its place)."""
@@ -307,7 +316,18 @@ def credential_like(value: str, before: str = "") -> bool:
         return False
     if lower and upper and digit:
         return True
+    if len(text) >= MIN_HEX_LABELLED and digit and _HEX_RUN.fullmatch(text):
+        return shannon_entropy(text) >= HEX_BITS  # hex: 16 symbols, 4 bits at most (a 16-character one has ~3.3)
     return len(text) >= 12 and (lower or upper) and digit and shannon_entropy(text) >= 3.3
+
+
+MIN_HEX_LABELLED = 16
+"""A labelled hex value this long (a salt, a key of 8+ bytes) is judged against `HEX_BITS`."""
+_HEX_RUN = re.compile(r"(?=[0-9]*[a-f])[0-9a-f]+|(?=[0-9]*[A-F])[0-9A-F]+")
+"""Hex digits in one case, letters among them (a `0x` literal is a number in code: a mask, a constant)."""
+HEX_BITS = 3.0
+"""The entropy a labelled hex value needs: the 3.3 bits other values need is measured on alphabets of 36 and more
+symbols; half of random 16-character hex values fall below it."""
 
 
 _WORD_GOES_ON = re.compile(r"[a-rt-z]|s[a-z]")
@@ -450,15 +470,38 @@ def _default_secret(value: str) -> bool:
 
 SHAPED_LINES = 64
 """The shaped rules read a value's first lines only (a longer text is a document: the detectors' call)."""
+_DIGITS_THEN_COLON = re.compile("[MNO][DTjz][AEIMQUYcgk][w-z0-5]" * 4 + "O[g-v][A-Za-z0-9+/]{26}")
+"""Base64 of 12 ASCII digits, `:` and 20 more bytes, quad by quad (each quad of three digits is `[MNO][DTjz]…`): a
+Jira or Confluence Data Center personal access token (an id, `:`, 20 random bytes), found wherever it sits, inside
+a longer base64 run too (a data value that says `image/png` and is not one). Unrolled: `(?:…){4}` is 4x slower."""
+MIN_BINARY_TAIL = 6
+"""Of a token's 20 random bytes, at least this many are outside printable ASCII (base64 of a line of text that
+starts with a 12-digit stamp is not a token; 20 random bytes have about 12)."""
+
+
+def _atlassian_pat(token: str) -> bool:
+    """Whether a 44-character base64 run is a Data Center personal access token: 12 digits, `:`, 20 bytes that are
+    not text."""
+    try:
+        raw = base64.b64decode(token, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    tail = raw[13:]
+    return raw[:12].isdigit() and raw[12:13] == b":" and sum(not 32 <= b < 127 for b in tail) >= MIN_BINARY_TAIL
 
 
 def shaped_secret(text: str) -> bool:
     """Secrets whose shape, not their randomness, says what they are, in a line of `text` (its first
     `SHAPED_LINES`): a GUID in a constant named for one service's key, a key written as an array of bytes, the
     credentials of an `Authorization` header or of `curl -u user:password`, a password given as a literal fallback
-    in a short line that names a password (`PASSWORD = env.get("PASSWORD") or "…"`). Each pattern runs once over
-    those lines (none crosses a line), and only when a literal it needs is there."""
+    in a short line that names a password (`PASSWORD = env.get("PASSWORD") or "…"`), a Jira or Confluence personal
+    access token by its decoded structure (`_atlassian_pat`). Each pattern runs once over those lines (none crosses
+    a line), and only when a literal it needs is there."""
     head = text if text.count("\n") < SHAPED_LINES else "\n".join(text.split("\n", SHAPED_LINES)[:-1])
+    if "O" in head:
+        for match in _DIGITS_THEN_COLON.finditer(head):
+            if _atlassian_pat(match.group()):
+                return True
     if "-" in head:
         for match in _GUID_KEY.finditer(head):
             name = match.group("name").upper()
@@ -595,6 +638,84 @@ def prefixed_secret(text: str) -> bool:
     return _random(rest) and not _not_secret_shape(rest)
 
 
+@dataclass(frozen=True, slots=True)
+class Vendors:
+    """The vendor formats `vendor_token` reads: a scanner of the vendors' API token detectors and a pattern of
+    their prefixes (`vendor_rules`)."""
+
+    scanner: Scanner
+    prefixed: re.Pattern[str] | None
+    hints: re.Pattern[str] | None
+    """Every hint of the scanner's detectors (lower case): a text without one holds none of their tokens."""
+
+
+def _vendor_family(detector: Detector) -> bool:
+    """A vendor's API token format that a literal starts (its hints: `ghp_`, `xox`, `sk-ant-`, `squ_`), not a label's
+    rule nor a heuristic."""
+    return (
+        detector.category == "secret"
+        and detector.entity == "api_token"
+        and bool(detector.hints)
+        and detector.name not in GENERIC
+        and detector.enabled
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def vendor_rules(disabled: frozenset[str] = frozenset()) -> Vendors:
+    """The built-in vendor token formats but `disabled` (a guard's `disabled_detectors`), and their prefixes."""
+    chosen = tuple(d for d in BUILTIN_DETECTORS if _vendor_family(d) and d.name not in disabled)
+    prefixes = sorted({hint for d in chosen for hint in d.hints if _PREFIX_HINT.fullmatch(hint)})
+    pattern = (
+        re.compile(
+            r"(?<![A-Za-z0-9_-])(?i:(?P<prefix>" + literal_alternation(prefixes) + r"))"
+            r"[_-]*(?P<rest>[A-Za-z0-9_-]{16,256})(?![A-Za-z0-9_-])"
+        )
+        if prefixes
+        else None
+    )
+    hints = sorted({hint for d in chosen for hint in d.hints})
+    return Vendors(Scanner(chosen), pattern, re.compile(literal_alternation(hints)) if hints else None)
+
+
+VENDOR_RULES = vendor_rules()
+VENDOR_NAMES = tuple(d.name for d in VENDOR_RULES.scanner.detectors)
+"""The detectors `vendor_token` reads (a guard that does not guard `secret` leaves them all out)."""
+
+
+def _marked(value: str, after: str) -> bool:
+    """A documentation value by what it says, not by its shape: a marker word (`EXAMPLE`, `your_token`, `xxxxxx`), a
+    name at its end (`-token`), a mask right after it, a placeholder or a template."""
+    return documentation_value(value, after, shape=False) or is_placeholder(value) or is_template(value)
+
+
+def vendor_token(text: str, vendors: Vendors = VENDOR_RULES) -> bool:
+    """Whether `text` holds a vendor's API token, judged strictly: a token in a vendor's format (`ghp_…`, `xoxb-…`,
+    `sk-ant-…`) or a vendor's prefix then 16+ token characters with letters and digits, not words (a sample in a
+    format gone wrong: `squ_` then upper case), unless a marker says it is a sample. The detectors spare such values
+    by their shape too (runs, repeats, few distinct characters: `ghp_0000…`, `xoxb-123456789012-…`), so a document
+    that shows one reads unaltered; asked only for a channel that carries no documents (a URI, `_meta`, a form's
+    answer), where a value a vendor's prefix starts is refused whatever its body looks like."""
+    if len(text) < MIN_TEXT or vendors.hints is None:
+        return False
+    folded = fold_for_hints(text)
+    if vendors.hints.search(folded) is None:
+        return False  # (one pass: most texts hold no vendor's hint, and the scanner's own test is one per hint)
+    scanner = vendors.scanner.narrow(folded, text)
+    for finding in scanner.scan(text) if scanner else ():
+        if not _marked(finding.value, text[finding.end : finding.end + 12]):
+            return True
+    if vendors.prefixed is None:
+        return False
+    for match in vendors.prefixed.finditer(text):
+        rest = match.group("rest")
+        if not (any(c.isdigit() for c in rest) and any(c.isalpha() for c in rest)) or 2 * _wordy(rest) > len(rest):
+            continue
+        if not _marked(match.group(), text[match.end() : match.end() + 12]):
+            return True
+    return False
+
+
 _ANSI = re.compile(
     r"(?:\x1b|\\x1[bB]|\\033|\\u001[bB]|\\e)\[[0-9;?]{0,16}[A-Za-z]|(?<![\w\]])\[(?:\d{1,3};){0,4}\d{1,3}m"
 )
@@ -632,13 +753,36 @@ def unescaped(text: str) -> str | None:
     return out if out != text else None
 
 
+_STRING_ESCAPE = re.compile(r'\\(["\\/])')
+"""A JSON (or C, Python, shell) string's escaped quote, backslash or slash."""
+MAX_ESCAPE_LAYERS = 4
+"""Escaped quotes are read this many layers deep (JSON in a string in a string: `\\\"` is two layers)."""
+
+
+def json_unescaped(text: str) -> str | None:
+    r"""`text` with its escaped quotes and backslashes read, layer after layer while an escaped quote is left
+    (`{\\\"salt\\\":\\\"…` → `{"salt":"…`), or None when it has none: a labelled value in JSON written inside a
+    string, inside another, hides its label's quotes from the label rules behind backslashes."""
+    if '\\"' not in text:
+        return None
+    out = text
+    for _ in range(MAX_ESCAPE_LAYERS):
+        out = _STRING_ESCAPE.sub(r"\1", out)
+        if '\\"' not in out:
+            break
+    return out
+
+
 def _decoded(text: str) -> Iterator[Any]:
-    r"""What `text` spells: `%XX`, base64, hex and gzip+base64 of text, JSON (a structure or a string), and the
-    text without terminal codes and with `\xNN`, `\uNNNN` escapes read."""
+    r"""What `text` spells: `%XX`, base64, hex and gzip+base64 of text, JSON (a structure or a string), the text
+    without terminal codes and with `\xNN`, `\uNNNN` escapes read, and with escaped quotes read (`json_unescaped`)."""
     stripped = text.strip()
     plain = unescaped(stripped)
     if plain is not None:
         yield plain
+    quoted = json_unescaped(stripped)
+    if quoted is not None:
+        yield quoted
     for decode in (decode_percent, decode_gzip_base64, decode_base64, decode_hex):
         try:
             got = decode(stripped)
@@ -660,12 +804,14 @@ _QUERY_PAIR = re.compile(r"(?:^|[?&;\n])(?P<name>[A-Za-z][A-Za-z0-9_.-]{0,63})=(
 """A URI's query member (`?name=value`): its value judged as the member `name` (the bare rule by its name)."""
 
 
-def _query_holds(text: str, depth: int) -> bool:
+def _query_holds(text: str, depth: int, vendors: Vendors | None) -> bool:
     """Whether a query member of `text` (a URI where no name was given) holds a secret judged under its name: a
     `?q=<random token>` is a secret as the same value in an argument `q` would be; `?cursor=` and `?id=` are not."""
     for match in _QUERY_PAIR.finditer(text):
         name = match.group("name")
-        if _NOT_A_SECRET_LABEL.search(name) is None and _text_holds(unquote(match.group("value")), name, depth + 1):
+        if _NOT_A_SECRET_LABEL.search(name) is None and _text_holds(
+            unquote(match.group("value")), name, depth + 1, vendors
+        ):
             return True
     return False
 
@@ -686,14 +832,14 @@ def _spells_a_line(text: str) -> bool:
     return said is not None and _SPACED.search(said.strip()) is not None
 
 
-def _lines_hold(text: str, depth: int) -> bool:
+def _lines_hold(text: str, depth: int, vendors: Vendors | None) -> bool:
     """Whether a line of a nameless text of several lines (a URI's userinfo, segments and query parts, one per line)
     holds a secret judged alone, as the same text would as the only segment (`MAX_NAMELESS_LINES` at most)."""
     lines = [line for line in text.split("\n") if len(line.strip()) >= MIN_TEXT]
-    return any(_text_holds(line, None, depth) for line in lines[:MAX_NAMELESS_LINES])
+    return any(_text_holds(line, None, depth, vendors) for line in lines[:MAX_NAMELESS_LINES])
 
 
-def _text_holds(text: str, key: str | None, depth: int) -> bool:
+def _text_holds(text: str, key: str | None, depth: int, vendors: Vendors | None) -> bool:
     if not MIN_TEXT <= len(text) <= MAX_TEXT:
         return False
     last = depth >= MAX_DEPTH  # (or not decoding: then base64 of text is not read either, even by `looks_random`)
@@ -702,51 +848,61 @@ def _text_holds(text: str, key: str | None, depth: int) -> bool:
         return True
     if key is None and _SPACED.search(text.strip()) is not None and short_line_secret(text):
         return True  # a line of text where no name was given (a URI's path): an id is one token, a line is not
-    if key is None and "=" in text and depth < MAX_DEPTH and _query_holds(text, depth):
+    if key is None and "=" in text and depth < MAX_DEPTH and _query_holds(text, depth, vendors):
         return True
     if (key is None or key == DECODED_KEY) and (prefixed_secret(text) or lone_secret(text)):
         return True  # a vendor's prefix or a secret's alphabet says what a lone token is, where one is an id
     if key is None and _spells_a_line(text) and bare_secret(text):
         return True  # base64 of a line of text is no id: judged as the same value under a name would be
-    if key is None and "\n" in text and _lines_hold(text, depth):
+    if key is None and "\n" in text and _lines_hold(text, depth, vendors):
         return True
     if labelled_secret(text) or shaped_secret(text) or paired_secret(text):
+        return True
+    if vendors is not None and vendor_token(text, vendors):
         return True
     if depth >= MAX_DEPTH:
         return False
     # What an encoded value spells is judged as a member's value even where the value had no name: an id is an opaque
     # token as sent, never base64 or hex of a line of text.
     named = DECODED_KEY if key is None else key
-    return any(holds_secret(view, named, depth + 1) for view in _decoded(text))
+    return any(holds_secret(view, named, depth + 1, vendors=vendors) for view in _decoded(text))
 
 
-def holds_secret(value: Any, key: str | None = None, depth: int = 0, nesting: int = 0) -> bool:
+def holds_secret(
+    value: Any, key: str | None = None, depth: int = 0, nesting: int = 0, *, vendors: Vendors | None = None
+) -> bool:
     """Whether `value` (an argument's value under `key`, or a structure of them) holds a secret by these rules.
-    `depth=MAX_DEPTH`: judged as spelled, no decoded view."""
+    `depth=MAX_DEPTH`: judged as spelled, no decoded view. `vendors`: the vendor formats `vendor_token` judges
+    strictly (None: not asked; the detectors judged them with the output path's sparing of samples)."""
     if isinstance(value, str):
-        return _text_holds(value, key, depth)
+        return _text_holds(value, key, depth, vendors)
     if nesting >= 64:
         return False
     if isinstance(value, Mapping):
         return any(
-            holds_secret(item, name if isinstance(name, str) else None, depth, nesting + 1)
+            holds_secret(item, name if isinstance(name, str) else None, depth, nesting + 1, vendors=vendors)
             for name, item in value.items()
         )
     if isinstance(value, list | tuple):
-        return any(holds_secret(item, key, depth, nesting + 1) for item in value)
+        return any(holds_secret(item, key, depth, nesting + 1, vendors=vendors) for item in value)
     return False
 
 
-def scrubbed(value: Any, key: str | None = None, depth: int = 0, nesting: int = 0) -> Any:
+def scrubbed(
+    value: Any, key: str | None = None, depth: int = 0, nesting: int = 0, *, vendors: Vendors | None = None
+) -> Any:
     """`value` with every string these rules find a secret in replaced by a marker (the same object when none)."""
     if isinstance(value, str):
-        return f"[REDACTED:{ENTITY}]" if _text_holds(value, key, depth) else value
+        return f"[REDACTED:{ENTITY}]" if _text_holds(value, key, depth, vendors) else value
     if nesting >= 64:
         return value
     if isinstance(value, Mapping):
-        items = {n: scrubbed(v, n if isinstance(n, str) else None, depth, nesting + 1) for n, v in value.items()}
+        items = {
+            n: scrubbed(v, n if isinstance(n, str) else None, depth, nesting + 1, vendors=vendors)
+            for n, v in value.items()
+        }
         return value if all(items[n] is value[n] for n in value) else items
     if isinstance(value, list | tuple):
-        out = [scrubbed(item, key, depth, nesting + 1) for item in value]
+        out = [scrubbed(item, key, depth, nesting + 1, vendors=vendors) for item in value]
         return value if all(a is b for a, b in zip(out, value, strict=True)) else out
     return value

@@ -21,7 +21,15 @@ import orjson
 
 from ..errors import InterceptorsError
 from .argvalues import ENTITY as ARGUMENT_ENTITY
-from .argvalues import KEY_IDS, MAX_DEPTH, holds_secret, scrubbed, without_terminal_codes
+from .argvalues import (
+    KEY_IDS,
+    MAX_DEPTH,
+    VENDOR_NAMES,
+    holds_secret,
+    scrubbed,
+    vendor_rules,
+    without_terminal_codes,
+)
 from .base import Options, Transform, TransformContext, count
 from .encoded import decode_base64, decode_gzip_base64, decode_hex, decode_percent
 from .entities import CATEGORIES, fold_for_hints
@@ -200,8 +208,9 @@ class SecretGuard(Transform):
         self.decode = opts.flag("decode", True)
         self.argument_values = opts.flag("argument_values", True)
         """The guard's own rules for argument values (`argvalues`): a whole value that is one random token, a
-        labelled value in a line. Only asked when the detectors found nothing."""
+        labelled value in a line, a vendor's token judged strictly. Only asked when the detectors found nothing."""
         rules = guarded_key_rules(categories)
+        disabled = list(opts.strings("disabled_detectors", KEY_IDS))
         options = {
             "strategies": {category: "redact" for category in categories},
             # The 0.5 high-entropy heuristic would refuse every opaque id a model passes along; 0.75 keeps a
@@ -212,8 +221,11 @@ class SecretGuard(Transform):
             "name_mentions": False,
             "decode": self.decode,  # the output redactor's decoded views: base64, hex, %XX, gzip
             "custom_detectors": opts.items("custom_detectors"),
-            "disabled_detectors": list(opts.strings("disabled_detectors", KEY_IDS)),
+            "disabled_detectors": disabled,
         }
+        # Vendor tokens judged strictly (`argvalues.vendor_token`): the guarded categories' built-in formats, but
+        # those the guard was told to leave alone.
+        self._vendors = vendor_rules(frozenset(disabled) if "secret" in categories else frozenset(VENDOR_NAMES))
         # Every key rule of a guarded category: JSON arguments are parsed (a string holding a JSON Web Key
         # becomes a mapping), and the private members of a JWK are found by their key beside `kty`, as the
         # output redactor finds them; the value alone matches no pattern.
@@ -242,10 +254,12 @@ class SecretGuard(Transform):
         return self._redactor if self._sibling_hint.search(fold_for_hints(raw)) else self._plain
 
     def findings(
-        self, value: Any, ctx: TransformContext | None = None, key: str | None = None
+        self, value: Any, ctx: TransformContext | None = None, key: str | None = None, *, strict: bool = False
     ) -> tuple[Any, dict[str, int]]:
         """The scrubbed value and `{entity: count}` of what was found (an empty dict: the same object back). `key`:
-        the name `value` was given under, when it is a bare member (a completion argument's value)."""
+        the name `value` was given under, when it is a bare member (a completion argument's value). `strict`: a
+        channel that carries no documents (`STRICT_CHANNELS`): a vendor's token is refused whatever its body looks
+        like (`argvalues.vendor_token`), where the detectors spare a documentation sample by its shape."""
         probe = TransformContext(direction="input")
         if ctx is not None:
             probe.kind, probe.principal, probe.pseudonymizer = ctx.kind, ctx.principal, ctx.pseudonymizer
@@ -254,15 +268,16 @@ class SecretGuard(Transform):
         if not found and self.decode:
             unwrapped = _unwrap_json_strings(value)
             if unwrapped is not value:  # JSON text of JSON text (or encoded): judged as the object it spells
-                got = self.findings(unwrapped, ctx, key)
+                got = self.findings(unwrapped, ctx, key, strict=strict)
                 if got[1]:
                     return got
         depth = 0 if self.decode else MAX_DEPTH
-        if not found and self.argument_values and holds_secret(value, key, depth=depth):
-            return scrubbed(value, key, depth=depth), {ARGUMENT_ENTITY: 1}
+        vendors = self._vendors if strict else None
+        if not found and self.argument_values and holds_secret(value, key, depth=depth, vendors=vendors):
+            return scrubbed(value, key, depth=depth, vendors=vendors), {ARGUMENT_ENTITY: 1}
         return (value, {}) if not found else (new, found)
 
-    def locate(self, value: Any, base: str = "", ctx: TransformContext | None = None) -> str:
+    def locate(self, value: Any, base: str = "", ctx: TransformContext | None = None, *, strict: bool = False) -> str:
         """The JSON pointer (under `base`) of the deepest member of `value` in which a secret is found on its own:
         a member is tried with its name (key rules read it), a list item under its list's name. Where no single
         member holds it (a key rule that needs a sibling, such as a JWK's `d` beside `kty`) the container's
@@ -274,17 +289,17 @@ class SecretGuard(Transform):
             if isinstance(node, Mapping):
                 step = None
                 for name, item in node.items():
-                    if self.findings({name: item}, ctx)[1]:
+                    if self.findings({name: item}, ctx, strict=strict)[1]:
                         step = (name, item)
                         break
-                if step is None or (isinstance(step[0], str) and self.findings(step[0], ctx)[1]):
+                if step is None or (isinstance(step[0], str) and self.findings(step[0], ctx, strict=strict)[1]):
                     return path
                 key, node = step
                 path = f"{path}/{pointer_segment(key)}"
             elif isinstance(node, list):
                 for index, item in enumerate(node):
                     probe = {key: item} if isinstance(key, str) else item
-                    if self.findings(probe, ctx)[1]:
+                    if self.findings(probe, ctx, strict=strict)[1]:
                         node = item
                         path = f"{path}/{index}"
                         break

@@ -6,7 +6,8 @@
 - `<prefix>outbound`: a request-phase mutator scrubbing the requests a server sends the client.
 - `<prefix>request`: a request-phase validator on the same events and `resources/subscribe`. It refuses
   requests that carry secrets (`GUARDED_CHANNELS`: tool arguments for `guard_secrets` with `action: reject`;
-  prompt and completion arguments, resource URIs and every request's `_meta` for any `guard_secrets`) and
+  prompt and completion arguments, resource URIs and every request's `_meta` for any `guard_secrets`; those that
+  carry no documents strictly, `STRICT_CHANNELS`) and
   remembers what was asked for (tool name, completion argument), keyed by the invocation context's trace id,
   for the response phase.
 - `<prefix>input`: a request-phase mutator on tools/call running the rest of the input pipeline
@@ -57,6 +58,16 @@ GUARDED_CHANNELS: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 """Where in a client request's params every `guard_secrets` (reject or redact: these are refused, never
 scrubbed) looks for secrets, besides a tool call's arguments."""
+STRICT_CHANNELS: frozenset[tuple[str, ...]] = frozenset(
+    {("uri",), ("_meta",), ("argument", "value"), ("context", "arguments")}
+)
+"""The channels of `GUARDED_CHANNELS` that carry no documents: addresses, metadata, a completion's values (typed for
+suggestions; a refusal costs a suggestion). The guard judges them strictly (`SecretGuard.findings(strict=True)`): a
+vendor's token is refused even where its body reads like documentation's sample (`ghp_0000…`), which the detectors
+spare in tool and prompt arguments, where a model may pass a document that shows one."""
+STRICT_ANSWERS = frozenset({"elicitation/create", "roots/list"})
+"""The client's answers judged strictly: a form's values, roots' URIs and names (a sampling answer is a model's text,
+which may show a sample as a document does)."""
 TASK_RESULT_EVENT = "tasks/result"
 _KINDS = {
     "tools/call": "tool",
@@ -322,8 +333,9 @@ class TransformStages:
             # A completion argument's value is judged as a member under the argument's name.
             named = _member(params, ("argument", "name")) if path == ("argument", "value") else None
             member = named if isinstance(named, str) else None
+            strict = path in STRICT_CHANNELS
             for at, view in views:
-                refused = _first_refusal(guards, view, ctx, subject, at, member)
+                refused = _first_refusal(guards, view, ctx, subject, at, member, strict=strict)
                 if refused is not None:
                     return refused
         return Verdict.allow()
@@ -340,12 +352,13 @@ class TransformStages:
         _, pipeline = self._pipelines(selection)
         subject = f"The client's answer to {invocation.event} appears"
         guards, ctx = _guards(pipeline), self._context(facts, selection, "input")
-        refused = _first_refusal(guards, payload, ctx, subject)
+        strict = invocation.event in STRICT_ANSWERS
+        refused = _first_refusal(guards, payload, ctx, subject, strict=strict)
         roots = payload.get("roots") if invocation.event == "roots/list" else None
         for index, root in enumerate(roots if refused is None and isinstance(roots, list) else ()):
             uri = root.get("uri") if isinstance(root, Mapping) else None
             for view in _views(uri)[1:] if isinstance(uri, str) else ():  # as spelled: judged above
-                refused = refused or _first_refusal(guards, view, ctx, subject, f"/roots/{index}/uri")
+                refused = refused or _first_refusal(guards, view, ctx, subject, f"/roots/{index}/uri", strict=True)
         return refused if refused is not None else Verdict.allow()
 
     def input(self, invocation: Invocation) -> Mutation:
@@ -496,13 +509,15 @@ def _first_refusal(
     subject: str,
     base: str = "",
     key: str | None = None,
+    *,
+    strict: bool = False,
 ) -> Verdict | None:
     """The refusal of the first guard that finds a secret in `value` (its pointer under `base`; `key`: the name a
-    bare value was given under), or None."""
+    bare value was given under; `strict`: a channel of `STRICT_CHANNELS`), or None."""
     for guard in guards:
-        _, found = guard.findings(value, ctx, key)
+        _, found = guard.findings(value, ctx, key, strict=strict)
         if found:
-            return _refusal(SecretsRefused(found, guard.locate(value, base, ctx), subject))
+            return _refusal(SecretsRefused(found, guard.locate(value, base, ctx, strict=strict), subject))
     return None
 
 
