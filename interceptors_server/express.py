@@ -38,7 +38,7 @@ from mcp_types import CONNECTION_CLOSED, InitializeRequestParams, RequestParams
 from pydantic import ValidationError
 
 from interceptors import INTERNAL_ERROR, INVOKE_METHOD, InterceptorRpcError
-from interceptors.codec import dumps_exact, may_round_numbers
+from interceptors.codec import dumps_exact, may_round_numbers, written_size_bound
 from interceptors.protocol.eras import MODERN_VERSIONS, Era, negotiate
 from interceptors.protocol.messages import (
     CLIENT_CAPABILITIES_META_KEY,
@@ -154,7 +154,7 @@ class ExpressLane:
                 and self._serves(params)
                 and (line is None or not may_round_numbers(line))
             ):
-                self._invoke(request_id, params)
+                self._invoke(request_id, params, None if line is None else written_size_bound(line))
                 return True
             return False  # (the SDK names what is wrong with a request the lane cannot take)
         if method is not None and (self._era is None or method == "initialize"):
@@ -175,12 +175,13 @@ class ExpressLane:
                 return True
         return False
 
-    def _invoke(self, request_id: int | str, params: dict[str, Any]) -> None:
-        """Answer one invoke: at once when its handler runs inline, else in a task awaiting the host."""
+    def _invoke(self, request_id: int | str, params: dict[str, Any], payload_bound: int | None) -> None:
+        """Answer one invoke: at once when its handler runs inline, else in a task awaiting the host.
+        `payload_bound`: what its line says of the payload's size (`InterceptorHost.start`)."""
         answer: dict[str, Any] | _Answer
         if _tracing.TRACER is None:
-            try:
-                answer = self._host.start(params, fresh=True)  # the params are this line's: nobody else's
+            try:  # the params are this line's: nobody else's
+                answer = self._host.start(params, fresh=True, payload_bound=payload_bound)
             except Exception as exc:
                 self._put(_failure(request_id, exc))
                 return
