@@ -61,14 +61,17 @@ def _array(items: list[tuple[str, str, str]]) -> str:
     return "[" + ",".join(f"{before}{item}{after}" for before, item, after in items) + "]"
 
 
-def _object(members: list[tuple[str, str, str, str]]) -> str:
-    return "{" + ",".join(f"{before}{key}{middle}:{value}{after}" for before, key, middle, value, after in members) + "}"
+def _object(members: list[tuple[str, str, str, str, str]]) -> str:
+    written = (f"{before}{key}{middle}:{value}{after}" for before, key, middle, value, after in members)
+    return "{" + ",".join(written) + "}"
 
 
 TEXT = st.recursive(
     SCALAR,
-    lambda children: st.lists(st.tuples(SPACE, children, SPACE), max_size=5).map(_array)
-    | st.lists(st.tuples(SPACE, STRING, SPACE, children, SPACE), max_size=5).map(_object),
+    lambda children: (
+        st.lists(st.tuples(SPACE, children, SPACE), max_size=5).map(_array)
+        | st.lists(st.tuples(SPACE, STRING, SPACE, children, SPACE), max_size=5).map(_object)
+    ),
     max_leaves=20,
 )
 

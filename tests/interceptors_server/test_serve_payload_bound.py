@@ -80,7 +80,8 @@ def _replies(lines: list[bytes], max_payload_bytes: int | None) -> tuple[list[by
 
 
 def _invoke_line(request_id: int, name: str, payload: str, space: str) -> bytes:
-    params = f'{{"name":{orjson.dumps(name).decode()},"event":"tools/call","phase":"request",{space}"payload":{payload}}}'
+    named = orjson.dumps(name).decode()
+    params = f'{{"name":{named},"event":"tools/call","phase":"request",{space}"payload":{payload}}}'
     return f'{{"jsonrpc":"2.0","id":{request_id},"method":"interceptor/invoke","params":{params}}}\n'.encode()
 
 
@@ -112,7 +113,7 @@ def test_the_cases_that_matter_are_answered_as_the_general_path_answers_them() -
     deep = "[" * 300 + "1" + "]" * 300
     cases: list[tuple[str, Any]] = [
         ("express/allow", '{"n": 1e15}'),
-        ("express/allow", '[1e5,1e5,1e5,1e5,1e5,1e5,1e5,1e5,1e5,1e5]'),
+        ("express/allow", "[1e5,1e5,1e5,1e5,1e5,1e5,1e5,1e5,1e5,1e5]"),
         ("express/upper", '{"name": "echo", "arguments": {"text": "\\u00e9\\ud83d\\ude00"}}'),
         ("express/allow", deep),
         ("express/allow", "18446744073709551616"),
