@@ -58,6 +58,7 @@ WriteBytes = Callable[[bytes], Awaitable[None]]
 PutBytes = Callable[[bytes], None]
 """Queues a reply for the writer without waiting: the lane answers inline requests from `take`, a plain function."""
 _SHUTDOWN_S = 2.0
+_MODERN = Era.MODERN  # (read once: an enum member read from its class costs a Python-level `__getattr__` on 3.11)
 _Answer = Coroutine[Any, Any, dict[str, Any]]
 
 
@@ -226,7 +227,7 @@ class ExpressLane:
         if self._off:
             return False
         meta = params.get("_meta")
-        if self._era is Era.MODERN:  # a complete envelope (the SDK's model judges its values) at a served version
+        if self._era is _MODERN:  # a complete envelope (the SDK's model judges its values) at a served version
             return (
                 isinstance(meta, dict)
                 and CLIENT_CAPABILITIES_META_KEY in meta
@@ -271,7 +272,7 @@ class ExpressLane:
         await self._write(reply)
 
     def _success(self, request_id: int | str, result: dict[str, Any]) -> bytes:
-        if self._era is not Era.MODERN:
+        if self._era is not _MODERN:
             reply = {"jsonrpc": "2.0", "id": request_id, "result": result}
             try:  # (`_line_of`, without a call: the common reply)
                 return orjson.dumps(reply, option=orjson.OPT_APPEND_NEWLINE)

@@ -422,6 +422,9 @@ def _ms_since(started: float) -> float:
 
 
 _PHASES: dict[str, Phase] = {"request": Phase.REQUEST, "response": Phase.RESPONSE}
+_VALIDATION = InterceptorType.VALIDATION
+"""Read once: on Python 3.11 an enum member read from its class goes through the enum type's `__getattr__`
+(about ten times a plain class attribute), and every invoke's answer asks for it."""
 _UNWRITTEN = b""
 """`_pass`'s `encoded` for a payload known to be small and writable (`start`'s `payload_bound`): never read."""
 
@@ -454,7 +457,7 @@ def _wire_answer(
 ) -> dict[str, Any]:
     """A wire edge's result (`_Finish`): a plain allow built at once, as `_result_of` and `to_wire` build it."""
     info = entry.info
-    if info.type is InterceptorType.VALIDATION and (raw is PLAIN_ALLOW or raw is None or raw is True):
+    if info.type is _VALIDATION and (raw is PLAIN_ALLOW or raw is None or raw is True):
         duration = round((time.perf_counter() - started) * 1_000_000) / 1000  # (`_ms_since`, without its call)
         return {"interceptor": info.name, "type": "validation", "phase": PHASE_TEXT[phase], "valid": True,
                 "durationMs": duration}  # fmt: skip
@@ -474,7 +477,7 @@ def _result_of(entry: RegisteredInterceptor, raw: Any, phase: Phase, payload: An
     try:
         result: InvokeResult
         info = entry.info
-        if info.type is InterceptorType.VALIDATION:
+        if info.type is _VALIDATION:
             result = to_validation_result(raw, info.name, phase)
         else:
             result = to_mutation_result(raw, info.name, phase, payload)
@@ -495,7 +498,7 @@ def _answer(
     made from). The two commonest answers, a plain allow and an unchanged mutation, are built at once, exactly as
     `_result_of` and `_reply` build them; any other goes through those two."""
     info = entry.info
-    if info.type is InterceptorType.VALIDATION:
+    if info.type is _VALIDATION:
         if raw is PLAIN_ALLOW or raw is None or raw is True:
             duration = _ms_since(started)
             wire = {"interceptor": info.name, "type": "validation", "phase": PHASE_TEXT[phase], "valid": True,
