@@ -14,6 +14,19 @@ _DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range
 _LONG_RUN = b"0" * 19  # orjson reads integers beyond 64 bits as floats
 """A run of 19+ digits: found by a translation and a substring search, at memory speed (a regex scan of a
 32 MB message took over a second)."""
+_STRIDE = 9
+"""Any 19 consecutive bytes hold two positions that are consecutive multiples of 9 (2 * 9 < 19): a run of 19
+digits puts two adjacent digits into the sample of every 9th byte, and a sample without any rules the run out
+at a ninth of the scan's cost (the common message has no digit run at all)."""
+_SAMPLED_RUN = b"00"
+
+_GROWTH = 5
+"""How much longer orjson may write a value than the text it was read from: only a number can grow, as a float
+(`1e15` is written `1000000000000000.0`, 4.5 times; no float is written in more than 24 bytes, and no float
+text is shorter than 3); strings are written with the escapes JSON requires (which their text had too, or
+longer ones), whitespace and repeated keys are dropped."""
+_WRITE_MAX_DEPTH = 254
+"""orjson refuses to write containers nested deeper than this (it reads up to 1024)."""
 
 
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
@@ -33,15 +46,34 @@ loads: Callable[[bytes | str], Any] = orjson.loads
 
 
 def may_round_numbers(data: bytes) -> bool:
-    """Whether orjson could read `data` inexactly: it holds a run of 19+ digits (maybe an integer beyond 64 bits)."""
-    return data.translate(_DIGITS_AS_ZERO).find(_LONG_RUN) >= 0  # (inline: it runs on every message)
+    """Whether orjson could read `data` inexactly: it holds a run of 19+ digits (maybe an integer beyond 64 bits).
+
+    Every 9th byte is looked at first (`_STRIDE`): the whole text is scanned only when two of those in a row are
+    digits."""
+    if data[::_STRIDE].translate(_DIGITS_AS_ZERO).find(_SAMPLED_RUN) < 0:
+        return False
+    return data.translate(_DIGITS_AS_ZERO).find(_LONG_RUN) >= 0
 
 
 def loads_exact(data: bytes) -> Any:
     """Like `loads`, but integers of any size stay exact (the stdlib reads the rare text orjson would round)."""
-    if data.translate(_DIGITS_AS_ZERO).find(_LONG_RUN) < 0:
+    if (  # `may_round_numbers`, inline: it runs on every message
+        data[::_STRIDE].translate(_DIGITS_AS_ZERO).find(_SAMPLED_RUN) < 0
+        or data.translate(_DIGITS_AS_ZERO).find(_LONG_RUN) < 0
+    ):
         return orjson.loads(data)
     return json.loads(data, parse_constant=_no_constant)
+
+
+def written_size_bound(data: bytes) -> int | None:
+    """At most how long `dumps` writes any value inside `loads(data)` (`data`: text orjson read), or None when
+    `dumps` might refuse one (nested deeper than orjson writes).
+
+    Why: a value just read from a short line need not be written again to learn that it is small (the
+    interceptor server's stdio lane checks an invoke's payload size with this, not with a second encoding)."""
+    if len(data) > 2 * _WRITE_MAX_DEPTH and data.count(b"[") + data.count(b"{") > _WRITE_MAX_DEPTH:
+        return None  # (a shorter text cannot nest that deep: every opening bracket has its closing one)
+    return _GROWTH * len(data)
 
 
 def dumps_exact(value: Any) -> bytes:

@@ -38,7 +38,7 @@ from mcp_types import CONNECTION_CLOSED, InitializeRequestParams, RequestParams
 from pydantic import ValidationError
 
 from interceptors import INTERNAL_ERROR, INVOKE_METHOD, InterceptorRpcError
-from interceptors.codec import dumps_exact, may_round_numbers
+from interceptors.codec import dumps_exact, may_round_numbers, written_size_bound
 from interceptors.protocol.eras import MODERN_VERSIONS, Era, negotiate
 from interceptors.protocol.messages import (
     CLIENT_CAPABILITIES_META_KEY,
@@ -58,6 +58,7 @@ WriteBytes = Callable[[bytes], Awaitable[None]]
 PutBytes = Callable[[bytes], None]
 """Queues a reply for the writer without waiting: the lane answers inline requests from `take`, a plain function."""
 _SHUTDOWN_S = 2.0
+_MODERN = Era.MODERN  # (read once: an enum member read from its class costs a Python-level `__getattr__` on 3.11)
 _Answer = Coroutine[Any, Any, dict[str, Any]]
 
 
@@ -154,7 +155,7 @@ class ExpressLane:
                 and self._serves(params)
                 and (line is None or not may_round_numbers(line))
             ):
-                self._invoke(request_id, params)
+                self._invoke(request_id, params, None if line is None else written_size_bound(line))
                 return True
             return False  # (the SDK names what is wrong with a request the lane cannot take)
         if method is not None and (self._era is None or method == "initialize"):
@@ -175,12 +176,13 @@ class ExpressLane:
                 return True
         return False
 
-    def _invoke(self, request_id: int | str, params: dict[str, Any]) -> None:
-        """Answer one invoke: at once when its handler runs inline, else in a task awaiting the host."""
+    def _invoke(self, request_id: int | str, params: dict[str, Any], payload_bound: int | None) -> None:
+        """Answer one invoke: at once when its handler runs inline, else in a task awaiting the host.
+        `payload_bound`: what its line says of the payload's size (`InterceptorHost.start`)."""
         answer: dict[str, Any] | _Answer
         if _tracing.TRACER is None:
-            try:
-                answer = self._host.start(params, fresh=True)  # the params are this line's: nobody else's
+            try:  # the params are this line's: nobody else's
+                answer = self._host.start(params, fresh=True, payload_bound=payload_bound)
             except Exception as exc:
                 self._put(_failure(request_id, exc))
                 return
@@ -225,7 +227,7 @@ class ExpressLane:
         if self._off:
             return False
         meta = params.get("_meta")
-        if self._era is Era.MODERN:  # a complete envelope (the SDK's model judges its values) at a served version
+        if self._era is _MODERN:  # a complete envelope (the SDK's model judges its values) at a served version
             return (
                 isinstance(meta, dict)
                 and CLIENT_CAPABILITIES_META_KEY in meta
@@ -270,7 +272,7 @@ class ExpressLane:
         await self._write(reply)
 
     def _success(self, request_id: int | str, result: dict[str, Any]) -> bytes:
-        if self._era is not Era.MODERN:
+        if self._era is not _MODERN:
             reply = {"jsonrpc": "2.0", "id": request_id, "result": result}
             try:  # (`_line_of`, without a call: the common reply)
                 return orjson.dumps(reply, option=orjson.OPT_APPEND_NEWLINE)

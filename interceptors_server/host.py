@@ -217,12 +217,20 @@ class InterceptorHost:
         )
 
     def start(
-        self, params: Mapping[str, Any] | None, *, fresh: bool = False
+        self, params: Mapping[str, Any] | None, *, fresh: bool = False, payload_bound: int | None = None
     ) -> dict[str, Any] | Coroutine[Any, Any, dict[str, Any]]:
         """`interceptor/invoke` from wire params: the result dict when the handler ran on this stack (see `_pass`),
         else a coroutine to await for it. Every check runs before this returns, and raises its
         InterceptorRpcError here. `fresh`: the params were just decoded from a wire (the stdio lane): nothing in
-        them is anyone else's, so the payload and config are the handler's without a copy."""
+        them is anyone else's, so the payload and config are the handler's without a copy. `payload_bound` (with
+        `fresh`): at most how long the payload's JSON is (`codec.written_size_bound` of the line the params were
+        read from); within the host's limits, the payload is not written again just to learn its size."""
+        unwritten = (
+            fresh
+            and payload_bound is not None
+            and payload_bound <= INLINE_MAX_PAYLOAD_BYTES
+            and (self.max_payload_bytes is None or payload_bound <= self.max_payload_bytes)
+        )
         if type(params) is dict:  # the common shape (a known name, no config or timeout), read directly
             entries = self._compiled if Registry.changes == self._seen_changes else self._entries()
             name = params.get("name")
@@ -245,11 +253,14 @@ class InterceptorHost:
                 if (event, phase) not in compiled.admitted:
                     self._admitted(name, event, phase, None)  # type: ignore[arg-type]
                 payload = params["payload"]
-                return self._pass(compiled, event, phase, payload, None, context, None, _wire_answer, not fresh)
+                return self._pass(
+                    compiled, event, phase, payload, None, context, None, _wire_answer, not fresh,
+                    _UNWRITTEN if unwritten else None,
+                )  # fmt: skip
         invoke, compiled = self._parse_invoke(params, fresh)  # any other shape: `from_wire` names what is wrong
         return self._pass(
             compiled, invoke.event, invoke.phase, invoke.payload, invoke.config, invoke.context, invoke.timeout_ms,
-            _wire_answer, not fresh,
+            _wire_answer, not fresh, _UNWRITTEN if unwritten else None,
         )  # fmt: skip
 
     async def invoke(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -346,7 +357,9 @@ class InterceptorHost:
         callers hand over their own objects, and a handler must never change the invoker's payload, or another
         concurrent validator's), the handler run, and `finish`'s answer. A handler that never suspends runs here,
         whatever `timeoutMs` says (nothing could cut it on the loop); any other is left to `_awaited`. `encoded`:
-        the payload's JSON when the caller has it, checked against the host's maximum already."""
+        the payload's JSON when the caller has it, checked against the host's maximum already, or `_UNWRITTEN`
+        from a wire edge that proved the payload within every limit (only with `_wire_answer`, which never reads
+        the JSON, and without `copy`)."""
         entry = compiled.entry
         if encoded is None:
             encoded = self._encoded(payload)
@@ -409,6 +422,11 @@ def _ms_since(started: float) -> float:
 
 
 _PHASES: dict[str, Phase] = {"request": Phase.REQUEST, "response": Phase.RESPONSE}
+_VALIDATION = InterceptorType.VALIDATION
+"""Read once: on Python 3.11 an enum member read from its class goes through the enum type's `__getattr__`
+(about ten times a plain class attribute), and every invoke's answer asks for it."""
+_UNWRITTEN = b""
+"""`_pass`'s `encoded` for a payload known to be small and writable (`start`'s `payload_bound`): never read."""
 
 
 def _invalid_params(exc: WireError) -> InterceptorRpcError:
@@ -439,7 +457,7 @@ def _wire_answer(
 ) -> dict[str, Any]:
     """A wire edge's result (`_Finish`): a plain allow built at once, as `_result_of` and `to_wire` build it."""
     info = entry.info
-    if info.type is InterceptorType.VALIDATION and (raw is PLAIN_ALLOW or raw is None or raw is True):
+    if info.type is _VALIDATION and (raw is PLAIN_ALLOW or raw is None or raw is True):
         duration = round((time.perf_counter() - started) * 1_000_000) / 1000  # (`_ms_since`, without its call)
         return {"interceptor": info.name, "type": "validation", "phase": PHASE_TEXT[phase], "valid": True,
                 "durationMs": duration}  # fmt: skip
@@ -459,7 +477,7 @@ def _result_of(entry: RegisteredInterceptor, raw: Any, phase: Phase, payload: An
     try:
         result: InvokeResult
         info = entry.info
-        if info.type is InterceptorType.VALIDATION:
+        if info.type is _VALIDATION:
             result = to_validation_result(raw, info.name, phase)
         else:
             result = to_mutation_result(raw, info.name, phase, payload)
@@ -480,7 +498,7 @@ def _answer(
     made from). The two commonest answers, a plain allow and an unchanged mutation, are built at once, exactly as
     `_result_of` and `_reply` build them; any other goes through those two."""
     info = entry.info
-    if info.type is InterceptorType.VALIDATION:
+    if info.type is _VALIDATION:
         if raw is PLAIN_ALLOW or raw is None or raw is True:
             duration = _ms_since(started)
             wire = {"interceptor": info.name, "type": "validation", "phase": PHASE_TEXT[phase], "valid": True,

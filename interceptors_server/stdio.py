@@ -210,7 +210,8 @@ class _Writer:
         pending = self._pending
         if pending:
             data = pending[0] if len(pending) == 1 else b"".join(pending)
-            self._pending, self._pending_bytes = [], 0
+            pending.clear()  # (kept: no list made per read)
+            self._pending_bytes = 0
             self._transport.write(data)
 
     async def write_bytes(self, data: bytes) -> None:
@@ -224,7 +225,8 @@ class _Writer:
         pending = self._pending
         if pending:
             data = pending[0] if len(pending) == 1 else b"".join(pending)
-            self._pending, self._pending_bytes = [], 0
+            pending.clear()
+            self._pending_bytes = 0
             self._transport.write(data)
 
     async def flush(self) -> None:

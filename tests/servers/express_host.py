@@ -65,9 +65,9 @@ def log_lane_answers() -> None:
 
     invoke = express.ExpressLane._invoke
 
-    def logged(self: express.ExpressLane, request_id: int | str, params: dict[str, Any]) -> None:
+    def logged(self: express.ExpressLane, request_id: int | str, params: dict[str, Any], *rest: Any) -> None:
         print(f"lane {params.get('name')}", file=sys.stderr, flush=True)
-        invoke(self, request_id, params)
+        invoke(self, request_id, params, *rest)
 
     express.ExpressLane._invoke = logged  # type: ignore[method-assign]
 
