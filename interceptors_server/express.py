@@ -290,11 +290,20 @@ class ExpressLane:
 
 
 def _line_of(reply: dict[str, Any]) -> bytes:
-    """A reply's line: `dumps_exact` (integers beyond 64 bits written exactly), its newline appended by orjson."""
+    """A reply's line: `dumps_exact` (integers beyond 64 bits written exactly), its newline appended by orjson. A
+    result no JSON writer takes (nested deeper than orjson writes, a payload passed back whole inside the reply's
+    envelope) is answered with an error, never left to break the lane."""
     try:
         return orjson.dumps(reply, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError:
+        pass
+    try:
         return dumps_exact(reply) + b"\n"
+    except (TypeError, ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if "ecursion" in str(exc) else "not JSON"
+        return error_line(
+            reply.get("id"), INTERNAL_ERROR, "The interceptor's result cannot be written as JSON", {"reason": reason}
+        )
 
 
 def _ignore(task: asyncio.Task[None]) -> None:

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import orjson
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from interceptors.codec import written_size_bound
@@ -94,6 +94,7 @@ DEPTH = st.sampled_from([0, 0, 0, 3, 254, 255, 260])
     st.lists(st.tuples(NAMES, TEXT, SPACE, DEPTH), min_size=1, max_size=4),
     st.sampled_from([None, 40, 300, 4 * 1024 * 1024]),
 )
+@example([("express/allow", "[]", "", 0), ("express/allow", "true", "", 254)], None)  # a reply too deep to write
 def test_every_invoke_gets_the_reply_of_the_general_path(
     invokes: list[tuple[str, str, str, int]], max_payload_bytes: int | None
 ) -> None:
@@ -129,6 +130,18 @@ def test_the_cases_that_matter_are_answered_as_the_general_path_answers_them() -
     assert b"cannot be encoded" in answered[3]
     refused = _replies(lines[:2], 20)[0]  # (written: 24 and 89 bytes, from texts of 11 and 39)
     assert all(b"exceeds the host's maximum size" in reply for reply in refused)
+
+
+def test_a_result_too_deep_to_write_is_an_error_reply() -> None:
+    """A payload orjson can write (254 levels) passed back inside the reply's envelope is deeper than it writes:
+    the client gets an error naming why, and the lane answers the next invoke."""
+    deep = "[" * 254 + "true" + "]" * 254
+    lines = [_invoke_line(1, "express/allow", deep, ""), _invoke_line(2, "express/allow", "[]", "")]
+    answered, left = _replies(lines, None)
+    assert not left and len(answered) == 2
+    error = orjson.loads(answered[0])
+    assert error["id"] == 1 and error["error"]["data"] == {"reason": "nested too deeply"}
+    assert orjson.loads(answered[1])["id"] == 2 and "result" in orjson.loads(answered[1])
 
 
 def test_the_bound_is_taken_for_a_small_line() -> None:
