@@ -888,6 +888,10 @@ def _payload_text(values: Sequence[Any]) -> str:
     (a tool's `structuredContent` repeated in a text block, as the protocol advises). The walk reads such a text as
     the data it parses to, the same strings under the same keys, so what the narrowing finds in the one holds for
     the other; its layout (indentation, escapes) is never scanned."""
+    if len(values) < 2 or not any(
+        value.__class__ is str and value[:1] in ("{", "[") for value in values
+    ):  # (the usual small result: nothing can repeat, one dump)
+        return orjson.dumps(list(values), option=orjson.OPT_NON_STR_KEYS).decode()
     dumped = [orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS) for value in values]
     structured = {part for value, part in zip(values, dumped, strict=True) if value.__class__ is not str}
     if structured:
