@@ -162,7 +162,7 @@ FAMILIES: tuple[tuple[re.Pattern[str], tuple[tuple[str, ...], ...]], ...] = tupl
 def _longest_match(pattern: re.Pattern[str]) -> int | None:
     """The most characters a match of `pattern` can span, or None when unbounded (or not known)."""
     try:
-        from re import _parser  # type: ignore[attr-defined]  # the regex parser's own width: exact, kept in step
+        from re import _parser  # the regex parser's own width: exact, kept in step
 
         width = int(_parser.parse(pattern.pattern, pattern.flags).getwidth()[1])
     except Exception:  # a Python without it: every family searched whole
