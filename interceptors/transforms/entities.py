@@ -338,4 +338,4 @@ def fold_for_hints(text: str) -> str:
     return text.translate(CASE_FOLD_TO_ASCII).lower()
 
 
-_FOLDED_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
+_FOLDED_TO_ASCII = tuple(map(chr, CASE_FOLD_TO_ASCII))
