@@ -64,6 +64,10 @@ class RegisteredInterceptor:
     is_async: bool
     inline: bool = False
     """Run a sync handler on the event loop, not in a worker thread (only for trivial, non-blocking code)."""
+    borrows: bool = False
+    """The handler never edits what it is given and keeps none of it (the built-in stages, tested so): an in-process
+    host hands it the caller's payload, config and context instead of private copies, and takes its result as it
+    is. A result may then share unchanged parts with the payload it was given."""
 
     @property
     def name(self) -> str:
@@ -149,6 +153,7 @@ class Registry:
         version: str | None = None,
         compat: Compat | None = None,
         inline: bool = False,
+        borrows: bool = False,
     ) -> RegisteredInterceptor:
         """Register a handler imperatively; the decorators call this."""
         if not isinstance(name, str) or not name:
@@ -171,7 +176,7 @@ class Registry:
         is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
             getattr(handler, "__call__", None)  # noqa: B004 - callable objects with async __call__
         )
-        return self.add(RegisteredInterceptor(info, handler, is_async, inline))
+        return self.add(RegisteredInterceptor(info, handler, is_async, inline, borrows))
 
     def validator(self, name: str, **options: Unpack[InterceptorOptions]) -> Callable[[H], H]:
         """Decorate `def check(inv: Invocation) -> Verdict | bool | None` (sync or async).

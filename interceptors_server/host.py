@@ -70,7 +70,7 @@ worker thread above it: cheap CPU-bound stages skip the thread hop (~100 µs) on
 class _Compiled:
     """Per-interceptor data derived once: the config validator and the hooks as wire JSON."""
 
-    __slots__ = ("_covers", "admitted", "advertised_hooks", "config_validator", "entry", "runs_inline")
+    __slots__ = ("_covers", "admitted", "advertised_hooks", "borrows", "config_validator", "entry", "runs_inline")
 
     def __init__(self, entry: RegisteredInterceptor) -> None:
         self.entry = entry
@@ -78,6 +78,8 @@ class _Compiled:
         self.admitted: set[tuple[str, Phase]] = set()
         """(event, phase) pairs `_admit` accepted without a config: the same checks would pass again."""
         self.runs_inline = entry.inline and not entry.is_async
+        self.borrows = entry.borrows
+        """The handler takes an in-process caller's objects as they are (`RegisteredInterceptor.borrows`)."""
         self.advertised_hooks = [hook.to_wire() for hook in entry.info.hooks]
         self.config_validator: Any = None
         if entry.info.config_schema is not None:
@@ -311,7 +313,8 @@ class InterceptorHost:
         compiled = entries.get(name)
         if compiled is None or config is not None or (event, phase) not in compiled.admitted:
             compiled = self._admitted(name, event, phase, config)
-        if context is not None and context.principal is not None:
+        borrows = compiled.borrows
+        if context is not None and context.principal is not None and not borrows:
             # As over the wire: the principal's claims are the caller's objects (see `_own_claims`).
             context = _sent_context(context, memo)
         if memo is None:
@@ -323,6 +326,8 @@ class InterceptorHost:
         else:
             encoded = memo.encoded = self._encoded(payload)
             memo.payload = payload
+        if borrows:
+            return self._pass(compiled, event, phase, payload, config, context, None, _lent_answer, False, encoded)
         return self._pass(compiled, event, phase, payload, config, context, None, _answer, True, encoded)
 
     async def invoke_local(
@@ -510,6 +515,24 @@ def _answer(
         if unchanged is not None:
             return unchanged
     return _reply(info.name, _result_of(entry, raw, phase, payload, started), encoded)
+
+
+def _lent_answer(
+    entry: RegisteredInterceptor, raw: Any, phase: Phase, payload: Any, encoded: bytes, started: float
+) -> tuple[InvokeResult, dict[str, Any]]:
+    """`_answer` for a handler that borrows the caller's objects (`RegisteredInterceptor.borrows`): it edits none
+    of them, so an unchanged mutation echoes the caller's payload itself, and any other result is taken as the
+    handler built it, with no JSON round trip."""
+    info = entry.info
+    if info.type is not _VALIDATION and (raw is PLAIN_UNCHANGED or raw is None):
+        duration = _ms_since(started)
+        wire: dict[str, Any] = {"interceptor": info.name, "type": "mutation", "phase": PHASE_TEXT[phase],
+                                "modified": False, "payload": payload, "durationMs": duration}  # fmt: skip
+        return MutationResult(info.name, phase, False, payload, duration), wire
+    if info.type is _VALIDATION and (raw is PLAIN_ALLOW or raw is None or raw is True):
+        return _answer(entry, raw, phase, payload, encoded, started)
+    result = _result_of(entry, raw, phase, payload, started)
+    return result, result.to_wire()
 
 
 def _reply(name: str, result: InvokeResult, encoded: bytes) -> tuple[InvokeResult, dict[str, Any]]:

@@ -146,6 +146,7 @@ def policy_registry(
         mode=mode,
         description=f"policy '{engine.policy.name}': access, hiding, rate limits and audit",
         inline=True,  # a cached decision and a bucket update: cheaper than a worker thread
+        borrows=True,  # edits nothing it is given (tests/interceptors/test_borrowing_stages.py)
     )
     registry.register(
         filter_lists,
@@ -156,6 +157,7 @@ def policy_registry(
         mode=mode,
         description=f"policy '{engine.policy.name}': hide denied primitives from list results",
         inline=True,
+        borrows=True,
     )
     if rules and any(rule.results != "none" for rule in rules.rules):
         registry.register(

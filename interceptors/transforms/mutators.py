@@ -610,6 +610,7 @@ def transforms_registry(
             events=chosen,
             phase="request",
             inline=inline,
+            borrows=True,  # edits nothing it is given (tests/interceptors/test_borrowing_stages.py)
             description="Refuses requests that carry secrets (arguments, URIs, _meta); remembers each call for "
             "its response.",
         )
@@ -621,6 +622,7 @@ def transforms_registry(
             events=answers,
             phase="response",
             inline=inline,
+            borrows=True,  # edits nothing it is given (tests/interceptors/test_borrowing_stages.py)
             description="Refuses the client's answers to sampling, elicitation and roots requests that carry secrets.",
         )
     if "tools/call" in chosen and work.input:
@@ -631,6 +633,7 @@ def transforms_registry(
             events="tools/call",
             phase="request",
             inline=inline,
+            borrows=True,  # edits nothing it is given (tests/interceptors/test_borrowing_stages.py)
             description="Scrubs tool arguments (guard_secrets in redact mode) and reverses aliases and fences.",
         )
     if not work.output:
@@ -644,6 +647,7 @@ def transforms_registry(
             phase="response",
             priority=output_priority,
             inline=inline,
+            borrows=True,  # edits nothing it is given (tests/interceptors/test_borrowing_stages.py)
             description="Sanitises, redacts, substitutes, projects and annotates everything a model reads; "
             "scrubs catalog and server metadata.",
         )
@@ -656,6 +660,7 @@ def transforms_registry(
             phase="request",
             priority=output_priority,
             inline=inline,
+            borrows=True,  # edits nothing it is given (tests/interceptors/test_borrowing_stages.py)
             description="Scrubs the requests a server sends the client (sampling, elicitation).",
         )
     return target
