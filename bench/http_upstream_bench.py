@@ -32,6 +32,7 @@ from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 
 from .runner import Call, Measurement, echo_tool_server, measure, print_table
 
@@ -116,7 +117,14 @@ async def _round(clients: list[Client], calls: int) -> tuple[float, list[float]]
     async def one(client: Client) -> None:
         for _ in range(calls):
             started = time.perf_counter()
-            await client.call_tool("echo", {"text": "hello"})
+            try:
+                await client.call_tool("echo", {"text": "hello"})
+            except MCPError as exc:  # a failed call is a finding, not noise: say what the gateway answered
+                error = exc.error
+                raise RuntimeError(
+                    f"a call failed in a round of {len(clients)} client(s): {error.code} {error.message}, "
+                    f"data {error.data!r}"
+                ) from None
             latencies.append(time.perf_counter() - started)
 
     started = time.perf_counter()
