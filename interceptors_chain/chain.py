@@ -105,6 +105,10 @@ class Chain:
         """`_run_kind`'s answer for each cached plan's interceptors (cleared with the plans)."""
         self.generation = 0
         """Bumped whenever servers, descriptors or overrides change: callers may cache plans per generation."""
+        self.in_flight = 0
+        """Executions with work under way (a plan that is not empty): what a caller that replaces this chain waits
+        to see at 0 (`wait_idle`) before it stops the servers only this chain used."""
+        self._idle: anyio.Event | None = None  # made only when someone waits: not on every execution
 
     # Discovery --------------------------------------------------------------------------------
     async def add_session(
@@ -265,42 +269,55 @@ class Chain:
         plan = self._plans.get(key) or self.plan(event, phase, direction)
         if plan.empty:
             return ExecutionResult(Status.SUCCESS, event, phase, direction)
-        started = time.perf_counter()
-        budget = deadline_ms if deadline_ms is not None else self.deadline_ms
-        deadline = None if budget is None else started + budget / 1000
-        run = _Run(
-            self, event, phase, context, deadline, _GENERAL if deadline is not None else self._run_kind(key, plan)
-        )
-        if len(plan.validators) + len(plan.mutators) > 1 and run.local:
-            run.memo = PassMemo()  # (one invoke has nothing to share)
-        if _tracing.TRACER is not None:
-            run.span = _tracing.start_chain(event, phase, direction, plan, run.wire_context())
-        result = ExecutionResult(Status.SUCCESS, event, phase, direction)
-        current = payload
-        validators, mutators = plan.validators, plan.mutators
-        if plan.mutate_first:  # sending: mutate, then validate what leaves
-            if mutators:
-                current = await run.mutate(mutators, current, payload, result)
-            if validators and not result.aborted_at:
-                await run.validate(validators, current, result)
-        else:  # receiving: validate what arrived, then mutate
-            if validators:
-                await run.validate(validators, current, result)
-            if mutators and not result.aborted_at:
-                current = await run.mutate(mutators, current, payload, result)
-        if result.aborted_at:
-            first = result.aborted_at[0]
-            if first.kind is AbortKind.TIMEOUT:
-                result.status = Status.TIMEOUT
-            elif first.type is InterceptorType.VALIDATION:
-                result.status = Status.VALIDATION_FAILED
-            else:
-                result.status = Status.MUTATION_FAILED
-            result.final_payload, result.modified = None, False
-        result.total_duration_ms = round((time.perf_counter() - started) * 1000, 3)
-        if run.span is not None:
-            _tracing.end_chain(run.span, result)
-        return result
+        self.in_flight += 1
+        try:
+            started = time.perf_counter()
+            budget = deadline_ms if deadline_ms is not None else self.deadline_ms
+            deadline = None if budget is None else started + budget / 1000
+            run = _Run(
+                self, event, phase, context, deadline, _GENERAL if deadline is not None else self._run_kind(key, plan)
+            )
+            if len(plan.validators) + len(plan.mutators) > 1 and run.local:
+                run.memo = PassMemo()  # (one invoke has nothing to share)
+            if _tracing.TRACER is not None:
+                run.span = _tracing.start_chain(event, phase, direction, plan, run.wire_context())
+            result = ExecutionResult(Status.SUCCESS, event, phase, direction)
+            current = payload
+            validators, mutators = plan.validators, plan.mutators
+            if plan.mutate_first:  # sending: mutate, then validate what leaves
+                if mutators:
+                    current = await run.mutate(mutators, current, payload, result)
+                if validators and not result.aborted_at:
+                    await run.validate(validators, current, result)
+            else:  # receiving: validate what arrived, then mutate
+                if validators:
+                    await run.validate(validators, current, result)
+                if mutators and not result.aborted_at:
+                    current = await run.mutate(mutators, current, payload, result)
+            if result.aborted_at:
+                first = result.aborted_at[0]
+                if first.kind is AbortKind.TIMEOUT:
+                    result.status = Status.TIMEOUT
+                elif first.type is InterceptorType.VALIDATION:
+                    result.status = Status.VALIDATION_FAILED
+                else:
+                    result.status = Status.MUTATION_FAILED
+                result.final_payload, result.modified = None, False
+            result.total_duration_ms = round((time.perf_counter() - started) * 1000, 3)
+            if run.span is not None:
+                _tracing.end_chain(run.span, result)
+            return result
+        finally:
+            self.in_flight -= 1
+            if not self.in_flight and self._idle is not None:
+                self._idle.set()
+
+    async def wait_idle(self) -> None:
+        """Until no execution is in flight (at once when none is)."""
+        while self.in_flight:
+            if self._idle is None or self._idle.is_set():
+                self._idle = anyio.Event()
+            await self._idle.wait()
 
     async def invoke(self, entry: PlanEntry, run: _Run, payload: Any) -> _Attempt:
         """One invoke with every failure turned into a failed record (never raised)."""

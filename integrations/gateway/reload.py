@@ -49,34 +49,6 @@ class _Remote:
     stop: anyio.Event
 
 
-class _Tracked:
-    """A chain and how many executions it has in flight (a replaced chain is drained before its servers stop)."""
-
-    def __init__(self, chain: Chain) -> None:
-        self.chain = chain
-        self.in_flight = 0
-        self._idle: anyio.Event | None = None  # made only when someone waits: not on every execution
-        execute = chain.execute
-
-        async def counted(*args: Any, **options: Any) -> Any:
-            self.in_flight += 1
-            try:
-                return await execute(*args, **options)
-            finally:
-                self.in_flight -= 1
-                if self.in_flight == 0 and self._idle is not None:
-                    self._idle.set()
-
-        chain.execute = counted  # type: ignore[method-assign]
-
-    async def wait_idle(self) -> None:
-        """Until no execution of this chain is in flight (at once when none is)."""
-        while self.in_flight:
-            if self._idle is None or self._idle.is_set():
-                self._idle = anyio.Event()
-            await self._idle.wait()
-
-
 class ReloadRejected(InterceptorsError, ValueError):
     """The new documents are invalid or their chain could not be built; the running configuration stays."""
 
@@ -120,7 +92,7 @@ class Reloader:
         self.accepted = 0
         self.rejected = 0
         self._remotes: dict[str, _Remote] = {}
-        self._current: _Tracked | None = None
+        self._current: Chain | None = None  # its executions in flight are drained before its servers stop
         self._learned: deque[tuple[str, Any]] = deque(maxlen=_LEARNED)
         self._requested = anyio.Event()
         self._lock = anyio.Lock()
@@ -144,7 +116,7 @@ class Reloader:
     async def open(self, registries: Sequence[Registry]) -> Chain:
         """The first chain: the chain file's servers, then `registries` (policy stages first, as given)."""
         chain, _ = await self._build(self.chain_file, registries)
-        self._current = _Tracked(chain)
+        self._current = chain
         self._signatures = {path: _signature(path) for path in self.watched()}
         assert self._tasks is not None
         self._tasks.start_soon(self._serve)
@@ -237,7 +209,7 @@ class Reloader:
         chain, stale = await self._build(chain_file, registries)
         old = self._current
         # The swap: nothing awaits from here to the adapter's new chain, so no call sees half of it.
-        self._current = _Tracked(chain)
+        self._current = chain
         if self.metrics is not None:
             from ..metrics import observe_chain
 
@@ -252,7 +224,7 @@ class Reloader:
         if old is not None and stale and self._tasks is not None:
             self._tasks.start_soon(self._retire, old, stale)
 
-    async def _retire(self, old: _Tracked, stale: list[_Remote]) -> None:
+    async def _retire(self, old: Chain, stale: list[_Remote]) -> None:
         with anyio.move_on_after(DRAIN_LIMIT_S):
             await old.wait_idle()
         for remote in stale:
