@@ -114,6 +114,7 @@ class InterceptorOptions(TypedDict, total=False):
     version: str | None
     compat: Compat | None
     inline: bool
+    borrows: bool
 
 
 class Registry:
@@ -182,7 +183,7 @@ class Registry:
         """Decorate `def check(inv: Invocation) -> Verdict | bool | None` (sync or async).
 
         Options as for `register`: events (required), phase, priority, mode, fail_open, config_schema,
-        description, version, compat, inline.
+        description, version, compat, inline, borrows (see `RegisteredInterceptor.borrows`).
         """
         return self._decorator(name, InterceptorType.VALIDATION, options)
 
