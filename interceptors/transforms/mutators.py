@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+import orjson
+
 from .._fastinit import fast_init
 from ..errors import INVALID_PARAMS
 from ..outcomes import Mutation, Verdict
@@ -214,6 +216,30 @@ class _Memo:
             return sum(len(part) for part in self.parts.values())
 
 
+class _CleanViews:
+    """`_meta` views the guards found nothing in, by their JSON: a 2026-07-28 client sends the same envelope (its
+    protocol version, client info and capabilities) on every request, and judging it again finds the same nothing
+    (the guards are deterministic). Only clean verdicts are kept, and only small views; bounded, emptied when full.
+    Keyed by the guards themselves (a reload builds new ones), the kind of call and the principal."""
+
+    def __init__(self, size: int = 1024, max_bytes: int = 4096) -> None:
+        self.size = size
+        self.max_bytes = max_bytes
+        self.seen: set[tuple[Any, ...]] = set()
+
+    def key(self, guards: tuple[SecretGuard, ...], view: Any, ctx: TransformContext) -> tuple[Any, ...] | None:
+        try:
+            text = orjson.dumps(view)
+        except TypeError:  # not JSON as it stands (no wire delivers that): judged every time
+            return None
+        return None if len(text) > self.max_bytes else (guards, ctx.kind, ctx.principal, text)
+
+    def remember(self, key: tuple[Any, ...]) -> None:
+        if len(self.seen) >= self.size:
+            self.seen.clear()
+        self.seen.add(key)
+
+
 class TransformStages:
     """The handlers behind the registered interceptors (usable directly, without a chain)."""
 
@@ -233,6 +259,8 @@ class TransformStages:
         self.memo = _Memo()
         self.tasks = _Memo()
         """The calls that created tasks (SEP-1686), by principal and task id: a task's result gets its rules."""
+        self.clean_meta = _CleanViews()
+        """Request `_meta` views found clean, not judged again (the 2026-07-28 envelope repeats on every request)."""
         # Built now, so a bad policy fails at registration rather than on the first call.
         self.default_output = assemble_output(policy_sections)
         self.default_input = assemble_input(policy_sections)
@@ -335,9 +363,14 @@ class TransformStages:
             member = named if isinstance(named, str) else None
             strict = path in STRICT_CHANNELS
             for at, view in views:
+                known = self.clean_meta.key(guards, view, ctx) if path == ("_meta",) else None
+                if known is not None and known in self.clean_meta.seen:
+                    continue
                 refused = _first_refusal(guards, view, ctx, subject, at, member, strict=strict)
                 if refused is not None:
                     return refused
+                if known is not None:
+                    self.clean_meta.remember(known)
         return Verdict.allow()
 
     def answer(self, invocation: Invocation) -> Verdict:
