@@ -164,6 +164,16 @@ def _classes(text: str) -> tuple[bool, bool, bool]:
     return (any(c.islower() for c in text), any(c.isupper() for c in text), any(c.isdigit() for c in text))
 
 
+ADDRESS_KEY = re.compile(r"(?:^|_)(?:path|paths|filename|url|uri|href|link|slug|name)$")
+"""Member names (normalised) whose values are addresses or names: words and segments, never one random token by
+design as an id is (a URI template's `{path}` part is judged segment by segment, an `{id}` part as an id)."""
+
+
+def address_key(key: str | None) -> bool:
+    """Whether a member's name says its value is a path, a URL or a name (`ADDRESS_KEY`)."""
+    return key is not None and ADDRESS_KEY.search(normalize_key(key)) is not None
+
+
 def opaque_key(key: str | None) -> bool:
     """Whether a member's name says its value is an id, a digest, a cursor, a path or a name (never a secret)."""
     return key is not None and OPAQUE_KEY.search(normalize_key(key)) is not None

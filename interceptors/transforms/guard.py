@@ -38,6 +38,9 @@ from .normalize import needs_normalizing, normalize_for_matching
 from .redactor import Redactor
 from .triepattern import literal_alternation
 
+URI_SEGMENT_KEY = "uri_segment"
+"""The name a long path segment of a URI nobody named is judged under (`uri_segments`): not one that says opaque, so
+the bare rule reads it as it reads a tool argument's whole value."""
 MAX_SEGMENT = 64
 """A member name longer than this is cut in a refusal's path (it is the client's own text, but unbounded)."""
 _PLAIN_SEGMENT = re.compile(r"[^\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]*")
@@ -192,7 +195,8 @@ class SecretGuard(Transform):
     type = "guard_secrets"
     direction = "input"
     OPTIONS = (
-        "action", "argument_values", "categories", "custom_detectors", "decode", "disabled_detectors", "min_confidence"
+        "action", "argument_values", "categories", "custom_detectors", "decode", "disabled_detectors", "min_confidence",
+        "uri_segments",
     )  # fmt: skip
 
     def __init__(
@@ -209,6 +213,10 @@ class SecretGuard(Transform):
         self.argument_values = opts.flag("argument_values", True)
         """The guard's own rules for argument values (`argvalues`): a whole value that is one random token, a
         labelled value in a line, a vendor's token judged strictly. Only asked when the detectors found nothing."""
+        self.uri_segments = opts.flag("uri_segments", True)
+        """A path's long segments judged as a tool argument's whole value (`URI_SEGMENT_KEY`), so a random token in
+        one is refused: in a `file:` root's URI, and in a requested URI's part that its template names a path
+        (`{path}`, `{+path}`, `{uri}`, `{name}`)."""
         rules = guarded_key_rules(categories)
         disabled = list(opts.strings("disabled_detectors", KEY_IDS))
         options = {

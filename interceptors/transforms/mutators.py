@@ -34,11 +34,13 @@ from ..errors import INVALID_PARAMS
 from ..outcomes import Mutation, Verdict
 from ..protocol.methods import METHODS, Stage
 from ..registry import Invocation, Registry
+from .argvalues import address_key
 from .assembly import assemble_input, assemble_output, check_transform_sections
 from .base import Pipeline, TransformContext, default_pseudonymizer
 from .cap import DEFAULT_MAX_OUTPUT_CHARS
 from .channels import CHANNEL_META_KEY, transform_metadata, transform_payload
-from .guard import SecretGuard, SecretsRefused
+from .guard import URI_SEGMENT_KEY, SecretGuard, SecretsRefused
+from .listed import ListedResources
 from .strategies import KeyedHasher, Pseudonymizer
 
 OUTPUT_EVENTS = METHODS.names(Stage.OUTPUT)
@@ -61,15 +63,16 @@ GUARDED_CHANNELS: dict[str, tuple[tuple[str, ...], ...]] = {
 """Where in a client request's params every `guard_secrets` (reject or redact: these are refused, never
 scrubbed) looks for secrets, besides a tool call's arguments."""
 STRICT_CHANNELS: frozenset[tuple[str, ...]] = frozenset(
-    {("uri",), ("_meta",), ("argument", "value"), ("context", "arguments")}
+    {("uri",), ("_meta",), ("arguments",), ("argument", "value"), ("context", "arguments")}
 )
-"""The channels of `GUARDED_CHANNELS` that carry no documents: addresses, metadata, a completion's values (typed for
-suggestions; a refusal costs a suggestion). The guard judges them strictly (`SecretGuard.findings(strict=True)`): a
-vendor's token is refused even where its body reads like documentation's sample (`ghp_0000…`), which the detectors
-spare in tool and prompt arguments, where a model may pass a document that shows one."""
-STRICT_ANSWERS = frozenset({"elicitation/create", "roots/list"})
-"""The client's answers judged strictly: a form's values, roots' URIs and names (a sampling answer is a model's text,
-which may show a sample as a document does)."""
+"""The channels of `GUARDED_CHANNELS` judged strictly (`SecretGuard.findings(strict=True)`): a vendor's token is
+refused even where its body reads like documentation's sample (`ghp_0000…`), which the detectors spare in tool
+arguments, where a model passes documents. Addresses, metadata, a completion's values and a prompt's arguments (a
+user's values for a template, measured on the public benign corpora: 1 more refusal in 2,279 real files, none in 607
+tool outputs)."""
+STRICT_ANSWERS = frozenset({"elicitation/create", "roots/list", "sampling/createMessage"})
+"""The client's answers judged strictly: a form's values, roots' URIs and names, and a sampling answer (a model's
+text sent to the server that asked: a sample token in it is refused as in a prompt's arguments)."""
 TASK_RESULT_EVENT = "tasks/result"
 _KINDS = {
     "tools/call": "tool",
@@ -261,6 +264,8 @@ class TransformStages:
         """The calls that created tasks (SEP-1686), by principal and task id: a task's result gets its rules."""
         self.clean_meta = _CleanViews()
         """Request `_meta` views found clean, not judged again (the 2026-07-28 envelope repeats on every request)."""
+        self.listed = ListedResources()
+        """The resource URIs and templates the upstream listed: a URI it named is not judged as a nameless one."""
         # Built now, so a bad policy fails at registration rather than on the first call.
         self.default_output = assemble_output(policy_sections)
         self.default_input = assemble_input(policy_sections)
@@ -352,26 +357,45 @@ class TransformStages:
                 continue
             subject = "Arguments appear" if path[-1] in ("arguments", "value") else "The request appears"
             base = "".join(f"/{part}" for part in path)
-            if path == ("uri",):
-                views = [(base, view) for view in _views(value)]
-            elif path == ("_meta",):
-                views = _meta_views(value)
-            else:
-                views = [(base, value)]
             # A completion argument's value is judged as a member under the argument's name.
             named = _member(params, ("argument", "name")) if path == ("argument", "value") else None
             member = named if isinstance(named, str) else None
+            if path == ("uri",):
+                views = [(base, view, member) for view in _views(value)]
+                views.extend(self._uri_parts(value, base))
+            elif path == ("_meta",):
+                views = [(at, view, member) for at, view in _meta_views(value)]
+            else:
+                views = [(base, value, member)]
             strict = path in STRICT_CHANNELS
-            for at, view in views:
+            for at, view, name in views:
                 known = self.clean_meta.key(guards, view, ctx) if path == ("_meta",) else None
                 if known is not None and known in self.clean_meta.seen:
                     continue
-                refused = _first_refusal(guards, view, ctx, subject, at, member, strict=strict)
+                judges = guards if name != URI_SEGMENT_KEY else tuple(g for g in guards if g.uri_segments)
+                refused = _first_refusal(judges, view, ctx, subject, at, name, strict=strict)
                 if refused is not None:
                     return refused
                 if known is not None:
                     self.clean_meta.remember(known)
         return Verdict.allow()
+
+    def _uri_parts(self, uri: Any, base: str) -> list[tuple[str, Any, str | None]]:
+        """A requested URI's parts judged as named values, when one of the upstream's templates spells it: each under
+        its template's name, as a tool argument of that name would be (`{fileId}` is an id; `{query}` is not; a
+        `{path}` segment by segment, as `URI_SEGMENT_KEY` members: a path is words, never one random token). A URI
+        the upstream listed or never named adds nothing: its lone segments stay ids (a Drive file, a Figma key)."""
+        parts = self.listed.parts(uri) if isinstance(uri, str) else None
+        if not parts:
+            return []
+        views: list[tuple[str, Any, str | None]] = []
+        for name, text in parts:
+            if address_key(name):  # `{path}`: segments, as in a URI nobody named (a path is words, not a token)
+                segments = _long_segments(unquote(text, errors="replace"))
+                views.extend([(base, segments, URI_SEGMENT_KEY)] if segments else ())
+            else:
+                views.append((base, unquote(text, errors="replace"), name))
+        return views
 
     def answer(self, invocation: Invocation) -> Verdict:
         """The client's answer to a request of the server's (sampling, elicitation, roots): refused, whole, when
@@ -388,10 +412,16 @@ class TransformStages:
         strict = invocation.event in STRICT_ANSWERS
         refused = _first_refusal(guards, payload, ctx, subject, strict=strict)
         roots = payload.get("roots") if invocation.event == "roots/list" else None
+        segment_guards = tuple(g for g in guards if g.uri_segments)
         for index, root in enumerate(roots if refused is None and isinstance(roots, list) else ()):
             uri = root.get("uri") if isinstance(root, Mapping) else None
+            at = f"/roots/{index}/uri"
             for view in _views(uri)[1:] if isinstance(uri, str) else ():  # as spelled: judged above
-                refused = refused or _first_refusal(guards, view, ctx, subject, f"/roots/{index}/uri", strict=True)
+                refused = refused or _first_refusal(guards, view, ctx, subject, at, strict=True)
+            local = isinstance(uri, str) and uri[:5].lower() == "file:"
+            segments = _uri_segments(uri) if refused is None and local else []
+            if segments:  # a root is the client's own folder, named by nobody: a path is words, not a token
+                refused = _first_refusal(segment_guards, segments, ctx, subject, at, URI_SEGMENT_KEY, strict=True)
         return refused if refused is not None else Verdict.allow()
 
     def input(self, invocation: Invocation) -> Mutation:
@@ -413,6 +443,8 @@ class TransformStages:
     # --- response phase ----------------------------------------------------------------------------------
 
     def output(self, invocation: Invocation) -> Mutation:
+        if invocation.event in _LISTING_EVENTS:
+            self.listed.learn(invocation.event, invocation.payload)
         key = _call_key(invocation)
         call = None
         if key is not None:
@@ -481,6 +513,32 @@ _TAIL_STARTS = re.compile(r"[/?#&;=]")
 MAX_URI_TAILS = 8
 """A URI is also judged from after each of its first and last delimiters, this many of each (base64 holds `/`, so
 no split finds it whole; a value starts after a `/`, a `?`, a `#`, a `;`, an `&` or a `=`)."""
+
+
+_LISTING_EVENTS = frozenset({"resources/list", "resources/templates/list"})
+_PATH_END = re.compile(r"[?#]")
+_PATH_PARTS = re.compile(r"[/;,=]+")
+MIN_SEGMENT = 16
+"""A path segment shorter than this is no key by the bare rule (`argvalues.bare_secret`): not judged as one."""
+
+
+def _uri_segments(uri: str) -> list[str]:
+    """A URI's path segments (percent-decoded, 3 layers at most; path parameters apart) long enough to be a key,
+    `MAX_URI_TAILS` * 8 at most. The query is not here: each query member is judged under its own name."""
+    text = uri
+    for _ in range(3):
+        decoded = unquote(text, errors="replace")
+        if decoded == text:
+            break
+        text = decoded
+    start = _AUTHORITY.match(text)
+    rest = text[start.end() :] if start is not None else text
+    end = _PATH_END.search(rest)
+    return _long_segments(rest[: end.start()] if end is not None else rest)
+
+
+def _long_segments(path: str) -> list[str]:
+    return [part for part in _PATH_PARTS.split(path) if len(part) >= MIN_SEGMENT][: MAX_URI_TAILS * 8]
 
 
 def _views(uri: Any) -> tuple[Any, ...]:

@@ -328,7 +328,6 @@ def test_a_line_holding_a_random_token_in_a_uri_is_refused(seed: int, line: str,
 @pytest.mark.parametrize(
     "uri",
     [
-        "gdrive:///1BxiMVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms",  # one opaque id: no name says it is a secret
         "file:///home/me/My%20Documents/report%202024%20final.pdf",
         "notes://n/meeting%20notes%20for%20Q3%20planning",
         "repo://octo/hello/blob/9fceb02d0ae598e95dc970b74767f19372d61af8/README.md",

@@ -1,13 +1,13 @@
-"""Issue 30: the request guard judges vendor tokens strictly in the channels that carry no documents, reads a Jira or
+"""Issue 30: the request guard judges vendor tokens strictly in every channel but tool arguments, reads a Jira or
 Confluence personal access token by its decoded structure wherever it sits, reads escaped quotes layer by layer,
 and judges a labelled hex value against a hex alphabet's entropy.
 
 The output path spares a value in a vendor's format whose body reads like documentation's sample (runs, repeats,
-few distinct characters), so a document that shows one reads unaltered; tool and prompt arguments and a sampling
-answer may carry such a document, and keep that sparing. A resource URI, a root, `_meta`, a completion's value and
-an elicitation's answer carry no document: there a value a vendor's prefix starts is refused, whatever its body,
-unless a marker word says it is a sample. Through the real stages (and the real gateway, to a recording upstream,
-for the last test); tokens are built here, never copied from a corpus.
+few distinct characters), so a document that shows one reads unaltered; tool arguments may carry such a document,
+and keep that sparing. A resource URI, a root, `_meta`, a completion's value, a prompt's arguments, an elicitation's
+and a sampling answer are judged strictly (issue 30: no secret reaches the upstream through them): there a value a
+vendor's prefix starts is refused, whatever its body, unless a marker word says it is a sample. Through the real
+stages (and the real gateway, to a recording upstream, for the last test); tokens are built here, never copied.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from interceptors.transforms.argvalues import (
 )
 from interceptors.transforms.docvalues import documentation_value
 from interceptors.transforms.guard import SecretGuard
-from interceptors.transforms.mutators import STRICT_CHANNELS, TransformStages
+from interceptors.transforms.mutators import STRICT_ANSWERS, STRICT_CHANNELS, TransformStages
 from interceptors.transforms.profiles import STANDARD_TRANSFORMS
 from interceptors.transforms.tokenspec import parse_spec
 
@@ -89,17 +89,16 @@ def _strict_refusals(token: str) -> dict[str, str | None]:
         "/content/note": _answer("elicitation/create", {"action": "accept", "content": {"note": token}}),
         "/roots/0/uri": _answer("roots/list", {"roots": [{"uri": "file:///p/" + quote(token), "name": "p"}]}),
         "/roots/0/name": _answer("roots/list", {"roots": [{"uri": "file:///p", "name": token}]}),
+        "/arguments/name": _request("prompts/get", {"name": "p", "arguments": {"name": token}}),
+        "/content/text": _answer(
+            "sampling/createMessage", {"role": "assistant", "content": {"type": "text", "text": token}, "model": "m"}
+        ),
     }
 
 
 def _document_refusals(token: str) -> dict[str, str | None]:
-    """The document channels' refusals of `token` (tool and prompt arguments, a sampling answer)."""
-    text = {"role": "assistant", "content": {"type": "text", "text": token}, "model": "m"}
-    return {
-        "tool": _request("tools/call", {"name": "t", "arguments": {"query": token}}),
-        "prompt": _request("prompts/get", {"name": "p", "arguments": {"name": token}}),
-        "sampling": _answer("sampling/createMessage", text),
-    }
+    """The document channel's refusal of `token` (a tool's arguments)."""
+    return {"tool": _request("tools/call", {"name": "t", "arguments": {"query": token}})}
 
 
 @pytest.mark.parametrize("token", list(SAMPLES.values()), ids=list(SAMPLES))
@@ -114,7 +113,7 @@ def test_a_vendor_sample_is_refused_in_every_channel_without_documents_naming_wh
 @pytest.mark.parametrize("token", list(SAMPLES.values()), ids=list(SAMPLES))
 def test_a_vendor_sample_keeps_the_output_paths_sparing_in_channels_that_carry_documents(token: str) -> None:
     # a model may pass a document that shows a sample (a README, a test file): judged as the output path judges it
-    assert _document_refusals(token) == {"tool": None, "prompt": None, "sampling": None}
+    assert _document_refusals(token) == {"tool": None}
 
 
 @pytest.mark.parametrize(
@@ -172,8 +171,9 @@ def test_with_argument_values_off_no_channel_is_strict() -> None:
 
 
 def test_strict_channels_are_those_without_documents() -> None:
-    assert ("arguments",) not in STRICT_CHANNELS  # prompt arguments may carry a document
-    assert {("uri",), ("_meta",), ("argument", "value"), ("context", "arguments")} <= STRICT_CHANNELS
+    # tool arguments are judged apart (the refusing guards), with the output path's sparing of samples
+    assert {("uri",), ("_meta",), ("arguments",), ("argument", "value"), ("context", "arguments")} == STRICT_CHANNELS
+    assert {"elicitation/create", "roots/list", "sampling/createMessage"} == STRICT_ANSWERS
 
 
 # --- a Jira or Confluence Data Center personal access token, by its decoded structure -------------------------------
@@ -266,7 +266,7 @@ def test_a_hex_literal_in_code_is_a_number() -> None:
 
 # --- through the gateway ----------------------------------------------------------------------------------------------
 
-_DOCUMENT_CHANNELS = {"tool_args", "prompt_args", "sampling_answer"}
+_DOCUMENT_CHANNELS = {"tool_args"}
 
 
 @pytest.mark.slow
