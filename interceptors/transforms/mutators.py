@@ -415,10 +415,12 @@ class TransformStages:
         segment_guards = tuple(g for g in guards if g.uri_segments)
         for index, root in enumerate(roots if refused is None and isinstance(roots, list) else ()):
             uri = root.get("uri") if isinstance(root, Mapping) else None
+            if not isinstance(uri, str):
+                continue
             at = f"/roots/{index}/uri"
-            for view in _views(uri)[1:] if isinstance(uri, str) else ():  # as spelled: judged above
+            for view in _views(uri)[1:]:  # as spelled: judged above
                 refused = refused or _first_refusal(guards, view, ctx, subject, at, strict=True)
-            local = isinstance(uri, str) and uri[:5].lower() == "file:"
+            local = uri[:5].lower() == "file:"
             segments = _uri_segments(uri) if refused is None and local else []
             if segments:  # a root is the client's own folder, named by nobody: a path is words, not a token
                 refused = _first_refusal(segment_guards, segments, ctx, subject, at, URI_SEGMENT_KEY, strict=True)
