@@ -3,7 +3,8 @@
 Each `EncodedCase` holds a text in which one secret is spelled in one encoding (bare base64, base64 twice,
 hex, `%XX`, quoted-printable, wrapped at 40 columns, `\\u`/`\\x` escapes, HTML entities, gzip then base64,
 fullwidth letters, a homoglyph, an invisible or space-like character inside it) and the `pieces` that must
-not come out: the encoded run's lines (8 characters or more) and the plain value. Built at run time from the
+not come out: the encoded run's lines (8 characters or more; of base64 wrapped in lines, those that carry some
+of the value's bytes) and the plain value. Built at run time from the
 format specs (`tokenspec`), never from a fixed file, with a fixed seed so a run is reproducible.
 """
 
@@ -93,6 +94,19 @@ def _lines(encoded: str) -> tuple[str, ...]:
     return tuple(p for p in encoded.replace("\r", "").split("\n") if len(p) >= 8)
 
 
+def _lines_holding(wrapped: str, spelled: str, value: str) -> tuple[str, ...]:
+    """The lines of `spelled`'s wrapped base64 that carry some of `value`'s bytes: each line of 40 characters
+    decodes to 30 bytes of its own, so a line before or after the value holds only its context."""
+    raw, secret = spelled.encode(), value.encode()
+    start = raw.find(secret)
+    if start < 0:  # not spelled as such: every line may hold it
+        return _lines(wrapped)
+    end, per_line = start + len(secret), 40 * 3 // 4
+    lines = wrapped.split("\n")
+    held = [line for at, line in enumerate(lines) if at * per_line < end and start < (at + 1) * per_line]
+    return tuple(line for line in held if len(line) >= 8)
+
+
 def _families(names: Iterable[str] | None) -> list[tuple[str, str]]:
     chosen = [
         d for d in BUILTIN_DETECTORS if d.spec and d.category == "secret" and (names is None or d.name in set(names))
@@ -122,6 +136,9 @@ def encode_spelled(family: str, spelled: str, value: str) -> list[EncodedCase]:
         if name in _INLINE:  # the value itself is spelled differently inside its context
             encoded = spelled.replace(value, encode(value))
             pieces: tuple[str, ...] = (value, *_lines(encode(value)))
+        elif name == "base64_wrapped40":  # lines of the context alone are not the secret's and may stay as sent
+            encoded = encode(spelled)
+            pieces = (value, *_lines_holding(encoded, spelled, value))
         elif name == "quoted_printable":  # text with a soft line break: the value, spelled or decoded
             encoded = encode(spelled)
             pieces = (value, value.replace("=", "=3D"))

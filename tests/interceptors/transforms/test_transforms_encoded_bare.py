@@ -14,7 +14,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from interceptors.testing.encodings import encoded_cases, leaked
+from interceptors.testing.encodings import encode_spelled, encoded_cases, leaked
 from interceptors.testing.formats import secrets
 from interceptors.testing.properties import RedactionTarget
 from interceptors.transforms import STANDARD_TRANSFORMS
@@ -35,10 +35,9 @@ NO_BARE = RedactionTarget.load(
     }
 )
 SCANNER = Scanner(tuple(d for d in BUILTIN_DETECTORS if not d.fallback))
-FLOOR = {"wrapped40": 0.98, "base64_wrapped40": 0.9}
+FLOOR = {"wrapped40": 0.98}
 """Per-encoding floors (1.0 unless listed): a token wrapped at 40 columns is joined only when its first line has
-no blank (`Authorization: Basic …` wrapped is read line by line); base64 wrapped in lines is counted caught only
-when none of its lines comes out, and a re-encoded run keeps the lines before the secret as they were."""
+no blank (`Authorization: Basic …` wrapped is read line by line)."""
 
 
 def _out(text: str, target: RedactionTarget = STANDARD) -> str:
@@ -54,6 +53,18 @@ def test_encoded_corpus_is_caught_per_encoding() -> None:
     for encoding, (hit, total) in caught.items():
         assert hit / total >= FLOOR.get(encoding, 1.0), encoding
     assert sum(h for h, _ in caught.values()) / sum(t for _, t in caught.values()) >= 0.95
+
+
+def test_wrapped_base64_counts_only_the_lines_that_carry_the_value() -> None:
+    """Each line of 40 base64 characters is 30 bytes of its own: the lines of the context alone may stay as sent
+    (a redaction changes only what it must), and every line holding a byte of the value must change."""
+    spelled = "c" * 70 + "ghp_" + "A" * 36 + " tail"  # the value is bytes 70..109: lines 2 and 3 hold it
+    [case] = [c for c in encode_spelled("f", spelled, spelled[70:110]) if c.encoding == "base64_wrapped40"]
+    encoded = base64.b64encode(spelled.encode()).decode()
+    lines = [encoded[at : at + 40] for at in range(0, len(encoded), 40)]
+    assert case.pieces == (spelled[70:110], lines[2], lines[3])
+    assert not leaked(case, "\n".join([*lines[:2], "[REDACTED]"]))
+    assert leaked(case, "\n".join([*lines[:3], "[REDACTED]"]))
 
 
 def test_benign_encodings_are_left_as_they_are() -> None:
