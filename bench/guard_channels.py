@@ -541,7 +541,7 @@ def format_leaks(run: Run, width: int = 160) -> str:
     return "\n".join(lines)
 
 
-BENIGN_CORPORA = ("gitleaks_fps", "credsweeper_neg", "realworld_benign")
+BENIGN_CORPORA = ("gitleaks_fps", "credsweeper_neg", "realworld_benign", "tool_outputs")
 """Items nobody should be refused for: gitleaks' and CredSweeper's own false positives, and real files."""
 
 

@@ -44,7 +44,7 @@ import binascii
 import functools
 import re
 import string
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
@@ -53,7 +53,7 @@ from urllib.parse import unquote
 import orjson
 
 from .catalog import BUILTIN_BY_NAME, BUILTIN_DETECTORS, GUID
-from .context import GENERIC, decoded_binary
+from .context import GENERIC, decoded_binary, digest_or_nonce, public_object_id
 from .detectors import Detector, Scanner
 from .docvalues import ciphertext, documentation_value
 from .encoded import decode_base64, decode_gzip_base64, decode_hex, decode_percent
@@ -71,7 +71,7 @@ MAX_TEXT = 1 << 16
 """A text longer than this is left to the detectors (a document, not a value)."""
 
 OPAQUE_KEY = re.compile(
-    r"(?:^|_)(?:ids?|uuid|guid|hash|hashes|digest|checksum|sha\d*|md5|etag|cursor|page|offset|next|commit|rev|"
+    r"(?:^|_)(?:ids?|uuid|guid|hash|hashes|digest|checksum|fingerprint|sha\d*|md5|etag|cursor|page|offset|next|commit|rev|"
     r"revision|version|path|paths|file|files|filename|url|uri|href|link|ref|slug|signature_id|"
     r"nonce_id|request|trace|span|handle)$"
 )
@@ -129,10 +129,11 @@ _NOT_A_SECRET_LABEL = re.compile(
     r"hash|format|algo|dir|prefix|id$|_id|length|count|word_?list|pattern|regex|timeout|expir|ttl"
 )
 _NOT_SECRET_BEFORE = re.compile(
-    r"(?i)public|publish|pub_?key|csrf|xsrf|authenticity|anti.?forgery|(?:id|Id|ID|sha\d*|hash|digest|checksum|image/\w+)"
+    r"(?i)public|publish|pub_?key|csrf|xsrf|authenticity|anti.?forgery|(?:id|Id|ID|sha\d*|hash|digest|checksum|nonce|image/\w+)"
     r"[\"'\s]*[:=]+[\s\"']*$"
 )
-"""A label right before a token that names it public, per-request, an id, a digest or an image."""
+"""A label right before a token that names it public, per-request, an id, a digest or an image (a `nonce` is left to
+the labelled rule, which knows a page's CSP nonce from a protocol's)."""
 _CODE = re.compile(
     r"[(){}\[\]<>\\`]|\$(?=[A-Za-z_{(])|^(?:self|this|os|process|env|config|settings|args|kwargs|params|options)\."
 )
@@ -190,8 +191,8 @@ def _not_secret_shape(token: str) -> bool:
         return True  # (a dotted name's parts are names: a part of 32+ letters and digits is no name)
     if token.startswith(("...", "…")) or token.endswith(("...", "…")):
         return True  # an excerpt, elided
-    if names_a_key(token):
-        return True
+    if names_a_key(token) or public_object_id(token) or digest_or_nonce(token):
+        return True  # (an object id an API hands out, `cus_…`; a digest or a CSP nonce, `sha384-…`, `nonce-…`)
     return ciphertext(token, "") or decoded_binary(token, strict_magic=True)
 
 
@@ -305,8 +306,8 @@ def credential_like(value: str, before: str = "") -> bool:
     if value.endswith(("..", "…")):
         return False  # an elided excerpt (`ops_eyJz..`)
     text = value.rstrip(".,;:!?\\")
-    if len(text) < 8 or is_placeholder(text) or is_template(text) or ciphertext(text, before):
-        return False
+    if len(text) < 8 or is_placeholder(text) or is_template(text) or ciphertext(text, before) or digest_or_nonce(text):
+        return False  # (`sha384-…` in an `integrity` attribute: a hash, whatever the line says)
     if _CODE.search(text) or _DOTTED.fullmatch(text) or _IDENTIFIER.fullmatch(text) or _GUID.fullmatch(text):
         return False
     if text[:1] == "/" and _slash_led_base64(text):
@@ -381,6 +382,15 @@ def _labels(text: str) -> Iterator[re.Match[str]]:
                 yield match
 
 
+_HTML_TAG = re.compile(r"(?i)<(?:script|style|link)\b[^<>]*$")
+
+
+def _html_nonce(text: str, at: int) -> bool:
+    """Whether the `nonce` at `at` is an attribute of a tag that carries one for a Content Security Policy."""
+    opened = text.rfind("<", max(0, at - 400), at)
+    return opened >= 0 and _HTML_TAG.match(text, opened, at) is not None
+
+
 def labelled_secret(text: str) -> bool:
     """Whether a line of `text` holds a credential's label and then a value that could be one."""
     for match in _labels(text):
@@ -393,6 +403,8 @@ def labelled_secret(text: str) -> bool:
             # a label then `:` is a field after another (`ID:master/PASS:<value>`): base64 has no `:`
         if _WORD_GOES_ON.match(tail):
             continue  # `keying`, `tokenizer`: the label word goes on as another word
+        if text[match.start() : match.start() + 6].lower() == "nonce=" and _html_nonce(text, match.start()):
+            continue  # `<script nonce="…">`: a CSP nonce, sent with the page to every reader
         if _GUID.fullmatch(match.group("value")) and _SECRET_WORD.search(match.group(0)[: match.start("value")]):
             return True  # a GUID is an id, unless the label says secret (`--secret-token <GUID>`)
         if credential_like(match.group("value"), text[max(0, match.start() - 24) : match.start("value")]):
@@ -880,6 +892,21 @@ def _text_holds(text: str, key: str | None, depth: int, vendors: Vendors | None)
     return any(holds_secret(view, named, depth + 1, vendors=vendors) for view in _decoded(text))
 
 
+JWK_PUBLIC_MEMBERS = frozenset(
+    ("kty", "use", "key_ops", "alg", "kid", "x5u", "x5c", "x5t", "x5t#S256", "crv", "x", "y", "n", "e")
+)
+"""A JSON Web Key's public parameters (RFC 7517, 7518): a public key's modulus, exponent, curve point and ids. Only
+its private ones (`d`, `p`, `q`, `dp`, `dq`, `qi`, `oth`, `k`) are judged, and the key rules find those by name."""
+
+
+def _judged_members(value: Mapping[Any, Any]) -> Iterable[tuple[Any, Any]]:
+    """The members of a mapping these rules judge: all of them, but a JSON Web Key's public parameters (a mapping
+    with a `kty`): a JWKS that publishes public keys is no secret."""
+    if "kty" not in value or not isinstance(value["kty"], str):
+        return value.items()
+    return [(name, item) for name, item in value.items() if name not in JWK_PUBLIC_MEMBERS]
+
+
 def holds_secret(
     value: Any, key: str | None = None, depth: int = 0, nesting: int = 0, *, vendors: Vendors | None = None
 ) -> bool:
@@ -893,7 +920,7 @@ def holds_secret(
     if isinstance(value, Mapping):
         return any(
             holds_secret(item, name if isinstance(name, str) else None, depth, nesting + 1, vendors=vendors)
-            for name, item in value.items()
+            for name, item in _judged_members(value)
         )
     if isinstance(value, list | tuple):
         return any(holds_secret(item, key, depth, nesting + 1, vendors=vendors) for item in value)
@@ -909,8 +936,9 @@ def scrubbed(
     if nesting >= 64:
         return value
     if isinstance(value, Mapping):
+        judged = dict(_judged_members(value))
         items = {
-            n: scrubbed(v, n if isinstance(n, str) else None, depth, nesting + 1, vendors=vendors)
+            n: scrubbed(v, n if isinstance(n, str) else None, depth, nesting + 1, vendors=vendors) if n in judged else v
             for n, v in value.items()
         }
         return value if all(items[n] is value[n] for n in value) else items

@@ -45,7 +45,9 @@ _NOT_AFTER_ID_LABEL = "".join(f"(?<!{word}[/(].)" for word in (*_ID_WORDS, "(?i:
 _BARE = r"""([^\s"'`;,&<>(){}\[\]\\]{4,256})"""
 _QUOTED = r"""(?:"([^"\\\r\n]{4,256})"|'([^'\\\r\n]{4,256})')"""
 _VALUE = r"(?:" + _QUOTED + "|" + _BARE + ")"
-_SAMPLE = "<[A-Za-z0-9!#%^*_+]{10,30}>"
+_SAMPLE = "<[A-Za-z0-9!#%^*_+]{5,20}[0-9!#%^*_+][A-Za-z0-9!#%^*_+]{4,9}>"
+"""A password as these detectors define one (`_looks_like_password`): 10 to 30 characters with a digit or a symbol
+somewhere (letters of one case alone read as a word, and a sample must be what its detector promises to find)."""
 
 
 def _looks_like_password(value: str, entity: str) -> str | None:
@@ -245,7 +247,7 @@ ASSIGNMENT_DETECTORS: tuple[Detector, ...] = (
        "('CREATE USER app IDENTIFIED BY '|'ALTER USER app IDENTIFIED BY ') <[A-Za-z]{4}[0-9]{3}[A-Za-z]{4}> ';'",
        "SQL: Oracle IDENTIFIED BY with an unquoted password",
        "the unquoted password of a SQL statement that creates or changes a login", entity="password", group=1,
-       validator=_strong_password),
+       validator=_looks_like_password),  # (the label says password: letters and a digit are enough, as the spec's)
     _a("env_default_secret",
        # the fallback a program uses when the variable is unset is a credential written in the code
        r"""(?:getenv|environ\.get|env\.get|ENV\.fetch|env)\([ \t]{0,4}\\?["']?[\w.-]{0,40}?"""

@@ -481,21 +481,27 @@ def _public_material(text: str, finding: Finding, facts: _TextFacts) -> bool:
 
 def _digest(text: str, finding: Finding, facts: _TextFacts) -> bool:
     return (
-        _DIGEST_VALUE.match(finding.value) is not None
+        digest_or_nonce(finding.value)
         or _DIGEST_BEFORE.search(text, max(0, finding.start - 40), finding.start) is not None
     )
 
 
-def _public_id(text: str, finding: Finding, facts: _TextFacts) -> bool:
-    value = finding.value
+def public_object_id(value: str) -> bool:
+    """Whether `value`, whole, is an object id with a public prefix (Stripe's `cus_…`, `price_…`; never a client
+    secret `…_secret_…`) or an IPFS content id: what an API hands out and takes back, never a key."""
     return (
-        (
-            (_PUBLIC_ID.fullmatch(value) is not None or _STRIPE_ID.fullmatch(value) is not None)
-            and "_secret_" not in value
-        )
-        or _CONTENT_ID.fullmatch(value) is not None
-        or _inside_freenet_request(text, finding.start, finding.end)
-    )
+        (_PUBLIC_ID.fullmatch(value) is not None or _STRIPE_ID.fullmatch(value) is not None) and "_secret_" not in value
+    ) or _CONTENT_ID.fullmatch(value) is not None
+
+
+def digest_or_nonce(value: str) -> bool:
+    """Whether `value` starts with a digest's algorithm or a nonce's role (`sha384-…` in SRI, `'nonce-…'` in a
+    CSP, `h1:` in go.sum): a hash or a per-response value, published by design."""
+    return _DIGEST_VALUE.match(value) is not None
+
+
+def _public_id(text: str, finding: Finding, facts: _TextFacts) -> bool:
+    return public_object_id(finding.value) or _inside_freenet_request(text, finding.start, finding.end)
 
 
 def freenet_request_key(key: str) -> bool:

@@ -202,6 +202,15 @@ def _wordy_share(token: str) -> float:
     return wordy / len(token)
 
 
+def random_letters(token: str) -> bool:
+    """Whether a token of letters only reads as random rather than as words: 20+ letters of both cases, and fewer
+    than half of them in pronounceable runs or 4.2 bits per character (a random token of 32 letters has 4.5, a
+    PascalCase name under 4.2). A random key with no digit is rare but real (one in 280 of 32 base62 characters)."""
+    if len(token) < 20 or not token.isalpha() or token.islower() or token.isupper():
+        return False
+    return _wordy_share(token) < 0.5 or shannon_entropy(token) >= 4.2
+
+
 _NOT_RANDOM_SHAPES = re.compile(
     r"[0-9a-fA-F]+"  # hex: digests, git SHAs, trace ids (a hex key is found by its label, not by its shape)
     r"|[0-9a-fA-F]+(?:-[0-9a-fA-F]+)+"  # GUIDs and other dashed hex

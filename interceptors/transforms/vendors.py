@@ -16,7 +16,7 @@ import dataclasses
 import re
 
 from .detectors import Detector, Validator, validate_secret
-from .entities import is_placeholder
+from .entities import is_placeholder, random_letters
 from .tokenspec import bech32_valid, crc32_token_valid
 
 _B62 = "A-Za-z0-9"
@@ -694,8 +694,10 @@ def _validate_cli(value: str, entity: str) -> str | None:
 
 def _validate_plain_secret(value: str, entity: str) -> str | None:
     """A header value is a credential when it is not a variable, a command substitution or a placeholder, and
-    has a digit or a symbol (a word is a scheme or prose)."""
-    if _validate_plain(value, entity) is None or value.startswith(("$", "`", "{")) or value.isalpha():
+    has a digit or a symbol, or is letters that read as random (a word is a scheme or prose)."""
+    if _validate_plain(value, entity) is None or value.startswith(("$", "`", "{")):
+        return None
+    if value.isalpha() and not random_letters(value):
         return None
     return entity
 

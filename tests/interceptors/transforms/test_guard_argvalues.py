@@ -28,6 +28,7 @@ from interceptors.transforms.argvalues import (
     prefixed_secret,
 )
 from interceptors.transforms.base import TransformContext
+from interceptors.transforms.context import public_object_id
 from interceptors.transforms.entities import looks_random
 from interceptors.transforms.guard import SecretGuard, SecretsRefused
 
@@ -642,3 +643,70 @@ def test_a_uri_holds_a_secret_wherever_an_argument_would(uri: str, seed: int) ->
         spelled = uri.format(pw=quote(password, safe=""))
     message = _read_refusal(spelled)
     assert message is not None and "at '/uri'" in message and password not in message
+
+
+_STRIPE_PREFIXES = ("cus", "price", "prod", "sub", "ch", "pi", "pm", "evt", "txn", "il", "si", "mtr_test", "fa", "trxn")
+
+
+def _stripe_id(seed: int, prefix: str) -> str:
+    body = _token(seed, 24)
+    return f"{prefix}_{random.Random(seed).choice(string.digits)}{body}"
+
+
+@given(st.integers(0, 2**32), st.sampled_from(_STRIPE_PREFIXES), st.sampled_from(("customer", "price", "source", "q")))
+def test_an_object_id_with_a_public_prefix_passes_under_any_name(seed: int, prefix: str, key: str) -> None:
+    """A tool that manages a Stripe account takes its objects' ids (`cus_…`, `price_…`) as arguments: an id the
+    API hands out is no key, though its body is random. A client secret (`…_secret_…`) is not spared as an id."""
+    object_id = _stripe_id(seed, prefix)
+    assert not GUARD.findings({key: object_id})[1], object_id
+    assert not GUARD.findings({"query": json.dumps({"data": [{key: object_id}]}, indent=4)})[1], object_id
+    intent = _stripe_id(seed, "pi" if seed % 2 else "seti")  # what has a client secret: Payment and SetupIntents
+    assert not public_object_id(f"{intent}_secret_{_token(seed + 1, 24)}")  # judged as any other value
+
+
+def _b64url(seed: int, size: int) -> str:
+    return _token(seed, size, _BASE62 + "-_")
+
+
+@given(st.integers(0, 2**32), st.sampled_from(("RSA", "EC")), st.booleans())
+def test_a_public_json_web_key_passes_and_a_private_one_does_not(seed: int, kty: str, as_text: bool) -> None:
+    """A JWKS publishes public keys (`n`, `e`, `x`, `y`, `kid`, `x5t`): none of its members is a secret, however
+    random. The same key with its private exponent `d` is refused."""
+    if kty == "RSA":
+        key: dict[str, Any] = {"kty": kty, "kid": _b64url(seed, 27), "n": _b64url(seed + 1, 342), "e": "AQAB"}
+    else:
+        key = {"kty": kty, "crv": "P-384", "x": _b64url(seed + 1, 64), "y": _b64url(seed + 2, 64)}
+    key["x5t"] = _b64url(seed + 3, 27)
+
+    def spelled(jwk: dict[str, Any]) -> Any:
+        return {"jwks": json.dumps({"keys": [jwk]}, indent=2)} if as_text else {"keys": [jwk]}
+
+    assert not GUARD.findings(spelled(key))[1], key
+    assert GUARD.findings(spelled({**key, "d": _b64url(seed + 4, 64)}))[1]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "content-security-policy: default-src 'self'; script-src 'self' 'nonce-7it+MWPD34c7Sh4RalVq2Q==' "
+        "'strict-dynamic'; object-src 'none'",
+        '<!doctype html><html><head><script nonce="7it+MWPD34c7Sh4RalVq2Q==">window.__page = 0;</script>'
+        '<style nonce="7it+MWPD34c7Sh4RalVq2Q==">body{margin:0}</style>',
+        '<link rel="stylesheet" href="/a.css" nonce="PjQqWvvQ503Ob41EfkZQCA==">',
+        "sha384-VWtYFJOPUZYrGQ5m32nprpzAvmfeDpmkQ6kKEAPoVs8g9ViNSh5BxyzAbCdEfGh",
+        '<script src="https://cdn.jsdelivr.net/npm/jose@6/dist/key/generate_secret.js" '
+        'integrity="sha384-VWtYFJOPUZYrGQ5m32nprpzAvmfeDpmkQ6kKEAPoVs8g9ViNSh5BlHhKmUhKBgt0"></script>',
+    ],
+)
+def test_csp_nonces_and_integrity_digests_pass(text: str) -> None:
+    """A page's CSP nonce goes to every reader of the page, and an SRI digest is a hash: neither is a secret."""
+    assert not GUARD.findings({"query": text})[1], text
+
+
+def test_a_fingerprint_is_a_digest() -> None:
+    assert not GUARD.findings({"card": {"fingerprint": "AuoSJ18zsVWV9SPc", "last4": "4242"}})[1]
+
+
+def test_a_nonce_outside_an_html_tag_is_still_a_label() -> None:
+    assert GUARD.findings({"query": 'oauth nonce="7it+MWPD34c7Sh4RalVq2Q==" here'})[1]
+    assert GUARD.findings({"query": '<div data-x="1"> nonce="7it+MWPD34c7Sh4RalVq2Q=="'})[1]

@@ -114,6 +114,8 @@ POSITIVES: list[tuple[str, str, str]] = [
     ("sumologic_access_id", "sumologic.accessId: " + (sl2 := "su" + _rand(B62, 12)), sl2),
     ("curl_authorization_header", 'curl -H "Authorization: Api-Token ' + (ah := _rand(HEX, 40)) + '" https://api.example.com/v1', ah),
     ("curl_authorization_header", "curl --header 'Authorization: " + (ah2 := _guid()) + "'", ah2),
+    # a random key of letters only (1 in 280 of 32 base62 characters has no digit)
+    ("curl_authorization_header", 'curl --header "Authorization: LVNAeYEneWCLBwGNJFWOKPZmWIIASsrC"', "LVNAeYEneWCLBwGNJFWOKPZmWIIASsrC"),
     ("curl_user_credentials", 'curl -u ":' + (cp := "Zq8!mW2xKp4") + '" https://search.internal:9200', cp),
     ("curl_user_credentials", "curl -u " + (ck := "rk_" + _rand(B62, 24)) + ": https://api.example.com/v1/charges", ck),
     ("curl_user_credentials", "curl --user deploy:'" + (cq := "Hq7vT2m9Lp4x") + "' -X PATCH", cq),
@@ -192,6 +194,7 @@ NEGATIVES: list[tuple[str, str]] = [
     ("sumologic_access_id", "sumObj = suGyK5imvQDdvU"),
     ("sumologic_access_id", "export SUMOLOGIC_ACCESSID=${SUMOLOGIC_ACCESSID}"),
     ("curl_authorization_header", 'curl -H "Authorization: Token $API_TOKEN" https://api.example.com'),
+    ("curl_authorization_header", 'curl -H "Authorization: NegotiateAuthenticationScheme" https://intranet'),
     ("curl_authorization_header", 'curl -H "Authorization: Bearer <your token>" https://api.example.com'),
     ("curl_user_credentials", "curl -u 'test:test' https://localhost"),
     ("curl_user_credentials", 'curl --user "${USER}:${PASSWORD}" https://ci'),
@@ -280,3 +283,22 @@ def test_verification_decodes_what_the_prefix_promises() -> None:
     assert ntlm.scan(broken) == []
     with pytest.raises(binascii.Error):
         base64.b64decode("TlRMTVNTUAAD!", validate=True)
+
+
+def test_random_letters_are_told_from_names() -> None:
+    """A header's credential may be letters only: random letters of both cases are a key, PascalCase names not."""
+    from interceptors.transforms.entities import random_letters
+
+    rng = random.Random(2624)
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    drawn = ["".join(rng.choice(letters) for _ in range(rng.randint(32, 40))) for _ in range(5000)]
+    assert sum(map(random_letters, drawn)) >= 0.995 * len(drawn)
+    names = [
+        "NegotiateAuthenticationScheme",
+        "XMLHttpRequestEventTarget",
+        "getAuthorizationHeaderValue",
+        "InternalServerErrorExceptionHandlerFactory",
+        "PleaseReplaceWithYourOwnToken",
+        "abcdefghijklmnopqrstuvwx",
+    ]
+    assert not any(map(random_letters, names))
