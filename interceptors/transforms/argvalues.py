@@ -52,6 +52,7 @@ from urllib.parse import unquote
 
 import orjson
 
+from .assignments import LABEL_PAIR
 from .catalog import BUILTIN_BY_NAME, BUILTIN_DETECTORS, GUID
 from .context import GENERIC, decoded_binary, digest_or_nonce, public_object_id
 from .detectors import Detector, Scanner
@@ -306,8 +307,8 @@ def credential_like(value: str, before: str = "") -> bool:
     if value.endswith(("..", "…")):
         return False  # an elided excerpt (`ops_eyJz..`)
     text = value.rstrip(".,;:!?\\")
-    if len(text) < 8 or is_placeholder(text) or is_template(text) or ciphertext(text, before) or digest_or_nonce(text):
-        return False  # (`sha384-…` in an `integrity` attribute: a hash, whatever the line says)
+    if len(text) < 8 or is_placeholder(text) or is_template(text) or ciphertext(text, before):
+        return False
     if _CODE.search(text) or _DOTTED.fullmatch(text) or _IDENTIFIER.fullmatch(text) or _GUID.fullmatch(text):
         return False
     if text[:1] == "/" and _slash_led_base64(text):
@@ -325,6 +326,8 @@ def credential_like(value: str, before: str = "") -> bool:
         return not any(_alphabet_run(group) for group in text.split("-"))  # `KLMNO`, `12345`: a sample
     if 2 * _wordy(text) > len(text):
         return False
+    if digest_or_nonce(text) or public_object_id(text):
+        return False  # published, whatever the label says: `integrity="sha384-…"`, `"verification_session": "vs_…"`
     if lower and upper and digit:
         return True
     if len(text) >= MIN_HEX_LABELLED and digit and _HEX_RUN.fullmatch(text):
@@ -625,6 +628,8 @@ def paired_secret(text: str) -> bool:
         pairs.extend(_IP_PAIR.finditer(head))
     for match in pairs:
         value = match.group("value")
+        if LABEL_PAIR.match(value) is not None:
+            continue  # `10.245.1.3   kubernetes.io/hostname=10.245.1.3`: a node's label, not a login
         if value != match.group("user") and _short_line(head, match.start()) and credential_like(value):
             return True
     return False

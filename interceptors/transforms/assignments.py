@@ -74,13 +74,14 @@ def _strong_password(value: str, entity: str) -> str | None:
     return entity if kinds >= 3 and any(c.isdigit() for c in core) else None
 
 
-_LABEL_PAIR = re.compile(r"[A-Za-z][\w.-]*=\S")
+LABEL_PAIR = re.compile(r"[A-Za-z][\w.-]*=\S")
+"""A `name=value` label (a Kubernetes node label), which stands where a password would in `host user/…`."""
 
 
 def _ip_login_password(value: str, entity: str) -> str | None:
     """`_strong_password`, and no `name=value` label (`10.245.1.3   kubernetes.io/hostname=10.245.1.3` is a node's
     label in `kubectl get nodes --show-labels`, not a login)."""
-    if _LABEL_PAIR.match(value) is not None:
+    if LABEL_PAIR.match(value) is not None:
         return None
     return _strong_password(value, entity)
 

@@ -703,6 +703,20 @@ def test_csp_nonces_and_integrity_digests_pass(text: str) -> None:
     assert not GUARD.findings({"query": text})[1], text
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "NAME         STATUS   AGE   LABELS\n10.245.1.3   Ready    17m   kubernetes.io/hostname=10.245.1.3",
+        "10.245.1.3   kubernetes.io/hostname=10.245.1.3   Ready     17m",
+        '{\n  "id": "vr_1Pgc76B7WZ01zgkWq9Rp33Dj",\n  "verification_session": "vs_1Pgc76B7WZ01zgkW1uXbT3Y9"\n}',
+    ],
+)
+def test_node_labels_and_ids_under_a_credential_word_pass(text: str) -> None:
+    """A node's `name=value` label where `host user/password` would stand, and an object id under a name that
+    holds `session`, are what a tool returned, not a login or a key."""
+    assert not GUARD.findings({"query": text})[1], text
+
+
 def test_a_fingerprint_is_a_digest() -> None:
     assert not GUARD.findings({"card": {"fingerprint": "AuoSJ18zsVWV9SPc", "last4": "4242"}})[1]
 
