@@ -904,10 +904,14 @@ JWK_PUBLIC_MEMBERS = frozenset(
 its private ones (`d`, `p`, `q`, `dp`, `dq`, `qi`, `oth`, `k`) are judged, and the key rules find those by name."""
 
 
+JWK_KEY_TYPES = frozenset(("RSA", "EC", "OKP", "oct"))
+"""The key types of RFC 7518 and 8037: a mapping whose `kty` is one of them is a JSON Web Key."""
+
+
 def _judged_members(value: Mapping[Any, Any]) -> Iterable[tuple[Any, Any]]:
     """The members of a mapping these rules judge: all of them, but a JSON Web Key's public parameters (a mapping
-    with a `kty`): a JWKS that publishes public keys is no secret."""
-    if "kty" not in value or not isinstance(value["kty"], str):
+    with a registered `kty`): a JWKS that publishes public keys is no secret. The detectors still read every member."""
+    if "kty" not in value or value["kty"] not in JWK_KEY_TYPES:
         return value.items()
     return [(name, item) for name, item in value.items() if name not in JWK_PUBLIC_MEMBERS]
 

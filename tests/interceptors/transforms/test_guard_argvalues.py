@@ -685,6 +685,14 @@ def test_a_public_json_web_key_passes_and_a_private_one_does_not(seed: int, kty:
     assert GUARD.findings(spelled({**key, "d": _b64url(seed + 4, 64)}))[1]
 
 
+def test_only_a_registered_key_type_makes_a_json_web_key() -> None:
+    """A made-up `kty` buys no sparing: a random token under `n` is judged as under any other name."""
+    token = _b64url(7, 48)
+    assert not GUARD.findings({"kty": "RSA", "n": token, "e": "AQAB"})[1]
+    assert GUARD.findings({"kty": "anything", "n": token})[1]
+    assert GUARD.findings({"kty": "RSA", "n": token, "note": token})[1]
+
+
 @pytest.mark.parametrize(
     "text",
     [
