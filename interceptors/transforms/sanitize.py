@@ -33,11 +33,16 @@ _INVISIBLE = re.compile(
 _EMOJI_PARTS = frozenset("\u200d\ufe0e\ufe0f")
 
 
+_LOW_EMOJI = frozenset("#*0123456789\u00a9\u00ae\u203c\u2049\u2122\u2139")
+"""Emoji below U+2190 (Unicode's emoji data): the keycap bases, `©`, `®`, `‼`, `⁉`, `™` and U+2139 INFORMATION SOURCE
+(a letter to `str.isalpha`, an emoji with U+FE0F)."""
+
+
 def _emoji_base(char: str) -> bool:
     """A character an emoji sequence is built on: a pictograph or symbol (U+2190 and up, outside letters of
-    scripts), or a keycap base (`#`, `*`, a digit)."""
+    scripts), or one of the few emoji below it (`_LOW_EMOJI`)."""
     code = ord(char)
-    return (code >= 0x2190 and not char.isalpha() and not char.isspace()) or char in "#*0123456789"
+    return (code >= 0x2190 and not char.isalpha() and not char.isspace()) or char in _LOW_EMOJI
 
 
 def _strip_invisible(text: str) -> str:
@@ -147,7 +152,15 @@ _FAMILIES: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...] = (
          ("secret", "key", "token", "password", "credential", "conversation", "history", "prompt", "cookie", "env",
           "everything")),
     ),
-    (r"\bexfiltrat\w{0,10}|\bjailbreak\w{0,10}", (("exfiltrat", "jailbreak"),)),
+    (
+        # an order to exfiltrate or to break out (`exfiltrate everything`, `now exfiltrate the keys`, `enable
+        # jailbreak mode`, `you are now jailbroken`); advisories and guides name them ("allowing data exfiltration",
+        # "attackers could exfiltrate", "an iOS jailbreak") without ordering anything
+        r"(?:^|[.!?:;>\n]\s{0,3}|\b(?:now|please|then|and|must|should|you)\s{1,5})exfiltrate\b"
+        r"|\b(?:enter|enable|activate|engage|start|switch\s{1,5}to)\s{1,5}(?:\w{1,12}\s{1,5})?jailbreak\w{0,4}"
+        r"|\bjailbreak(?:en)?\s{1,5}mode\b|\byou\s{1,5}are\s{1,5}(?:now\s{1,5})?jailbroken\b",
+        (("exfiltrat", "jailbreak"),),
+    ),
     (
         r"(?:^|[\s\"'(>])(?:assistant|claude|chatgpt|gpt|model|llm|agent)\s{0,3}[:,]\s{0,3}"
         r"(?:ignore|run|execute|call|delete|send|print|reveal|forget|disregard|stop|do\s+not|you\s+must)\b",
