@@ -36,7 +36,11 @@ def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
-def _wrap(text: str, width: int = 40) -> str:
+_WRAP_WIDTH = 40
+"""The column the wrapped encodings break at (a multiple of 4: each line of base64 decodes on its own)."""
+
+
+def _wrap(text: str, width: int = _WRAP_WIDTH) -> str:
     return "\n".join(text[i : i + width] for i in range(0, len(text), width))
 
 
@@ -101,7 +105,7 @@ def _lines_holding(wrapped: str, spelled: str, value: str) -> tuple[str, ...]:
     start = raw.find(secret)
     if start < 0:  # not spelled as such: every line may hold it
         return _lines(wrapped)
-    end, per_line = start + len(secret), 40 * 3 // 4
+    end, per_line = start + len(secret), _WRAP_WIDTH * 3 // 4
     lines = wrapped.split("\n")
     held = [line for at, line in enumerate(lines) if at * per_line < end and start < (at + 1) * per_line]
     return tuple(line for line in held if len(line) >= 8)

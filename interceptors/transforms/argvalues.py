@@ -44,7 +44,7 @@ import binascii
 import functools
 import re
 import string
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
@@ -908,12 +908,11 @@ JWK_KEY_TYPES = frozenset(("RSA", "EC", "OKP", "oct"))
 """The key types of RFC 7518 and 8037: a mapping whose `kty` is one of them is a JSON Web Key."""
 
 
-def _judged_members(value: Mapping[Any, Any]) -> Iterable[tuple[Any, Any]]:
-    """The members of a mapping these rules judge: all of them, but a JSON Web Key's public parameters (a mapping
-    with a registered `kty`): a JWKS that publishes public keys is no secret. The detectors still read every member."""
-    if "kty" not in value or value["kty"] not in JWK_KEY_TYPES:
-        return value.items()
-    return [(name, item) for name, item in value.items() if name not in JWK_PUBLIC_MEMBERS]
+def _unjudged(value: Mapping[Any, Any]) -> frozenset[str]:
+    """The members of a mapping these rules leave alone: a JSON Web Key's public parameters (a mapping with a
+    registered `kty`), since a JWKS that publishes public keys is no secret; none elsewhere. The detectors still read
+    every member."""
+    return JWK_PUBLIC_MEMBERS if "kty" in value and value["kty"] in JWK_KEY_TYPES else frozenset()
 
 
 def holds_secret(
@@ -927,9 +926,12 @@ def holds_secret(
     if nesting >= 64:
         return False
     if isinstance(value, Mapping):
+        members: Any = value.items()
+        if "kty" in value and (skip := _unjudged(value)):  # (a JSON Web Key: rare; other mappings pay one lookup)
+            members = [(name, item) for name, item in members if name not in skip]
         return any(
             holds_secret(item, name if isinstance(name, str) else None, depth, nesting + 1, vendors=vendors)
-            for name, item in _judged_members(value)
+            for name, item in members
         )
     if isinstance(value, list | tuple):
         return any(holds_secret(item, key, depth, nesting + 1, vendors=vendors) for item in value)
@@ -945,9 +947,9 @@ def scrubbed(
     if nesting >= 64:
         return value
     if isinstance(value, Mapping):
-        judged = dict(_judged_members(value))
+        skip = _unjudged(value)
         items = {
-            n: scrubbed(v, n if isinstance(n, str) else None, depth, nesting + 1, vendors=vendors) if n in judged else v
+            n: v if n in skip else scrubbed(v, n if isinstance(n, str) else None, depth, nesting + 1, vendors=vendors)
             for n, v in value.items()
         }
         return value if all(items[n] is value[n] for n in value) else items
